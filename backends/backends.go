@@ -1,0 +1,133 @@
+package backends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/hustings/hustings/events"
+)
+
+// Errors returned by every backend, possibly wrapped with details; match
+// them with errors.Is. Backends translate their drivers' errors into these.
+var (
+	// ErrHeld: another candidate holds the lock. This is contention, not a
+	// failure of the backend.
+	ErrHeld = errors.New("backends: held by another candidate")
+	// ErrNotHeld: the caller does not hold the lock (it never did, it was
+	// released, or it was lost).
+	ErrNotHeld = errors.New("backends: not held")
+	// ErrSessionLost: the backend no longer knows the session (it expired),
+	// so every lock of it is gone.
+	ErrSessionLost = errors.New("backends: session lost")
+	// ErrSessionClosed: the session was closed by its owner and cannot be
+	// used again.
+	ErrSessionClosed = errors.New("backends: session closed")
+	// ErrUnavailable: the backend could not be reached or failed to answer.
+	ErrUnavailable = errors.New("backends: unavailable")
+	// ErrInvalid: bad input, such as an empty lock name or a TTL ≤ 0.
+	ErrInvalid = errors.New("backends: invalid argument")
+)
+
+// MaxNameLen is the longest lock name, in bytes, that every backend stores.
+const MaxNameLen = 256
+
+// Backend is a store of named locks. Implementations are safe for
+// concurrent use by many candidates.
+type Backend interface {
+	// Open starts a session for candidate id: its liveness on the backend.
+	// The session lives ttl after the start of Open or of its last
+	// successful KeepAlive, whichever is later. ttl must be > 0.
+	Open(ctx context.Context, id string, ttl time.Duration) (Session, error)
+	// Holder reports who holds the lock name. A zero Holder (empty ID)
+	// means the lock is free.
+	Holder(ctx context.Context, name string) (Holder, error)
+}
+
+// Session is one candidate's liveness on a backend. Every lock acquired
+// through a session lives only as long as the session does: one KeepAlive
+// keeps them all alive, and losing the session loses them all. A Session is
+// safe for concurrent use.
+type Session interface {
+	// ID returns the candidate ID the session was opened for.
+	ID() string
+	// Acquire takes the lock name if it is free, or if this session already
+	// holds it (then it returns the same token). It returns an error
+	// matching ErrHeld if another candidate holds it. A lease > 0 bounds the
+	// lock: it is lost lease after the start of Acquire even if the session
+	// lives on; 0 ties it to the session only.
+	Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error)
+	// KeepAlive extends the session, and so every lock it holds, by its TTL
+	// in one round trip. It returns an error matching ErrSessionLost if the
+	// session expired before the call arrived.
+	KeepAlive(ctx context.Context) error
+	// Release gives up the lock name held under token. With hold > 0 the
+	// lock stays held, by nobody alive, for hold after the call (a minimum
+	// hold, so late candidates skip); otherwise it is free at once and
+	// waiters are woken. It returns an error matching ErrNotHeld if this
+	// session does not hold name under token, and then changes nothing.
+	Release(ctx context.Context, name string, token events.Token, hold time.Duration) error
+	// Close ends the session and frees every lock it holds (but locks
+	// released with a hold stay held until the hold ends). Calling Close
+	// again returns nil; any other call after Close returns an error
+	// matching ErrSessionClosed.
+	Close(ctx context.Context) error
+}
+
+// Watcher is implemented by backends that can wake waiting candidates and
+// observers when a lock changes, instead of leaving them to poll.
+type Watcher interface {
+	// Watch returns a channel that receives a value whenever the holder of
+	// name may have changed after Watch returned. Signals coalesce (the
+	// buffer holds one), so the receiver re-reads the state it cares about.
+	// The backend closes the channel when ctx ends or the watch breaks; the
+	// receiver should then fall back to polling or watch again.
+	Watch(ctx context.Context, name string) (<-chan struct{}, error)
+}
+
+// Holder describes who holds a lock.
+type Holder struct {
+	// ID is the holding candidate's ID; empty when the lock is free.
+	ID string
+	// Token is the fencing token of the holder's term.
+	Token events.Token
+}
+
+// Free reports whether nobody holds the lock.
+func (h Holder) Free() bool { return h.ID == "" }
+
+// ValidateName checks the rules every backend shares: a name is non-empty,
+// at most MaxNameLen bytes of valid UTF-8, with no control characters.
+// Backends add their own rules on top. The error matches ErrInvalid and
+// names what is wrong.
+func ValidateName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty lock name", ErrInvalid)
+	case len(name) > MaxNameLen:
+		return fmt.Errorf("%w: lock name is %d bytes, longer than %d", ErrInvalid, len(name), MaxNameLen)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: lock name %q is not valid UTF-8", ErrInvalid, name)
+	}
+	for i, r := range name {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%w: lock name %q has control character %U at byte %d", ErrInvalid, name, r, i)
+		}
+	}
+	return nil
+}
+
+// ValidateSession checks the arguments of Open: a non-empty candidate ID
+// and a TTL > 0. The error matches ErrInvalid.
+func ValidateSession(id string, ttl time.Duration) error {
+	if id == "" {
+		return fmt.Errorf("%w: empty candidate ID", ErrInvalid)
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("%w: TTL %v must be > 0", ErrInvalid, ttl)
+	}
+	return nil
+}
