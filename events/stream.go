@@ -1,0 +1,166 @@
+package events
+
+import "sync/atomic"
+
+// Stream is one subscriber's channel of events, fed by a single owner
+// goroutine (a campaign's or an observer's loop) that must never block on
+// it.
+//
+// The owner calls Publish whenever the state changes, and offers the next
+// event in its own select loop:
+//
+//	ch, e := s.Ready()
+//	select {
+//	case ch <- e: // ch is nil when there is nothing to send
+//		s.Sent()
+//	case <-timer.C:
+//		...
+//	}
+//
+// Delivery compares the state the subscriber last received with the current
+// state, instead of queueing every event: a subscriber that reads slowly
+// sees fewer events, never events out of order, and one that received
+// Elected for term t always receives Revoked for term t before any later
+// Elected. Events replaced before the subscriber received them are counted
+// as dropped.
+//
+// The channel has a buffer of one, so the final Revoked can be left in it
+// when the owner closes the stream. Only the owner may call Publish, Ready,
+// Sent and Close; C and Dropped are safe from any goroutine.
+type Stream struct {
+	ch        chan Event
+	current   Event
+	has       bool  // current holds a published event
+	delivered Event // the last event known to be received
+	inFlight  Event // the event in the buffer, if busy
+	busy      bool
+	owed      Event // the Revoked for the delivered term, once published
+	closed    bool
+	dropped   atomic.Uint64
+}
+
+// NewStream returns a stream with nothing published.
+func NewStream() *Stream {
+	return &Stream{ch: make(chan Event, 1)}
+}
+
+// C returns the receive-only channel; the same channel on every call. The
+// owner closes it with Close.
+func (s *Stream) C() <-chan Event { return s.ch }
+
+// Dropped returns how many published events the subscriber will never
+// receive because newer state replaced them before it read them.
+func (s *Stream) Dropped() uint64 { return s.dropped.Load() }
+
+// Current returns the last published event, and false if there is none.
+func (s *Stream) Current() (Event, bool) { return s.current, s.has }
+
+// Publish makes e the current state. It takes back an event still unread in
+// the buffer, so that Ready offers what leads to e.
+func (s *Stream) Publish(e Event) {
+	if s.closed {
+		return
+	}
+	prev, had := s.current, s.has
+	s.current, s.has = e, true
+	s.settle()
+	if had && !sameState(prev, s.delivered) && !sameState(prev, s.owed) {
+		s.dropped.Add(1) // replaced before the subscriber received it
+	}
+	if e.Kind == Revoked && s.delivered.Kind == Elected && sameTerm(e, s.delivered) {
+		s.owed = e
+	}
+}
+
+// Ready returns the channel and the event to offer next, or a nil channel
+// (which blocks forever in a select) when the subscriber is up to date.
+func (s *Stream) Ready() (chan<- Event, Event) {
+	if s.closed {
+		return nil, Event{}
+	}
+	last := s.delivered
+	if s.busy {
+		// A send can only go through once the subscriber took the buffered
+		// event, so offer what follows it.
+		last = s.inFlight
+	}
+	e, ok := s.next(last)
+	if !ok {
+		return nil, Event{}
+	}
+	return s.ch, e
+}
+
+// Sent records that the event returned by Ready went into the channel.
+func (s *Stream) Sent() {
+	last := s.delivered
+	if s.busy {
+		last = s.inFlight
+		s.delivered = s.inFlight
+	}
+	s.inFlight, _ = s.next(last)
+	s.busy = true
+}
+
+// Close settles the stream, leaves in the buffer the Revoked the subscriber
+// is owed (if any), and closes the channel. Calling it again does nothing.
+func (s *Stream) Close() {
+	if s.closed {
+		return
+	}
+	s.settle()
+	if e, ok := s.next(s.delivered); ok {
+		s.ch <- e // the buffer is empty after settle
+	}
+	s.closed = true
+	close(s.ch)
+}
+
+// settle finds out whether the buffered event was received. With one slot
+// and one sender there is no interleaving: either the subscriber took it or
+// the receive below does.
+func (s *Stream) settle() {
+	if !s.busy {
+		return
+	}
+	s.busy = false
+	select {
+	case <-s.ch:
+	default:
+		s.delivered = s.inFlight
+	}
+}
+
+// next returns the event that brings a subscriber who last received last
+// towards the current state, and false if it is up to date.
+func (s *Stream) next(last Event) (Event, bool) {
+	cur := s.current
+	if !s.has {
+		return Event{}, false
+	}
+	if last.Kind == Elected && !sameState(cur, last) {
+		if cur.Kind == Revoked && sameTerm(cur, last) {
+			return cur, true
+		}
+		return s.revocationOf(last), true
+	}
+	if (cur.Kind == Elected || cur.Kind == LeaderChanged) && !sameState(cur, last) {
+		return cur, true
+	}
+	return Event{}, false
+}
+
+// revocationOf returns the Revoked event ending term e when the current
+// state has moved past it: the one published for it, so its reason
+// survives, or a synthesized one if the owner never published it.
+func (s *Stream) revocationOf(e Event) Event {
+	if s.owed.Kind == Revoked && sameTerm(s.owed, e) {
+		return s.owed
+	}
+	r := e
+	r.Kind, r.Reason = Revoked, ErrLeaseExpired
+	return r
+}
+
+// sameTerm reports whether a and b are about the same term.
+func sameTerm(a, b Event) bool { return a.Token == b.Token && a.Slot == b.Slot }
