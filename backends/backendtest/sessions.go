@@ -1,0 +1,138 @@
+package backendtest
+
+import (
+	"errors"
+
+	"github.com/hustings/hustings/backends"
+)
+
+// keepAliveKeepsLocks: renewing every TTL/3 keeps the session's locks
+// held for twice the TTL and more.
+func keepAliveKeepsLocks(e *env) {
+	a := e.open("a")
+	name := e.name()
+	tok := e.acquire(a, name, 0)
+	for range 7 {
+		e.wait(e.h.TTL / 3)
+		e.keepAlive(a)
+		e.wantHolder(name, "a", tok)
+	}
+	b := e.open("b")
+	_, err := b.Acquire(e.ctx, name, 0)
+	e.wantErr("Acquire of a lock kept alive past its TTL", err, backends.ErrHeld)
+}
+
+// expiryFreesLock: a session that stops renewing loses its lock after the
+// TTL; another session takes it with a higher token, and the lost
+// session's KeepAlive is ErrSessionLost.
+func expiryFreesLock(e *env) {
+	a := e.open("a")
+	name := e.name()
+	tok := e.acquire(a, name, 0)
+	e.wait(e.h.TTL + e.h.TTL/10)
+	b := e.open("b")
+	next := e.grab(b, name)
+	if next <= tok {
+		e.t.Fatalf("token after expiry = %d, want > %d", next, tok)
+	}
+	e.wantHolder(name, "b", next)
+	e.wantErr("KeepAlive of an expired session", a.KeepAlive(e.ctx), backends.ErrSessionLost)
+	if err := a.Close(e.ctx); err != nil && !errors.Is(err, backends.ErrSessionLost) {
+		e.t.Fatalf("Close of an expired session: %v, want nil or ErrSessionLost", err)
+	}
+	e.wantHolder(name, "b", next)
+}
+
+// expiryLosesAllLocks: losing a session loses every lock of it.
+func expiryLosesAllLocks(e *env) {
+	a := e.open("a")
+	names := []string{e.name(), e.name(), e.name()}
+	for _, name := range names {
+		e.acquire(a, name, 0)
+	}
+	e.wait(e.h.TTL + e.h.TTL/10)
+	for _, name := range names {
+		e.eventuallyFree(name)
+	}
+	b := e.open("b")
+	for _, name := range names {
+		e.acquire(b, name, 0)
+	}
+}
+
+// closeFreesLocks: Close frees every lock of the session; later calls are
+// ErrSessionClosed, and a second Close is nil.
+func closeFreesLocks(e *env) {
+	a := e.open("a")
+	first, second := e.name(), e.name()
+	tok := e.acquire(a, first, 0)
+	e.acquire(a, second, 0)
+	if err := a.Close(e.ctx); err != nil {
+		e.t.Fatalf("Close: %v", err)
+	}
+	e.eventuallyFree(first)
+	e.eventuallyFree(second)
+	if next := e.acquire(e.open("b"), first, 0); next <= tok {
+		e.t.Fatalf("token after Close = %d, want > %d", next, tok)
+	}
+	_, err := a.Acquire(e.ctx, e.name(), 0)
+	e.wantErr("Acquire after Close", err, backends.ErrSessionClosed)
+	e.wantErr("KeepAlive after Close", a.KeepAlive(e.ctx), backends.ErrSessionClosed)
+	e.wantErr("Release after Close", a.Release(e.ctx, first, tok, 0), backends.ErrSessionClosed)
+	if err := a.Close(e.ctx); err != nil {
+		e.t.Fatalf("second Close: %v, want nil", err)
+	}
+}
+
+// leaseEnds: a lock acquired with a lease is lost after the lease even
+// though its session is kept alive, which may take it again.
+func leaseEnds(e *env) {
+	a := e.open("a")
+	name := e.name()
+	lease := e.h.TTL / 2
+	tok := e.acquire(a, name, lease)
+	e.wantHolder(name, "a", tok)
+	e.wait(lease / 2)
+	e.keepAlive(a)
+	if e.h.Advance != nil { // only a fake clock makes this deterministic
+		e.wantHolder(name, "a", tok)
+	}
+	e.wait(lease/2 + lease/10)
+	e.eventually("lock free after its lease", func() bool {
+		e.keepAlive(a)
+		return e.holder(name).Free()
+	})
+	if next := e.acquire(a, name, 0); next <= tok {
+		e.t.Fatalf("token after the lease = %d, want > %d", next, tok)
+	}
+}
+
+// releaseWithHold: a lock released with a hold stays held, by the
+// releasing candidate's name and token, even past its session's Close,
+// until the hold ends; then it is free.
+func releaseWithHold(e *env) {
+	a, b := e.open("a"), e.open("b")
+	name := e.name()
+	hold := e.h.TTL
+	tok := e.acquire(a, name, 0)
+	e.release(a, name, tok, hold)
+	e.wantHolder(name, "a", tok)
+	_, err := b.Acquire(e.ctx, name, 0)
+	e.wantErr("Acquire by another session during the hold", err, backends.ErrHeld)
+	_, err = a.Acquire(e.ctx, name, 0)
+	e.wantErr("Acquire by the releasing session during the hold", err, backends.ErrHeld)
+	e.wantErr("Release during the hold", a.Release(e.ctx, name, tok, 0), backends.ErrNotHeld)
+	if err := a.Close(e.ctx); err != nil {
+		e.t.Fatalf("Close: %v", err)
+	}
+	e.wantHolder(name, "a", tok)
+	if e.h.Advance != nil { // only a fake clock makes this deterministic
+		e.wait(hold / 2)
+		e.wantHolder(name, "a", tok)
+	}
+	e.wait(hold)
+	c := e.open("c")
+	if next := e.grab(c, name); next <= tok {
+		e.t.Fatalf("token after the hold = %d, want > %d", next, tok)
+	}
+}

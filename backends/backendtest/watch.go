@@ -1,0 +1,96 @@
+package backendtest
+
+import (
+	"context"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+)
+
+// watcher returns the backend as a Watcher: the contract requires
+// wake-ups, so a backend without them fails.
+func (e *env) watcher() backends.Watcher {
+	e.t.Helper()
+	w, ok := e.b.(backends.Watcher)
+	if !ok {
+		e.t.Fatalf("%T does not implement backends.Watcher; waiters must be woken on release", e.b)
+	}
+	return w
+}
+
+// watch starts watching name until the check ends, with any signal
+// already pending drained.
+func (e *env) watch(name string) <-chan struct{} {
+	e.t.Helper()
+	ch, err := e.watcher().Watch(e.ctx, name)
+	if err != nil {
+		e.t.Fatalf("Watch(%q): %v", name, err)
+	}
+	select {
+	case <-ch:
+	default:
+	}
+	return ch
+}
+
+// woken fails the check unless ch receives a value within wakeBound.
+func (e *env) woken(ch <-chan struct{}, after string) {
+	e.t.Helper()
+	select {
+	case _, ok := <-ch:
+		if !ok {
+			e.t.Fatalf("watch channel closed, want a signal after %s", after)
+		}
+	case <-time.After(wakeBound):
+		e.t.Fatalf("no watch signal within %v after %s", wakeBound, after)
+	}
+}
+
+// releaseWakesWaiter: a Release wakes a watching candidate, which then
+// takes the lock.
+func releaseWakesWaiter(e *env) {
+	a, b := e.open("a"), e.open("b")
+	name := e.name()
+	tok := e.acquire(a, name, 0)
+	ch := e.watch(name)
+	e.release(a, name, tok, 0)
+	e.woken(ch, "Release")
+	e.acquire(b, name, 0)
+}
+
+// closeWakesWaiter: closing the holder's session wakes a watching
+// candidate, which then takes the lock.
+func closeWakesWaiter(e *env) {
+	a, b := e.open("a"), e.open("b")
+	name := e.name()
+	e.acquire(a, name, 0)
+	ch := e.watch(name)
+	if err := a.Close(e.ctx); err != nil {
+		e.t.Fatalf("Close: %v", err)
+	}
+	e.woken(ch, "Close of the holder's session")
+	e.acquire(b, name, 0)
+}
+
+// watchClosedWithContext: the backend closes a watch channel when the
+// watch's context ends.
+func watchClosedWithContext(e *env) {
+	ctx, cancel := context.WithCancel(e.ctx)
+	ch, err := e.watcher().Watch(ctx, e.name())
+	if err != nil {
+		cancel()
+		e.t.Fatalf("Watch: %v", err)
+	}
+	cancel()
+	timeout := time.After(wakeBound)
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+		case <-timeout:
+			e.t.Fatalf("watch channel still open %v after its context ended", wakeBound)
+		}
+	}
+}

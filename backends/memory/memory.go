@@ -1,0 +1,180 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
+)
+
+var (
+	_ backends.Backend = (*Backend)(nil)
+	_ backends.Watcher = (*Backend)(nil)
+)
+
+// Clock tells the time. It must be safe for concurrent use and must not go
+// backwards.
+type Clock interface {
+	Now() time.Time
+}
+
+// systemClock reads time.Now at each call, so it follows the virtual clock
+// of testing/synctest too.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Option configures a Backend.
+type Option interface {
+	apply(*Backend)
+}
+
+type optionFunc func(*Backend)
+
+func (f optionFunc) apply(b *Backend) { f(b) }
+
+// WithClock makes the Backend read the time from c, for example a fake
+// clock in tests. The default is the time package's clock, read at each
+// use. A nil c keeps the default.
+func WithClock(c Clock) Option {
+	return optionFunc(func(b *Backend) {
+		if c != nil {
+			b.clock = c
+		}
+	})
+}
+
+// Backend is an in-process store of named locks. Create it with New; the
+// zero value is not usable. It is safe for concurrent use.
+type Backend struct {
+	clock Clock
+
+	mu       sync.Mutex
+	locks    map[string]*lock
+	counters map[string]events.Token // per name; never reset
+	watches  map[string]map[chan struct{}]struct{}
+	cut      map[string]chan struct{} // partitioned IDs; closed on Heal
+	cutAll   chan struct{}            // non-nil while partitioned; closed on HealAll
+}
+
+// lock is one held lock. A lock released with a hold has no session.
+type lock struct {
+	sess  *session
+	id    string
+	token events.Token
+	until time.Time // end of the lease or of the hold; zero for none
+}
+
+// live reports whether the lock is still held at now.
+func (l *lock) live(now time.Time) bool {
+	if !l.until.IsZero() && !now.Before(l.until) {
+		return false
+	}
+	return l.sess == nil || l.sess.alive(now)
+}
+
+// New returns an empty Backend. It starts no goroutine.
+func New(opts ...Option) *Backend {
+	b := &Backend{
+		clock:    systemClock{},
+		locks:    make(map[string]*lock),
+		counters: make(map[string]events.Token),
+		watches:  make(map[string]map[chan struct{}]struct{}),
+		cut:      make(map[string]chan struct{}),
+	}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(b)
+		}
+	}
+	return b
+}
+
+// Open starts a session for candidate id that lives ttl after now and
+// after each successful KeepAlive. It returns an error matching
+// backends.ErrInvalid for an empty id or a ttl ≤ 0.
+func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
+	if err := backends.ValidateSession(id, ttl); err != nil {
+		return nil, err
+	}
+	if err := b.reach(ctx, id); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := &session{
+		b:     b,
+		id:    id,
+		ttl:   ttl,
+		locks: make(map[string]*lock),
+	}
+	s.expires = b.clock.Now().Add(ttl)
+	return s, nil
+}
+
+// Holder reports who holds the lock name; a zero Holder means it is free.
+// A lock released with a hold reports the releasing candidate until the
+// hold ends.
+func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, error) {
+	if err := backends.ValidateName(name); err != nil {
+		return backends.Holder{}, err
+	}
+	if err := b.reach(ctx, ""); err != nil {
+		return backends.Holder{}, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l := b.lookup(name, b.clock.Now())
+	if l == nil {
+		return backends.Holder{}, nil
+	}
+	return backends.Holder{ID: l.id, Token: l.token}, nil
+}
+
+// lookup returns the live lock name, or nil if it is free. A lock found
+// dead is removed and its watchers are woken. b.mu must be held.
+func (b *Backend) lookup(name string, now time.Time) *lock {
+	l := b.locks[name]
+	if l == nil {
+		return nil
+	}
+	if !l.live(now) {
+		b.remove(name, l)
+		return nil
+	}
+	return l
+}
+
+// take gives the free lock name to s with the next fencing token. b.mu
+// must be held.
+func (b *Backend) take(s *session, name string, lease time.Duration, now time.Time) events.Token {
+	b.counters[name]++
+	l := &lock{sess: s, id: s.id, token: b.counters[name]}
+	if lease > 0 {
+		l.until = now.Add(lease)
+	}
+	b.locks[name] = l
+	s.locks[name] = l
+	b.signal(name)
+	return l.token
+}
+
+// remove deletes lock l of name from the store and from its session, and
+// wakes the watchers of name. b.mu must be held.
+func (b *Backend) remove(name string, l *lock) {
+	if b.locks[name] == l {
+		delete(b.locks, name)
+	}
+	if l.sess != nil && l.sess.locks[name] == l {
+		delete(l.sess.locks, name)
+	}
+	b.signal(name)
+}
+
+// heldErr is the error for name held by l.
+func heldErr(name string, l *lock) error {
+	return fmt.Errorf("%w: %q by %s", backends.ErrHeld, name, l.id)
+}

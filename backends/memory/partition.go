@@ -1,0 +1,89 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hustings/hustings/backends"
+)
+
+// Partition cuts candidate id off the backend, to test how callers live
+// through a network partition: from now on, every call of a session opened
+// for id, and every Open for id, blocks until its context ends and then
+// returns an error matching backends.ErrUnavailable and the context's
+// error. A KeepAlive that never arrives does not extend its session, so the
+// session expires and others can take its locks. Calls already blocked stay
+// blocked. Heal ends the partition. An empty id does nothing.
+func (b *Backend) Partition(id string) {
+	if id == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cut[id] == nil {
+		b.cut[id] = make(chan struct{})
+	}
+}
+
+// Heal ends the partition of candidate id: calls blocked by it go on as if
+// they had just arrived, and later calls do not block. Healing an id that
+// is not partitioned does nothing; it does not end PartitionAll.
+func (b *Backend) Heal(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ch := b.cut[id]; ch != nil {
+		close(ch)
+		delete(b.cut, id)
+	}
+}
+
+// PartitionAll cuts every caller off the backend, as Partition does for
+// one candidate, including Holder and Watch. Channels of earlier watches
+// stay open. HealAll ends it.
+func (b *Backend) PartitionAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cutAll == nil {
+		b.cutAll = make(chan struct{})
+	}
+}
+
+// HealAll ends PartitionAll and every partition made by Partition.
+func (b *Backend) HealAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cutAll != nil {
+		close(b.cutAll)
+		b.cutAll = nil
+	}
+	for id, ch := range b.cut {
+		close(ch)
+		delete(b.cut, id)
+	}
+}
+
+// reach stands for the round trip to the backend. It fails at once if ctx
+// is done, and blocks while the caller is partitioned, until the partition
+// heals or ctx ends. id is the calling candidate, or "" for Holder and
+// Watch, which only PartitionAll cuts off.
+func (b *Backend) reach(ctx context.Context, id string) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%w: memory: %w", backends.ErrUnavailable, err)
+		}
+		b.mu.Lock()
+		cut := b.cutAll
+		if cut == nil && id != "" {
+			cut = b.cut[id]
+		}
+		b.mu.Unlock()
+		if cut == nil {
+			return nil
+		}
+		select {
+		case <-cut:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: memory: partitioned: %w", backends.ErrUnavailable, ctx.Err())
+		}
+	}
+}
