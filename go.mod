@@ -1,8 +1,5 @@
 module github.com/hustings/hustings
 
-go 1.26
+go 1.26.0
 
-require (
-	go.uber.org/goleak v1.3.0 // indirect
-	golang.org/x/sync v0.25.0 // indirect
-)
+require go.uber.org/goleak v1.3.0

@@ -1,0 +1,305 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
+)
+
+// actor is the state of one Run. It lives in Run's goroutine; backend calls
+// run one at a time in goroutines it owns (ops), so a hanging backend never
+// holds up the deadline, the events or a stop.
+type actor struct {
+	c   *Campaign
+	cfg *config
+	ctx context.Context // Run's
+
+	sess    backends.Session
+	renewed time.Time // start of the session's last successful Open or KeepAlive
+	term    *term     // the term in force, nil if none
+	lastErr error     // the last backend failure, nil after a success
+
+	op       *op         // the backend call in flight, nil if none
+	releases []release   // resignations waiting for the op slot
+	wg       sync.WaitGroup // every goroutine the actor starts
+
+	openAt, keepAt, tryAt time.Time // when each call is next due
+	backoffUntil          time.Time // no acquire before this (after Resign)
+	watchAt               time.Time // no new watch before this
+
+	watch       <-chan struct{}
+	watchCancel context.CancelFunc
+
+	wake, deadline *time.Timer
+}
+
+func newActor(c *Campaign, ctx context.Context) *actor {
+	return &actor{c: c, cfg: &c.cfg, ctx: ctx, wake: stoppedTimer(), deadline: stoppedTimer()}
+}
+
+// run is the actor loop: a select that hands each message to its method.
+func (a *actor) run() error {
+	defer a.wg.Wait()
+	for {
+		a.startDue()
+		ch, e := a.c.out.Ready()
+		select {
+		case <-a.ctx.Done():
+			a.shutdown(events.ErrCanceled)
+			return a.ctx.Err()
+		case <-a.c.closing:
+			a.shutdown(events.ErrResigned)
+			return ErrClosed
+		case r := <-a.opDone():
+			a.finish(r)
+		case <-a.deadline.C:
+			a.expire()
+		case <-a.wake.C:
+		case _, ok := <-a.watch:
+			a.watchFired(ok)
+		case req := <-a.c.resigns:
+			a.resign(req)
+		case ch <- e:
+			a.c.out.Sent()
+		}
+	}
+}
+
+// startDue starts the backend call that is due, if the op slot is free, or
+// sets the wake timer for the next one.
+func (a *actor) startDue() {
+	if a.op != nil {
+		return
+	}
+	now := time.Now()
+	switch {
+	case len(a.releases) > 0:
+		a.startRelease()
+	case a.sess == nil:
+		if a.due(now, a.openAt) {
+			a.startOpen()
+		}
+	case a.due(now, a.keepAt):
+		a.startKeepAlive()
+	case a.term == nil && a.due(now, later(a.tryAt, a.backoffUntil)):
+		if a.needWatch(now) {
+			a.startWatch()
+		} else {
+			a.startAcquire()
+		}
+	default:
+		next := a.keepAt
+		if a.term == nil {
+			next = earlier(next, later(a.tryAt, a.backoffUntil))
+		}
+		a.due(now, next)
+	}
+}
+
+// due reports whether t has come; if not it sets the wake timer for it.
+func (a *actor) due(now, t time.Time) bool {
+	if !now.Before(t) {
+		return true
+	}
+	a.wake.Reset(t.Sub(now))
+	return false
+}
+
+// elect starts a term with the token the backend confirmed.
+func (a *actor) elect(token events.Token) {
+	now := time.Now()
+	deadline := a.renewed.Add(a.cfg.ttl - a.cfg.marginFor(a.cfg.ttl))
+	if !deadline.After(now) {
+		// The session is about to run out: renew first, then acquire again
+		// (the same session gets the same token back).
+		a.keepAt, a.tryAt = now, now
+		return
+	}
+	e := events.Event{Kind: events.Elected, Name: a.c.name, Token: token, Holder: a.cfg.id, Time: now, Deadline: deadline}
+	t := newTerm(a.ctx, e)
+	a.term = t
+	a.deadline.Reset(deadline.Sub(now))
+	a.stopWatch()
+	a.c.mu.Lock()
+	a.c.current = t
+	a.c.state.Leader, a.c.state.Token, a.c.state.Holder = true, token, a.cfg.id
+	a.c.state.Deadline, a.c.state.LastEvent = deadline, e
+	a.c.mu.Unlock()
+	a.c.out.Publish(e)
+	select {
+	case a.c.elected <- struct{}{}:
+	default:
+	}
+	a.cfg.logger.Info("elected", "name", a.c.name, "id", a.cfg.id, "token", token, "deadline", deadline)
+}
+
+// extend moves the term's deadline after a successful renewal.
+func (a *actor) extend(deadline time.Time) {
+	a.term.deadline = deadline
+	a.deadline.Reset(time.Until(deadline))
+	a.c.setState(func(s *State) { s.Deadline = deadline })
+}
+
+// revoke ends the term in force: its context is cancelled and Revoked is
+// published, in that order and at once.
+func (a *actor) revoke(reason error) *term {
+	t := a.term
+	a.term = nil
+	a.deadline.Stop()
+	a.c.end(t)
+	e := t.event
+	e.Kind, e.Time, e.Deadline, e.Reason = events.Revoked, time.Now(), t.deadline, reason
+	a.c.setState(func(s *State) {
+		s.Leader, s.Holder, s.LastEvent = false, "", e
+	})
+	a.c.out.Publish(e)
+	level := slog.LevelWarn
+	if errors.Is(reason, events.ErrResigned) || errors.Is(reason, events.ErrCanceled) {
+		level = slog.LevelInfo
+	}
+	a.cfg.logger.Log(context.Background(), level, "revoked", "name", a.c.name, "id", a.cfg.id, "token", e.Token, "reason", reason)
+	return t
+}
+
+// expire runs at the term's local deadline: the term ends whatever the
+// backend is doing, and the session is given up.
+func (a *actor) expire() {
+	if a.term == nil {
+		return
+	}
+	reason := events.ErrLeaseExpired
+	if a.lastErr != nil || (a.op != nil && a.op.kind == opKeepAlive) {
+		reason = events.ErrUnreachable
+	}
+	if a.lastErr != nil {
+		reason = fmt.Errorf("%w: %w", reason, a.lastErr)
+	}
+	a.revoke(reason)
+	if a.op != nil && a.op.kind == opKeepAlive {
+		a.op.stale = true
+		a.op.cancel()
+	}
+	a.discardSession()
+}
+
+// lose ends the term because the backend lost the session.
+func (a *actor) lose(err error) {
+	if a.term != nil {
+		a.revoke(fmt.Errorf("%w: %w", events.ErrSessionLost, err))
+	}
+	a.discardSession()
+}
+
+// fail records a backend failure.
+func (a *actor) fail(what string, err error) {
+	a.lastErr = err
+	a.c.setState(func(s *State) { s.Err = err })
+	a.cfg.logger.Warn(what+" failed", "name", a.c.name, "id", a.cfg.id, "err", err)
+}
+
+// succeed clears the last failure.
+func (a *actor) succeed() {
+	if a.lastErr != nil {
+		a.lastErr = nil
+		a.c.setState(func(s *State) { s.Err = nil })
+	}
+}
+
+// discardSession gives up the session: it is closed in the background
+// (bounded by the TTL) and a new one is opened at once.
+func (a *actor) discardSession() {
+	s := a.sess
+	if s == nil {
+		return
+	}
+	a.sess = nil
+	a.openAt = time.Now()
+	a.background(func(ctx context.Context) { _ = s.Close(ctx) })
+}
+
+// background runs f in a goroutine the actor waits for, with a context that
+// survives Run's but is bounded by the TTL.
+func (a *actor) background(f func(ctx context.Context)) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.ttl)
+	a.wg.Go(func() {
+		defer cancel()
+		f(ctx)
+	})
+}
+
+// resign serves a Resign request: the term ends now, and the lock is
+// released once the work bound to it returned.
+func (a *actor) resign(req resignReq) {
+	if a.term == nil || (req.token != 0 && a.term.event.Token != req.token) {
+		req.done <- nil
+		return
+	}
+	t := a.revoke(events.ErrResigned)
+	a.releases = append(a.releases, release{term: t, sess: a.sess, reply: req.done})
+	a.backoffUntil = time.Now().Add(a.cfg.retryPause())
+}
+
+// shutdown ends the term in force gracefully, waits for the op in flight,
+// then releases and closes the session. Run's context may be gone: every
+// call here uses a context bounded by the TTL instead.
+func (a *actor) shutdown(reason error) {
+	a.wake.Stop()
+	if a.term != nil {
+		a.releases = append(a.releases, release{term: a.revoke(reason), sess: a.sess})
+	}
+	if a.op != nil {
+		if a.op.kind != opRelease {
+			a.op.cancel()
+			a.op.stale = true
+		}
+		a.finish(<-a.op.done)
+	}
+	for _, r := range a.releases {
+		a.drain(r.term)
+		if r.reply != nil {
+			r.reply <- nil
+		}
+	}
+	a.releases = nil
+	a.stopWatch()
+	a.discardSession()
+}
+
+// drain waits, bounded by the grace period and the term's deadline, for the
+// work bound to t to return.
+func (a *actor) drain(t *term) {
+	limit := min(a.cfg.grace, time.Until(t.deadline))
+	timer := time.NewTimer(max(limit, 0))
+	defer timer.Stop()
+	select {
+	case <-t.drained:
+	case <-timer.C:
+		a.cfg.logger.Warn("work bound to the term outlived the grace period", "name", a.c.name, "token", t.event.Token)
+	}
+}
+
+func stoppedTimer() *time.Timer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

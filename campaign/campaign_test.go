@@ -1,0 +1,288 @@
+package campaign_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const ttl = 10 * time.Second
+
+// node is one candidate running in the test bubble.
+type node struct {
+	c    *campaign.Campaign
+	done chan error
+}
+
+// start runs a campaign for id on b and returns it; stop it with Close.
+func start(t *testing.T, b backends.Backend, id string, opts ...campaign.Option) *node {
+	t.Helper()
+	opts = append([]campaign.Option{campaign.WithID(id), campaign.WithTTL(ttl)}, opts...)
+	c, err := campaign.New(b, "lock", opts...)
+	if err != nil {
+		t.Fatalf("New(%s): %v", id, err)
+	}
+	n := &node{c: c, done: make(chan error, 1)}
+	go func() { n.done <- c.Run(context.Background()) }()
+	t.Cleanup(func() { c.Close() }) // after a failure; Close waits for Run
+	return n
+}
+
+// stop closes the campaign and returns what Run returned.
+func (n *node) stop(t *testing.T) error {
+	t.Helper()
+	if err := n.c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	return <-n.done
+}
+
+// next returns the next event, failing after a generous (virtual) wait.
+func next(t *testing.T, ch <-chan events.Event) events.Event {
+	t.Helper()
+	select {
+	case e, ok := <-ch:
+		if !ok {
+			t.Fatal("event channel closed")
+		}
+		return e
+	case <-time.After(10 * time.Minute):
+		t.Fatal("no event within 10 minutes")
+	}
+	return events.Event{}
+}
+
+// leaderOf waits for one of the nodes to be elected and returns it.
+func leaderOf(t *testing.T, nodes ...*node) (*node, events.Event) {
+	t.Helper()
+	synctest.Wait()
+	for _, n := range nodes {
+		select {
+		case e := <-n.c.Events():
+			if e.Kind != events.Elected {
+				t.Fatalf("%s: first event %s, want elected", n.c.ID(), e)
+			}
+			return n, e
+		default:
+		}
+	}
+	t.Fatal("nobody was elected")
+	return nil, events.Event{}
+}
+
+func TestOneLeaderAndGracefulHandover(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		nodes := []*node{start(t, b, "a"), start(t, b, "b"), start(t, b, "c")}
+		leader, won := leaderOf(t, nodes...)
+		for _, n := range nodes {
+			if s := n.c.State(); s.Leader != (n == leader) {
+				t.Errorf("%s: State().Leader = %v", n.c.ID(), s.Leader)
+			}
+		}
+		if h, _ := b.Holder(t.Context(), "lock"); h.ID != won.Holder || h.Token != won.Token {
+			t.Fatalf("backend holder %+v, elected event %s", h, won)
+		}
+
+		resigned := time.Now()
+		if err := leader.c.Resign(t.Context()); err != nil {
+			t.Fatalf("Resign: %v", err)
+		}
+		if e := next(t, leader.c.Events()); e.Kind != events.Revoked || e.Token != won.Token || !errors.Is(e.Reason, events.ErrResigned) {
+			t.Fatalf("after Resign got %s, want revoked(%d) resigned", e, won.Token)
+		}
+		var rest []*node
+		for _, n := range nodes {
+			if n != leader {
+				rest = append(rest, n)
+			}
+		}
+		_, won2 := leaderOf(t, rest...)
+		if won2.Token <= won.Token {
+			t.Errorf("new token %d not above %d", won2.Token, won.Token)
+		}
+		// The waiter was woken by the release, not by its retry timer.
+		if took := won2.Time.Sub(resigned); took >= campaign.DefaultRetry {
+			t.Errorf("handover took %v, not under one retry interval", took)
+		}
+		for _, n := range nodes {
+			if err := n.stop(t); !errors.Is(err, campaign.ErrClosed) {
+				t.Errorf("Run returned %v, want ErrClosed", err)
+			}
+		}
+	})
+}
+
+func TestRevokedAtDeadlineWhileBackendHangs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		a := start(t, b, "a")
+		won := next(t, a.c.Events())
+		termCtx, _, done, ok := a.c.Term(won.Token)
+		if !ok {
+			t.Fatal("no term context while elected")
+		}
+		done()
+		time.Sleep(ttl) // a few renewals
+		deadline := a.c.State().Deadline
+		if !deadline.After(won.Deadline) {
+			t.Fatalf("deadline %v not extended past %v by renewals", deadline, won.Deadline)
+		}
+
+		b.Partition("a") // every call of a now hangs
+		other := start(t, b, "b")
+		e := next(t, a.c.Events())
+		if e.Kind != events.Revoked || !errors.Is(e.Reason, events.ErrUnreachable) {
+			t.Fatalf("got %s, want revoked for an unreachable backend", e)
+		}
+		if e.Time.After(deadline) {
+			t.Errorf("revoked at %v, after the deadline %v", e.Time, deadline)
+		}
+		if termCtx.Err() == nil {
+			t.Error("term context not cancelled at revocation")
+		}
+		won2 := next(t, other.c.Events())
+		if won2.Kind != events.Elected || !won2.Time.After(e.Time) {
+			t.Fatalf("b: %s at %v; a revoked at %v", won2, won2.Time, e.Time)
+		}
+		if wait := won2.Time.Sub(deadline); wait > ttl+campaign.DefaultRetry+campaign.DefaultRetry/5 {
+			t.Errorf("failover took %v after the deadline", wait)
+		}
+		b.Heal("a")
+		other.stop(t)
+		a.stop(t)
+	})
+}
+
+func TestSlowConsumerDoesNotDelayRenewalOrRevocation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		a := start(t, b, "a") // nobody reads a's events
+		synctest.Wait()
+		won := a.c.State()
+		for range 20 {
+			time.Sleep(ttl)
+			if s := a.c.State(); !s.Leader || s.Token != won.Token {
+				t.Fatalf("lost the lead while renewing: %+v", s)
+			}
+		}
+		deadline := a.c.State().Deadline
+		b.Partition("a")
+		time.Sleep(time.Until(deadline))
+		synctest.Wait()
+		if s := a.c.State(); s.Leader {
+			t.Fatalf("still leader at the deadline with nobody reading events: %+v", s)
+		}
+		// The term began and ended unread: a late reader is owed nothing.
+		select {
+		case e := <-a.c.Events():
+			t.Fatalf("late reader got %s for a term it never saw begin", e)
+		default:
+		}
+		if d := a.c.State().Dropped; d == 0 {
+			t.Error("Dropped = 0 after the unread term was replaced")
+		}
+		b.Heal("a")
+		a.stop(t)
+	})
+}
+
+func TestNeverTwoLeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		ids := []string{"a", "b", "c", "d", "e"}
+		var mu sync.Mutex
+		var log []events.Event
+		var nodes []*node
+		var readers sync.WaitGroup
+		for _, id := range ids {
+			n := start(t, b, id, campaign.WithRetry(300*time.Millisecond))
+			nodes = append(nodes, n)
+			readers.Go(func() {
+				for e := range n.c.Events() {
+					mu.Lock()
+					log = append(log, e)
+					mu.Unlock()
+				}
+			})
+		}
+		// Partition and resign leaders for a while, on a fixed pattern.
+		for i := range 30 {
+			time.Sleep(7 * time.Second)
+			for _, id := range ids {
+				b.Heal(id)
+			}
+			for _, n := range nodes {
+				if n.c.State().Leader {
+					if i%2 == 0 {
+						b.Partition(n.c.ID())
+					} else {
+						n.c.Resign(t.Context())
+					}
+				}
+			}
+		}
+		for _, id := range ids {
+			b.Heal(id)
+		}
+		for _, n := range nodes {
+			n.stop(t)
+		}
+		readers.Wait()
+		// Readers of different campaigns append in any order within one
+		// instant; within it, terms are ordered by token (a resigning
+		// leader's Revoked is published before its release).
+		slices.SortStableFunc(log, func(x, y events.Event) int {
+			return cmp.Or(x.Time.Compare(y.Time), cmp.Compare(x.Token, y.Token), cmp.Compare(x.Kind, y.Kind))
+		})
+		checkHistory(t, log)
+	})
+}
+
+// checkHistory checks a merged history: terms pair up, tokens increase in
+// the order terms begin, and no two terms overlap in time.
+func checkHistory(t *testing.T, log []events.Event) {
+	t.Helper()
+	open := map[string]events.Event{}
+	var last events.Token
+	elected := 0
+	for _, e := range log {
+		switch e.Kind {
+		case events.Elected:
+			elected++
+			if e.Token <= last {
+				t.Fatalf("token %d after %d", e.Token, last)
+			}
+			last = e.Token
+			for id, o := range open {
+				t.Fatalf("%s elected at %v while %s leads (token %d)", e.Holder, e.Time, id, o.Token)
+			}
+			open[e.Holder] = e
+		case events.Revoked:
+			if o, ok := open[e.Holder]; !ok || o.Token != e.Token {
+				t.Fatalf("revoked %s without its elected", e)
+			}
+			delete(open, e.Holder)
+		}
+	}
+	if elected < 10 {
+		t.Fatalf("only %d terms: the test exercised too little", elected)
+	}
+	if len(open) != 0 {
+		t.Fatalf("terms left open after every campaign closed: %v", open)
+	}
+}

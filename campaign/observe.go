@@ -1,0 +1,121 @@
+package campaign
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
+)
+
+// Observe watches who holds the lock name without campaigning. The channel
+// first receives the current holder, then a LeaderChanged event whenever
+// the holder changes (Holder empty when the lock is free). It is woken by
+// the backend's watch where there is one, and polls at the retry interval
+// too (a crashed holder's lease runs out without a signal on some
+// backends). A slow reader gets the latest holder, never a backlog.
+//
+// The channel is closed when ctx ends; read it until then or cancel ctx.
+// Backend errors are logged and retried; the last holder seen stands.
+func Observe(ctx context.Context, b backends.Backend, name string, opts ...Option) (<-chan events.Event, error) {
+	cfg := newConfig(opts)
+	if b == nil {
+		return nil, fmt.Errorf("%w: nil backend", ErrInvalid)
+	}
+	if err := cfg.validateCommon(cfg.ttl); err != nil {
+		return nil, err
+	}
+	full := cfg.fullName(name)
+	if err := backends.ValidateName(full); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	o := &observer{ctx: ctx, b: b, name: full, cfg: &cfg, out: events.NewStream()}
+	go o.run() // owned by ctx: it ends, and closes the channel, when ctx ends
+	return o.out.C(), nil
+}
+
+type observer struct {
+	ctx    context.Context
+	b      backends.Backend
+	name   string
+	cfg    *config
+	out    *events.Stream
+	watch  <-chan struct{}
+	cancel context.CancelFunc
+	last   backends.Holder
+	seen   bool
+}
+
+func (o *observer) run() {
+	defer o.out.Close()
+	defer o.stopWatch()
+	for o.ctx.Err() == nil {
+		o.ensureWatch()
+		o.look()
+		o.pause()
+	}
+}
+
+// ensureWatch sets up the backend watch before reading, so no change
+// between the read and the wait is missed.
+func (o *observer) ensureWatch() {
+	w, ok := o.b.(backends.Watcher)
+	if !ok || o.watch != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(o.ctx)
+	ch, err := w.Watch(ctx, o.name)
+	if err != nil {
+		cancel()
+		o.cfg.logger.Warn("watch failed; polling", "name", o.name, "err", err)
+		return
+	}
+	o.watch, o.cancel = ch, cancel
+}
+
+// look reads the holder and publishes it if it changed.
+func (o *observer) look() {
+	h, err := o.b.Holder(o.ctx, o.name)
+	if err != nil {
+		if o.ctx.Err() == nil {
+			o.cfg.logger.Warn("reading the holder failed", "name", o.name, "err", err)
+		}
+		return
+	}
+	if o.seen && h == o.last {
+		return
+	}
+	o.last, o.seen = h, true
+	o.out.Publish(events.Event{Kind: events.LeaderChanged, Name: o.name, Holder: h.ID, Token: h.Token, Time: time.Now()})
+}
+
+// pause waits for a watch signal, the poll interval or ctx, delivering
+// events meanwhile.
+func (o *observer) pause() {
+	t := time.NewTimer(o.cfg.retryPause())
+	defer t.Stop()
+	for {
+		ch, e := o.out.Ready()
+		select {
+		case <-o.ctx.Done():
+			return
+		case <-t.C:
+			return
+		case _, ok := <-o.watch:
+			if !ok {
+				o.stopWatch()
+			}
+			return
+		case ch <- e:
+			o.out.Sent()
+		}
+	}
+}
+
+func (o *observer) stopWatch() {
+	if o.cancel != nil {
+		o.cancel()
+	}
+	o.watch, o.cancel = nil, nil
+}

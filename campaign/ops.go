@@ -1,0 +1,254 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
+)
+
+type opKind int
+
+const (
+	opOpen opKind = iota
+	opKeepAlive
+	opWatch
+	opAcquire
+	opRelease
+)
+
+// op is one backend call in flight.
+type op struct {
+	kind   opKind
+	start  time.Time
+	cancel context.CancelFunc
+	done   chan result // buffer 1: the call never blocks on the actor
+	stale  bool        // the actor has moved on; the result is only cleaned up
+}
+
+// result is what a call returns to the actor.
+type result struct {
+	sess        backends.Session
+	token       events.Token
+	watch       <-chan struct{}
+	watchCancel context.CancelFunc
+	reply       chan error
+	err         error
+}
+
+// release is a resignation waiting to release its term's lock.
+type release struct {
+	term  *term
+	sess  backends.Session
+	reply chan error // nil at shutdown
+}
+
+// opDone returns the channel of the op in flight, or nil.
+func (a *actor) opDone() <-chan result {
+	if a.op == nil {
+		return nil
+	}
+	return a.op.done
+}
+
+// call runs f in a goroutine the actor owns, with a context bounded by
+// timeout, and makes it the op in flight.
+func (a *actor) call(kind opKind, timeout time.Duration, f func(ctx context.Context) result) {
+	ctx, cancel := context.WithTimeout(a.ctx, timeout)
+	o := &op{kind: kind, start: time.Now(), cancel: cancel, done: make(chan result, 1)}
+	a.op = o
+	a.wg.Go(func() {
+		defer cancel()
+		o.done <- f(ctx)
+	})
+}
+
+func (a *actor) startOpen() {
+	a.call(opOpen, a.cfg.ttl, func(ctx context.Context) result {
+		s, err := a.c.backend.Open(ctx, a.cfg.id, a.cfg.ttl)
+		return result{sess: s, err: err}
+	})
+}
+
+func (a *actor) startKeepAlive() {
+	s := a.sess
+	timeout := a.cfg.ttl
+	if a.term != nil {
+		timeout = max(time.Until(a.term.deadline), time.Millisecond)
+	}
+	a.call(opKeepAlive, timeout, func(ctx context.Context) result {
+		return result{err: s.KeepAlive(ctx)}
+	})
+}
+
+func (a *actor) startAcquire() {
+	s := a.sess
+	a.call(opAcquire, a.cfg.ttl, func(ctx context.Context) result {
+		tok, err := s.Acquire(ctx, a.c.name, 0)
+		return result{token: tok, err: err}
+	})
+}
+
+// startWatch asks the backend to wake us when the lock changes. The watch
+// lives until stopWatch; only its set-up is bounded by the op's timeout.
+func (a *actor) startWatch() {
+	w := a.c.backend.(backends.Watcher)
+	wctx, wcancel := context.WithCancel(a.ctx)
+	a.call(opWatch, a.cfg.ttl, func(ctx context.Context) result {
+		stop := context.AfterFunc(ctx, wcancel)
+		ch, err := w.Watch(wctx, a.c.name)
+		stop()
+		if err != nil {
+			wcancel()
+		}
+		return result{watch: ch, watchCancel: wcancel, err: err}
+	})
+}
+
+// startRelease releases the oldest resigned term's lock once its work has
+// returned.
+func (a *actor) startRelease() {
+	r := a.releases[0]
+	a.releases = a.releases[1:]
+	a.call(opRelease, a.cfg.grace+a.cfg.ttl, func(ctx context.Context) result {
+		a.drain(r.term)
+		if r.sess == nil {
+			return result{reply: r.reply} // the session, and so the lock, is gone
+		}
+		err := r.sess.Release(ctx, a.c.name, r.term.event.Token, 0)
+		if errors.Is(err, backends.ErrNotHeld) || errors.Is(err, backends.ErrSessionLost) || errors.Is(err, backends.ErrSessionClosed) {
+			err = nil // already gone: the resignation is done
+		}
+		return result{reply: r.reply, err: err}
+	})
+}
+
+// finish hands the result of the op in flight to its handler.
+func (a *actor) finish(r result) {
+	o := a.op
+	a.op = nil
+	if o.stale {
+		a.cleanUp(r)
+		return
+	}
+	switch o.kind {
+	case opOpen:
+		a.opened(o.start, r)
+	case opKeepAlive:
+		a.keptAlive(o.start, r.err)
+	case opWatch:
+		a.watched(r)
+	case opAcquire:
+		a.acquired(r.token, r.err)
+	case opRelease:
+		a.released(r)
+	}
+}
+
+// cleanUp frees what a call the actor gave up on still returned.
+func (a *actor) cleanUp(r result) {
+	if r.sess != nil {
+		s := r.sess
+		a.background(func(ctx context.Context) { _ = s.Close(ctx) })
+	}
+	if r.watchCancel != nil {
+		r.watchCancel()
+	}
+	if r.reply != nil {
+		r.reply <- r.err
+	}
+}
+
+func (a *actor) opened(start time.Time, r result) {
+	if r.err != nil {
+		a.fail("open session", r.err)
+		a.openAt = time.Now().Add(a.cfg.retryPause())
+		return
+	}
+	a.succeed()
+	a.sess, a.renewed = r.sess, start
+	a.keepAt = start.Add(a.cfg.keepAlive)
+	a.tryAt = time.Now()
+}
+
+func (a *actor) keptAlive(start time.Time, err error) {
+	switch {
+	case err == nil:
+		a.succeed()
+		a.renewed = start
+		a.keepAt = start.Add(a.cfg.keepAlive)
+		if a.term != nil {
+			a.extend(start.Add(a.cfg.ttl - a.cfg.marginFor(a.cfg.ttl)))
+		}
+	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
+		a.fail("keep-alive", err)
+		a.lose(err)
+	default:
+		a.fail("keep-alive", err)
+		a.keepAt = time.Now().Add(a.cfg.retryPause())
+	}
+}
+
+func (a *actor) acquired(token events.Token, err error) {
+	switch {
+	case err == nil:
+		a.succeed()
+		a.elect(token)
+	case errors.Is(err, backends.ErrHeld):
+		a.succeed()
+		a.tryAt = time.Now().Add(a.cfg.retryPause())
+		a.cfg.logger.Debug("lock held by another candidate", "name", a.c.name, "id", a.cfg.id, "err", err)
+	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
+		a.fail("acquire", err)
+		a.lose(err)
+	default:
+		a.fail("acquire", err)
+		a.tryAt = time.Now().Add(a.cfg.retryPause())
+	}
+}
+
+func (a *actor) released(r result) {
+	if r.err != nil {
+		a.fail("release", r.err)
+	}
+	if r.reply != nil {
+		r.reply <- r.err
+	}
+}
+
+// needWatch reports whether a watch should be set up before acquiring.
+func (a *actor) needWatch(now time.Time) bool {
+	_, ok := a.c.backend.(backends.Watcher)
+	return ok && a.watch == nil && !now.Before(a.watchAt)
+}
+
+func (a *actor) watched(r result) {
+	if r.err != nil {
+		a.fail("watch", r.err)
+		a.watchAt = time.Now().Add(a.cfg.retryPause())
+		return
+	}
+	a.watch, a.watchCancel = r.watch, r.watchCancel
+}
+
+// watchFired wakes the campaign when the lock may have been released; a
+// closed watch is set up again after a pause, polling meanwhile.
+func (a *actor) watchFired(ok bool) {
+	if !ok {
+		a.stopWatch()
+		a.watchAt = time.Now().Add(a.cfg.retryPause())
+		return
+	}
+	if a.term == nil {
+		a.tryAt = time.Now()
+	}
+}
+
+func (a *actor) stopWatch() {
+	if a.watchCancel != nil {
+		a.watchCancel()
+	}
+	a.watch, a.watchCancel = nil, nil
+}

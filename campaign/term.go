@@ -1,0 +1,71 @@
+package campaign
+
+import (
+	"context"
+	"time"
+
+	"github.com/hustings/hustings/events"
+)
+
+// term is one continuous holding of the lock. Work bound to it (WhileLeader)
+// takes a hold; a graceful stop waits for the holds to end before release.
+// ended, holds and drained are guarded by the campaign's mutex.
+type term struct {
+	event    events.Event // the Elected event
+	deadline time.Time    // owned by the actor
+	ctx      context.Context
+	cancel   context.CancelFunc
+	ended    bool
+	holds    int
+	drained  chan struct{} // closed once ended and holds == 0
+}
+
+func newTerm(parent context.Context, e events.Event) *term {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	return &term{event: e, deadline: e.Deadline, ctx: ctx, cancel: cancel, drained: make(chan struct{})}
+}
+
+// Term binds work to the term in force, if its token matches (0 matches
+// any term). It returns the term's context, cancelled the moment the term
+// ends, the term's Elected event, and done, which the work must call when
+// it returns: a graceful stop (Resign, Close, the end of Run's context)
+// waits for every done, bounded by the grace period, before it releases the
+// lock. ok is false, and nothing is bound, when no such term is in force.
+// Safe for concurrent use; done may be called more than once.
+func (c *Campaign) Term(token events.Token) (ctx context.Context, elected events.Event, done func(), ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.current
+	if t == nil || t.ended || (token != 0 && t.event.Token != token) {
+		return nil, events.Event{}, nil, false
+	}
+	t.holds++
+	released := false
+	done = func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if released {
+			return
+		}
+		released = true
+		t.holds--
+		if t.ended && t.holds == 0 {
+			close(t.drained)
+		}
+	}
+	return t.ctx, t.event, done, true
+}
+
+// end marks t ended and cancels its context; holds taken from now on fail.
+func (c *Campaign) end(t *term) {
+	c.mu.Lock()
+	t.ended = true
+	if c.current == t {
+		c.current = nil
+	}
+	if t.holds == 0 {
+		close(t.drained)
+	}
+	c.mu.Unlock()
+	t.cancel()
+}

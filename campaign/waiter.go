@@ -1,0 +1,76 @@
+package campaign
+
+import (
+	"context"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+)
+
+// waiter paces the retries of a one-shot run that may wait for a held
+// lock: it is woken by the backend's watch when there is one, and polls at
+// the retry interval otherwise.
+type waiter struct {
+	ctx     context.Context
+	cfg     *config
+	until   time.Time // give up after this
+	renewed time.Time // start of the session's last Open or KeepAlive
+	watch   <-chan struct{}
+	cancel  context.CancelFunc
+}
+
+// newWaiter sets up the watch before the first try, so that no release
+// between a try and the wait is missed.
+func newWaiter(ctx context.Context, b backends.Backend, name string, cfg *config, start time.Time) *waiter {
+	w := &waiter{ctx: ctx, cfg: cfg, until: start.Add(cfg.wait), renewed: start}
+	if wb, ok := b.(backends.Watcher); ok && cfg.wait > 0 {
+		wctx, cancel := context.WithCancel(ctx)
+		if ch, err := wb.Watch(wctx, name); err == nil {
+			w.watch, w.cancel = ch, cancel
+		} else {
+			cancel()
+		}
+	}
+	return w
+}
+
+// wait blocks until the next try is due. It returns false when the wait is
+// over (or there was none) or ctx ended.
+func (w *waiter) wait() bool {
+	left := time.Until(w.until)
+	if left <= 0 {
+		return false
+	}
+	t := time.NewTimer(min(left, w.cfg.retryPause()))
+	defer t.Stop()
+	select {
+	case <-w.ctx.Done():
+		return false
+	case _, ok := <-w.watch:
+		if !ok {
+			w.watch = nil
+		}
+	case <-t.C:
+	}
+	return true
+}
+
+// renew keeps the session alive when half its lease has gone by while
+// waiting.
+func (w *waiter) renew(s backends.Session) error {
+	if time.Since(w.renewed) < w.cfg.lease/2 {
+		return nil
+	}
+	start := time.Now()
+	if err := s.KeepAlive(w.ctx); err != nil {
+		return err
+	}
+	w.renewed = start
+	return nil
+}
+
+func (w *waiter) stop() {
+	if w.cancel != nil {
+		w.cancel()
+	}
+}
