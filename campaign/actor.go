@@ -25,8 +25,8 @@ type actor struct {
 	term    *term     // the term in force, nil if none
 	lastErr error     // the last backend failure, nil after a success
 
-	op       *op         // the backend call in flight, nil if none
-	releases []release   // resignations waiting for the op slot
+	op       *op            // the backend call in flight, nil if none
+	releases []release      // resignations waiting for the op slot
 	wg       sync.WaitGroup // every goroutine the actor starts
 
 	openAt, keepAt, tryAt time.Time // when each call is next due

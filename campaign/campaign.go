@@ -37,10 +37,10 @@ type Campaign struct {
 	current *term // the term in force, nil if none
 	started bool
 	closed  bool
-	closing chan struct{}    // closed by Close
-	done    chan struct{}    // closed when Run returns
-	resigns chan resignReq   // served by Run's loop
-	elected chan struct{}    // signalled (buffer 1) when a term starts
+	closing chan struct{}  // closed by Close
+	done    chan struct{}  // closed when Run returns
+	resigns chan resignReq // served by Run's loop
+	elected chan struct{}  // signalled (buffer 1) when a term starts
 }
 
 // State is a snapshot of a campaign, for observation only: by the time it is
