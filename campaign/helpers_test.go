@@ -1,0 +1,122 @@
+package campaign_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
+)
+
+func TestWhileLeaderReleasesOnlyAfterWorkReturned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		a, err := campaign.New(b, "lock", campaign.WithID("a"), campaign.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stoppedAt time.Time
+		started := make(chan events.Event, 1)
+		done := make(chan error, 1)
+		go func() {
+			done <- campaign.WhileLeader(t.Context(), a, func(ctx context.Context, term events.Event) error {
+				started <- term
+				<-ctx.Done()
+				time.Sleep(2 * time.Second) // cleanup after the term ended
+				stoppedAt = time.Now()
+				return nil
+			})
+		}()
+		term := <-started
+		other := start(t, b, "b")
+		synctest.Wait()
+		closed := make(chan struct{})
+		go func() { a.Close(); close(closed) }()
+		won := next(t, other.c.Events())
+		if won.Time.Before(stoppedAt) || stoppedAt.IsZero() {
+			t.Fatalf("b elected at %v, before a's work stopped at %v", won.Time, stoppedAt)
+		}
+		if won.Token <= term.Token {
+			t.Fatalf("token %d not above %d", won.Token, term.Token)
+		}
+		<-closed
+		if err := <-done; !errors.Is(err, campaign.ErrClosed) {
+			t.Fatalf("WhileLeader = %v, want ErrClosed", err)
+		}
+		other.stop(t)
+	})
+}
+
+func TestWhileLeaderGraceBoundsStuckWork(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		grace := 3 * time.Second
+		a, err := campaign.New(b, "lock", campaign.WithID("a"), campaign.WithGrace(grace))
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			done <- campaign.WhileLeader(t.Context(), a, func(ctx context.Context, term events.Event) error {
+				<-release // ignores its context
+				return nil
+			})
+		}()
+		synctest.Wait()
+		stop := time.Now()
+		go a.Close()
+		synctest.Wait()
+		time.Sleep(grace)
+		synctest.Wait()
+		if h, _ := b.Holder(t.Context(), "lock"); !h.Free() {
+			t.Fatalf("lock still held %v after the grace period: %+v", time.Since(stop), h)
+		}
+		close(release)
+		<-done
+	})
+}
+
+func TestWhileLeaderResignsWhenWorkFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		var calls atomic.Int32
+		var wg sync.WaitGroup
+		ctx, cancel := context.WithCancel(t.Context())
+		for _, id := range []string{"a", "b"} {
+			c, err := campaign.New(b, "lock", campaign.WithID(id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				campaign.WhileLeader(ctx, c, func(ctx context.Context, term events.Event) error {
+					calls.Add(1)
+					return errors.New("boom")
+				})
+			})
+		}
+		time.Sleep(10 * time.Second)
+		if n := calls.Load(); n < 4 {
+			t.Fatalf("work ran %d times in 10s; failing work should hand the lead over", n)
+		}
+		cancel()
+		wg.Wait()
+	})
+}
+
+func TestTermBindsNothingWithoutATerm(t *testing.T) {
+	c, err := campaign.New(memory.New(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, ok := c.Term(0); ok {
+		t.Fatal("Term returned a term before any election")
+	}
+	c.Close()
+}

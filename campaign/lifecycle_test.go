@@ -1,0 +1,203 @@
+package campaign_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
+)
+
+func TestNewRejectsBadInput(t *testing.T) {
+	b := memory.New()
+	tests := []struct {
+		name string
+		b    *memory.Backend
+		lock string
+		opts []campaign.Option
+		want string
+	}{
+		{"nil backend", nil, "x", nil, "nil backend"},
+		{"empty name", b, "", nil, "empty lock name"},
+		{"control character", b, "a\nb", nil, "control character"},
+		{"negative TTL", b, "x", []campaign.Option{campaign.WithTTL(-time.Second)}, "TTL"},
+		{"keep-alive not under TTL", b, "x", []campaign.Option{campaign.WithTTL(time.Second), campaign.WithKeepAlive(time.Second)}, "keep-alive"},
+		{"margin not under TTL", b, "x", []campaign.Option{campaign.WithTTL(time.Second), campaign.WithSafetyMargin(time.Second)}, "safety margin"},
+		{"negative retry", b, "x", []campaign.Option{campaign.WithRetry(-1)}, "retry"},
+		{"negative jitter", b, "x", []campaign.Option{campaign.WithJitter(-1)}, "jitter"},
+		{"negative grace", b, "x", []campaign.Option{campaign.WithGrace(-1)}, "grace"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c *campaign.Campaign
+			var err error
+			if tt.b == nil {
+				c, err = campaign.New(nil, tt.lock, tt.opts...)
+			} else {
+				c, err = campaign.New(tt.b, tt.lock, tt.opts...)
+			}
+			if !errors.Is(err, campaign.ErrInvalid) || !strings.Contains(err.Error(), tt.want) || c != nil {
+				t.Fatalf("New = %v, %v; want ErrInvalid mentioning %q", c, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestPrefixJoinsName(t *testing.T) {
+	c, err := campaign.New(memory.New(), "nightly", campaign.WithPrefix("billing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Name() != "billing/nightly" {
+		t.Fatalf("Name() = %q, want billing/nightly", c.Name())
+	}
+	c.Close()
+}
+
+func TestCloseBeforeRun(t *testing.T) {
+	c, err := campaign.New(memory.New(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, ok := <-c.Events(); ok {
+		t.Fatal("events channel open after Close before Run")
+	}
+	if err := c.Run(t.Context()); !errors.Is(err, campaign.ErrClosed) {
+		t.Fatalf("Run after Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestCloseDuringRunEndsTheTerm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		a := start(t, b, "a")
+		won := next(t, a.c.Events())
+		if err := a.c.Run(t.Context()); !errors.Is(err, campaign.ErrRunning) {
+			t.Fatalf("second Run = %v, want ErrRunning", err)
+		}
+		if err := a.stop(t); !errors.Is(err, campaign.ErrClosed) {
+			t.Fatalf("Run returned %v, want ErrClosed", err)
+		}
+		e := next(t, a.c.Events())
+		if e.Kind != events.Revoked || e.Token != won.Token || !errors.Is(e.Reason, events.ErrResigned) {
+			t.Fatalf("last event %s, want revoked(%d) resigned", e, won.Token)
+		}
+		if _, ok := <-a.c.Events(); ok {
+			t.Fatal("events channel open after Run returned")
+		}
+		if h, _ := b.Holder(t.Context(), "lock"); !h.Free() {
+			t.Fatalf("lock still held by %+v after Close", h)
+		}
+		if err := a.c.Close(); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+		if err := a.c.Run(t.Context()); !errors.Is(err, campaign.ErrClosed) {
+			t.Fatalf("Run after it ended = %v, want ErrClosed", err)
+		}
+	})
+}
+
+func TestRunWithCancelledContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, err := campaign.New(memory.New(), "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if err := c.Run(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run = %v, want context.Canceled", err)
+		}
+		for e := range c.Events() {
+			t.Fatalf("event %s from a campaign that never ran", e)
+		}
+	})
+}
+
+func TestCancelEndsTheTermWithReason(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		c, err := campaign.New(b, "x", campaign.WithID("a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- c.Run(ctx) }()
+		won := next(t, c.Events())
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run = %v, want context.Canceled", err)
+		}
+		e := next(t, c.Events())
+		if e.Kind != events.Revoked || e.Token != won.Token || !errors.Is(e.Reason, events.ErrCanceled) {
+			t.Fatalf("got %s, want revoked for a cancelled context", e)
+		}
+		if h, _ := b.Holder(t.Context(), "x"); !h.Free() {
+			t.Fatalf("lock still held by %+v after cancel", h)
+		}
+	})
+}
+
+func TestResignWithoutTermIsANoOp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		c, err := campaign.New(b, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Resign(t.Context()); err != nil {
+			t.Fatalf("Resign before Run = %v", err)
+		}
+		holder := start(t, b, "holder")
+		next(t, holder.c.Events())
+		waiter := start(t, b, "waiter")
+		synctest.Wait()
+		if err := waiter.c.Resign(t.Context()); err != nil {
+			t.Fatalf("Resign while not leading = %v", err)
+		}
+		if !holder.c.State().Leader {
+			t.Fatal("a waiter's Resign changed the leader")
+		}
+		waiter.stop(t)
+		holder.stop(t)
+		c.Close()
+	})
+}
+
+func TestResignedLeaderLetsOthersWin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		a := start(t, b, "a")
+		next(t, a.c.Events())
+		z := start(t, b, "z")
+		synctest.Wait()
+		for range 5 {
+			leader := a
+			if z.c.State().Leader {
+				leader = z
+			}
+			if err := leader.c.Resign(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			if leader.c.State().Leader {
+				t.Fatalf("%s won again right after resigning", leader.c.ID())
+			}
+			time.Sleep(5 * time.Second)
+		}
+		a.stop(t)
+		z.stop(t)
+	})
+}

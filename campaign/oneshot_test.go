@@ -1,0 +1,267 @@
+package campaign_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
+)
+
+func answer(ctx context.Context, tok events.Token) (int, error) { return 42, nil }
+
+func TestRunIfLeaderOutcomes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		ctx := t.Context()
+
+		res, err := campaign.RunIfLeader(ctx, b, "job", answer)
+		if err != nil || res.Outcome != campaign.Elected || res.Value != 42 || res.Token == 0 || !res.Ran() {
+			t.Fatalf("free lock: %+v, %v; want elected with 42 and a token", res, err)
+		}
+		if h, _ := b.Holder(ctx, "job"); !h.Free() {
+			t.Fatalf("lock still held after the run: %+v", h)
+		}
+
+		boom := errors.New("boom")
+		failed, err := campaign.RunIfLeader(ctx, b, "job", func(ctx context.Context, tok events.Token) (int, error) { return 0, boom })
+		if err != nil || failed.Outcome != campaign.ActionFailed || !errors.Is(failed.Err, boom) || failed.Token <= res.Token {
+			t.Fatalf("failing fn: %+v, %v; want action-failed with boom and a higher token", failed, err)
+		}
+
+		holder := start(t, b, "holder", campaign.WithTTL(ttl))
+		next(t, holder.c.Events())
+		ran := false
+		skipped, err := campaign.RunIfLeader(ctx, b, "lock", func(ctx context.Context, tok events.Token) (int, error) { ran = true; return 1, nil })
+		if err != nil || skipped.Outcome != campaign.Skipped || ran || skipped.Ran() {
+			t.Fatalf("held lock: %+v, %v, ran=%v; want skipped without running", skipped, err, ran)
+		}
+		holder.stop(t)
+	})
+}
+
+func TestRunIfLeaderRejectsBadInput(t *testing.T) {
+	b := memory.New()
+	ctx := t.Context()
+	tests := []struct {
+		name string
+		b    backends.Backend
+		lock string
+		fn   func(context.Context, events.Token) (int, error)
+		opts []campaign.Option
+	}{
+		{"nil backend", nil, "x", answer, nil},
+		{"nil fn", b, "x", nil, nil},
+		{"empty name", b, "", answer, nil},
+		{"negative lease", b, "x", answer, []campaign.Option{campaign.WithLease(-1)}},
+		{"negative wait", b, "x", answer, []campaign.Option{campaign.WithWait(-1)}},
+		{"negative hold", b, "x", answer, []campaign.Option{campaign.WithMinHold(-1)}},
+		{"margin over lease", b, "x", answer, []campaign.Option{campaign.WithLease(time.Second), campaign.WithSafetyMargin(2 * time.Second)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := campaign.RunIfLeader(ctx, tt.b, tt.lock, tt.fn, tt.opts...); !errors.Is(err, campaign.ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestRunIfLeaderReturnsContextErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if _, err := campaign.RunIfLeader(ctx, b, "x", answer); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled before: err = %v, want context.Canceled", err)
+		}
+
+		ctx, cancel = context.WithCancel(t.Context())
+		res, err := campaign.RunIfLeader(ctx, b, "x", func(ctx context.Context, tok events.Token) (int, error) {
+			cancel()
+			<-ctx.Done()
+			return 0, ctx.Err()
+		})
+		if !errors.Is(err, context.Canceled) || res.Outcome != campaign.ActionFailed {
+			t.Fatalf("cancelled during fn: %+v, %v; want action-failed and context.Canceled", res, err)
+		}
+		if h, _ := b.Holder(t.Context(), "x"); !h.Free() {
+			t.Fatalf("lock not released after cancellation: %+v", h)
+		}
+
+		b.PartitionAll()
+		ctx, cancel = context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if _, err := campaign.RunIfLeader(ctx, b, "x", answer); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("unreachable backend: err = %v, want the context's deadline", err)
+		}
+		b.HealAll()
+	})
+}
+
+func TestRunIfLeaderLeaseEndsFnContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		lease := 10 * time.Second
+		began := time.Now()
+		var ended time.Time
+		res, err := campaign.RunIfLeader(t.Context(), b, "x", func(ctx context.Context, tok events.Token) (int, error) {
+			<-ctx.Done()
+			ended = time.Now()
+			return 0, ctx.Err()
+		}, campaign.WithLease(lease))
+		if err != nil || res.Outcome != campaign.ActionFailed || !errors.Is(res.Err, context.DeadlineExceeded) {
+			t.Fatalf("%+v, %v; want action-failed with the lease deadline", res, err)
+		}
+		if took := ended.Sub(began); took >= lease || took < lease*8/10 {
+			t.Fatalf("fn's context ended after %v; want just under the %v lease", took, lease)
+		}
+	})
+}
+
+func TestRunIfLeaderWaitsForRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		holder := start(t, b, "holder")
+		next(t, holder.c.Events())
+		go func() {
+			time.Sleep(3 * time.Second)
+			holder.c.Resign(context.Background())
+		}()
+		began := time.Now()
+		res, err := campaign.RunIfLeader(t.Context(), b, "lock", answer, campaign.WithWait(time.Minute), campaign.WithRetry(20*time.Second))
+		if err != nil || res.Outcome != campaign.Elected {
+			t.Fatalf("%+v, %v; want elected after waiting", res, err)
+		}
+		if took := time.Since(began); took >= 20*time.Second {
+			t.Fatalf("waited %v: woken by polling, not by the release", took)
+		}
+		holder.stop(t)
+	})
+}
+
+func TestRunIfLeaderMinHoldMakesLateNodesSkip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		hold := campaign.WithMinHold(time.Minute)
+		if res, _ := campaign.RunIfLeader(t.Context(), b, "x", answer, hold); res.Outcome != campaign.Elected {
+			t.Fatalf("first run %v", res.Outcome)
+		}
+		time.Sleep(30 * time.Second)
+		if res, _ := campaign.RunIfLeader(t.Context(), b, "x", answer, hold); res.Outcome != campaign.Skipped {
+			t.Fatalf("run inside the minimum hold: %v, want skipped", res.Outcome)
+		}
+		time.Sleep(31 * time.Second)
+		if res, _ := campaign.RunIfLeader(t.Context(), b, "x", answer, hold); res.Outcome != campaign.Elected {
+			t.Fatalf("run after the minimum hold: %v, want elected", res.Outcome)
+		}
+	})
+}
+
+func TestRunIfLeaderRacersRunOnce(t *testing.T) {
+	b := memory.New()
+	var ran atomic.Int32
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for range 16 {
+		wg.Go(func() {
+			<-gate
+			campaign.RunIfLeader(t.Context(), b, "x", func(ctx context.Context, tok events.Token) (int, error) {
+				ran.Add(1)
+				return 0, nil
+			}, campaign.WithMinHold(time.Hour))
+		})
+	}
+	close(gate)
+	wg.Wait()
+	if n := ran.Load(); n != 1 {
+		t.Fatalf("fn ran %d times among 16 racers, want 1", n)
+	}
+}
+
+func TestEveryRunsOncePerPeriodAcrossNodes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		period := time.Minute
+		var mu sync.Mutex
+		runs := map[time.Time]int{}
+		var tokens []events.Token
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		for i := range 5 {
+			wg.Go(func() {
+				time.Sleep(time.Duration(i) * 700 * time.Millisecond) // skewed starts
+				campaign.Every(ctx, b, "nightly", period, func(ctx context.Context, tok events.Token) error {
+					mu.Lock()
+					defer mu.Unlock()
+					runs[time.Now().Truncate(period)]++
+					tokens = append(tokens, tok)
+					return nil
+				})
+			})
+		}
+		time.Sleep(10*period + period/2)
+		cancel()
+		wg.Wait()
+		if len(runs) != 10 {
+			t.Fatalf("ran in %d windows out of 10: %v", len(runs), runs)
+		}
+		for w, n := range runs {
+			if n != 1 {
+				t.Errorf("window %v ran %d times", w, n)
+			}
+		}
+		for i := 1; i < len(tokens); i++ {
+			if tokens[i] <= tokens[i-1] {
+				t.Fatalf("tokens not increasing: %v", tokens)
+			}
+		}
+	})
+}
+
+func TestEveryRejectsBadPeriod(t *testing.T) {
+	err := campaign.Every(t.Context(), memory.New(), "x", 0, func(context.Context, events.Token) error { return nil })
+	if !errors.Is(err, campaign.ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+}
+
+func TestObserveFollowsTheHolder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		ctx, cancel := context.WithCancel(t.Context())
+		ch, err := campaign.Observe(ctx, b, "lock", campaign.WithRetry(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := next(t, ch); e.Kind != events.LeaderChanged || e.Holder != "" {
+			t.Fatalf("first event %s, want leader-changed to nobody", e)
+		}
+		a := start(t, b, "a")
+		won := next(t, a.c.Events())
+		if e := next(t, ch); e.Holder != "a" || e.Token != won.Token {
+			t.Fatalf("observer saw %s, want a with token %d", e, won.Token)
+		}
+		began := time.Now()
+		a.stop(t)
+		if e := next(t, ch); e.Holder != "" || time.Since(began) >= time.Hour {
+			t.Fatalf("observer saw %s after %v, want nobody, woken by the release", e, time.Since(began))
+		}
+		cancel()
+		for range ch {
+		}
+	})
+}
+
+func TestObserveRejectsBadName(t *testing.T) {
+	if _, err := campaign.Observe(t.Context(), memory.New(), ""); !errors.Is(err, campaign.ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+}
