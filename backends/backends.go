@@ -49,26 +49,36 @@ type Backend interface {
 
 // Session is one candidate's liveness on a backend. Every lock acquired
 // through a session lives only as long as the session does: one KeepAlive
-// keeps them all alive, and losing the session loses them all. A Session is
-// safe for concurrent use.
+// keeps them all alive, and losing the session loses them all. The holder
+// of a lock is the session, not the candidate ID: two sessions opened with
+// the same ID are two holders. A Session is safe for concurrent use.
+//
+// Once the session has expired, Acquire and KeepAlive return an error
+// matching ErrSessionLost, Release one matching ErrNotHeld (and possibly
+// ErrSessionLost), and Close returns nil or ErrSessionLost. A call whose
+// context ends before the backend answered returns an error matching
+// ErrUnavailable and the context's error.
 type Session interface {
 	// ID returns the candidate ID the session was opened for.
 	ID() string
 	// Acquire takes the lock name if it is free, or if this session already
-	// holds it (then it returns the same token). It returns an error
-	// matching ErrHeld if another candidate holds it. A lease > 0 bounds the
-	// lock: it is lost lease after the start of Acquire even if the session
-	// lives on; 0 ties it to the session only.
+	// holds it (then it returns the same token and keeps the first lease).
+	// It returns an error matching ErrHeld if another session holds it. A
+	// lease > 0 bounds the lock: it is lost lease after the start of Acquire
+	// even if the session lives on; 0 ties it to the session only; < 0 is
+	// ErrInvalid.
 	Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error)
 	// KeepAlive extends the session, and so every lock it holds, by its TTL
 	// in one round trip. It returns an error matching ErrSessionLost if the
 	// session expired before the call arrived.
 	KeepAlive(ctx context.Context) error
 	// Release gives up the lock name held under token. With hold > 0 the
-	// lock stays held, by nobody alive, for hold after the call (a minimum
-	// hold, so late candidates skip); otherwise it is free at once and
-	// waiters are woken. It returns an error matching ErrNotHeld if this
-	// session does not hold name under token, and then changes nothing.
+	// lock stays held for hold after the call (a minimum hold, so late
+	// candidates skip), by nobody alive: Holder still reports the releasing
+	// candidate and token, and it outlives the session. With hold 0 it is
+	// free at once and waiters are woken; < 0 is ErrInvalid. It returns an
+	// error matching ErrNotHeld if this session does not hold name under
+	// token, and then changes nothing.
 	Release(ctx context.Context, name string, token events.Token, hold time.Duration) error
 	// Close ends the session and frees every lock it holds (but locks
 	// released with a hold stay held until the hold ends). Calling Close
