@@ -18,6 +18,7 @@ func Example() {
 		panic(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 
@@ -55,6 +56,7 @@ func ExampleWhileLeader() {
 		panic(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	err = campaign.WhileLeader(ctx, c, func(ctx context.Context, term events.Event) error {
 		fmt.Println("polling under token", term.Token)
 		cancel()     // for the example: stop after one term
