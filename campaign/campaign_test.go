@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -285,4 +286,33 @@ func checkHistory(t *testing.T, log []events.Event) {
 	if len(open) != 0 {
 		t.Fatalf("terms left open after every campaign closed: %v", open)
 	}
+}
+
+// skewedClock is the backend's clock: the bubble's time plus an offset the
+// test moves, so the backend can see a session expire before the campaign's
+// deadline (as after a server restart that lost it).
+type skewedClock struct{ offset atomic.Int64 }
+
+func (c *skewedClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+func TestSessionLostEndsTheTermAndCampaignGoesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := &skewedClock{}
+		b := memory.New(memory.WithClock(clock))
+		a := start(t, b, "a")
+		won := next(t, a.c.Events())
+		clock.offset.Store(int64(2 * ttl)) // the backend forgets a's session
+		e := next(t, a.c.Events())
+		if e.Kind != events.Revoked || !errors.Is(e.Reason, events.ErrSessionLost) {
+			t.Fatalf("got %s, want revoked with session lost", e)
+		}
+		if e.Time.After(won.Deadline) {
+			t.Errorf("revoked at %v, after the deadline %v", e.Time, won.Deadline)
+		}
+		again := next(t, a.c.Events())
+		if again.Kind != events.Elected || again.Token <= won.Token {
+			t.Fatalf("got %s, want a new term with a higher token on a new session", again)
+		}
+		a.stop(t)
+	})
 }
