@@ -1,0 +1,92 @@
+package faultlink
+
+import (
+	"bufio"
+	"net"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// echo serves one line back per line, until the listener closes.
+func echo(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					c.Write([]byte(line))
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func roundTrip(c net.Conn, timeout time.Duration) error {
+	c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte("ping\n")); err != nil {
+		return err
+	}
+	_, err := bufio.NewReader(c).ReadString('\n')
+	return err
+}
+
+func TestBlackholeAndHeal(t *testing.T) {
+	l := NewLink(t, echo(t))
+	c, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := roundTrip(c, 5*time.Second); err != nil {
+		t.Fatalf("healthy link: %v", err)
+	}
+	l.Blackhole()
+	if err := roundTrip(c, 300*time.Millisecond); err == nil {
+		t.Fatal("round trip went through a blackholed link")
+	}
+	l.Heal()
+	c2, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if err := roundTrip(c2, 5*time.Second); err != nil {
+		t.Fatalf("healed link: %v", err)
+	}
+}
+
+func TestLatency(t *testing.T) {
+	l := NewLink(t, echo(t))
+	c, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l.Latency(100*time.Millisecond, 0)
+	start := time.Now()
+	if err := roundTrip(c, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 100*time.Millisecond {
+		t.Fatalf("round trip took %v with 100ms latency added", took)
+	}
+}
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
