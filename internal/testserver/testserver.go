@@ -1,0 +1,119 @@
+// Package testserver starts and stops the server processes that backend
+// tests and benchmarks run against (redis-server, ZooKeeper): on free
+// loopback ports, with their output in a log file, stopped by PID (never by
+// name). For tests and benchmarks only.
+package testserver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("testserver: free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Process is a server process started by Start.
+type Process struct {
+	cmd     *exec.Cmd
+	LogPath string // the process's stdout and stderr
+	once    sync.Once
+	waited  chan struct{}
+	waitErr error
+}
+
+// Start runs name with args in dir, its output going to dir/name.log. The
+// caller stops it with Kill.
+func Start(dir, name string, args ...string) (*Process, error) {
+	logPath := filepath.Join(dir, filepath.Base(name)+".log")
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("testserver: %w", err)
+	}
+	defer log.Close()
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("testserver: start %s: %w", name, err)
+	}
+	p := &Process{cmd: cmd, LogPath: logPath, waited: make(chan struct{})}
+	go func() { p.waitErr = cmd.Wait(); close(p.waited) }()
+	return p, nil
+}
+
+// PID returns the process ID.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.waited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Signal sends sig to the process (SIGSTOP and SIGCONT pause and resume it).
+func (p *Process) Signal(sig syscall.Signal) error {
+	if p.Exited() {
+		return errors.New("testserver: process has exited")
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
+// Kill sends SIGKILL to the process (by PID) and waits for it to end.
+// Calling it again does nothing.
+func (p *Process) Kill() {
+	p.once.Do(func() {
+		if !p.Exited() {
+			_ = p.cmd.Process.Signal(syscall.SIGCONT) // a stopped process must run to die
+			_ = p.cmd.Process.Kill()
+		}
+		<-p.waited
+	})
+}
+
+// Log returns the tail of the process's output, for failure messages.
+func (p *Process) Log() string {
+	b, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		return ""
+	}
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// WaitFor calls ready every 50 ms until it returns nil, the process exits,
+// or timeout passes.
+func (p *Process) WaitFor(timeout time.Duration, ready func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := ready()
+		switch {
+		case err == nil:
+			return nil
+		case p.Exited():
+			return fmt.Errorf("testserver: process exited before it was ready: %v\n%s", p.waitErr, p.Log())
+		case time.Now().After(deadline):
+			return fmt.Errorf("testserver: not ready after %v: %w\n%s", timeout, err, p.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
