@@ -32,6 +32,7 @@ type actor struct {
 	openAt, keepAt, tryAt time.Time // when each call is next due
 	backoffUntil          time.Time // no acquire before this (after Resign)
 	watchAt               time.Time // no new watch before this
+	woken                 bool      // a watch signal came while an acquire was in flight
 
 	watch       <-chan struct{}
 	watchCancel context.CancelFunc
@@ -245,9 +246,10 @@ func (a *actor) resign(req resignReq) {
 	a.backoffUntil = time.Now().Add(a.cfg.retryPause())
 }
 
-// shutdown ends the term in force gracefully, waits for the op in flight,
-// then releases and closes the session. Run's context may be gone: every
-// call here uses a context bounded by the TTL instead.
+// shutdown ends the term in force gracefully, waits for the op in flight
+// and for the work bound to ended terms, then closes the session, which
+// releases its locks, and only then answers pending resignations. Run's
+// context may be gone: every call here uses a context bounded by the TTL.
 func (a *actor) shutdown(reason error) {
 	a.wake.Stop()
 	if a.term != nil {
@@ -262,13 +264,20 @@ func (a *actor) shutdown(reason error) {
 	}
 	for _, r := range a.releases {
 		a.drain(r.term)
+	}
+	a.stopWatch()
+	if a.sess != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.ttl)
+		_ = a.sess.Close(ctx)
+		cancel()
+		a.sess = nil
+	}
+	for _, r := range a.releases {
 		if r.reply != nil {
 			r.reply <- nil
 		}
 	}
 	a.releases = nil
-	a.stopWatch()
-	a.discardSession()
 }
 
 // drain waits, bounded by the grace period and the term's deadline, for the

@@ -36,6 +36,7 @@ type Campaign struct {
 	state   State
 	current *term // the term in force, nil if none
 	started bool
+	ended   bool // Run returned
 	closed  bool
 	closing chan struct{}  // closed by Close
 	done    chan struct{}  // closed when Run returns
@@ -130,16 +131,21 @@ func (c *Campaign) State() State {
 func (c *Campaign) Run(ctx context.Context) error {
 	c.mu.Lock()
 	switch {
-	case c.started && !c.closed:
-		c.mu.Unlock()
-		return ErrRunning
-	case c.closed || c.started:
+	case c.closed || c.ended:
 		c.mu.Unlock()
 		return ErrClosed
+	case c.started:
+		c.mu.Unlock()
+		return ErrRunning
 	}
 	c.started = true
 	c.mu.Unlock()
 	defer close(c.done)
+	defer func() {
+		c.mu.Lock()
+		c.ended = true
+		c.mu.Unlock()
+	}()
 	defer c.out.Close()
 
 	a := newActor(c, ctx)
@@ -148,7 +154,10 @@ func (c *Campaign) Run(ctx context.Context) error {
 
 // Resign ends the term in force, if any, and releases the lock so that
 // another candidate can win; it returns once the lock is released or ctx
-// ends. The campaign stays in the race but waits at least one retry
+// ends. The release waits for work bound to the term (see Term), bounded by
+// the grace period: work that wants to step down should return (from
+// WhileLeader's fn, return an error) rather than call Resign and wait on
+// itself. The campaign stays in the race but waits at least one retry
 // interval before trying again. With no term in force it does nothing and
 // returns nil.
 func (c *Campaign) Resign(ctx context.Context) error {
@@ -157,7 +166,7 @@ func (c *Campaign) Resign(ctx context.Context) error {
 
 func (c *Campaign) resign(ctx context.Context, token events.Token) error {
 	c.mu.Lock()
-	running := c.started && !c.closed
+	running := c.started && !c.ended && !c.closed
 	c.mu.Unlock()
 	if !running {
 		return nil

@@ -28,6 +28,7 @@ func WhileLeader(ctx context.Context, c *Campaign, fn func(ctx context.Context, 
 	defer wg.Wait()
 	runErr := make(chan error, 1)
 	wg.Go(func() { runErr <- c.Run(ctx) })
+	var last events.Token // the term fn last ran for
 	for {
 		select {
 		case err := <-runErr:
@@ -35,9 +36,13 @@ func WhileLeader(ctx context.Context, c *Campaign, fn func(ctx context.Context, 
 		case <-c.elected:
 		}
 		tctx, e, done, ok := c.Term(0)
-		if !ok {
-			continue // the term ended before we got to it
+		if !ok || e.Token == last {
+			if ok {
+				done()
+			}
+			continue // the term ended before we got to it, or fn ran for it
 		}
+		last = e.Token
 		err := fn(tctx, e)
 		done()
 		if err != nil && tctx.Err() == nil {

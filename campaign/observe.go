@@ -36,15 +36,16 @@ func Observe(ctx context.Context, b backends.Backend, name string, opts ...Optio
 }
 
 type observer struct {
-	ctx    context.Context
-	b      backends.Backend
-	name   string
-	cfg    *config
-	out    *events.Stream
-	watch  <-chan struct{}
-	cancel context.CancelFunc
-	last   backends.Holder
-	seen   bool
+	ctx     context.Context
+	b       backends.Backend
+	name    string
+	cfg     *config
+	out     *events.Stream
+	watch   <-chan struct{}
+	cancel  context.CancelFunc
+	watchAt time.Time // no new watch before this
+	last    backends.Holder
+	seen    bool
 }
 
 func (o *observer) run() {
@@ -61,13 +62,19 @@ func (o *observer) run() {
 // between the read and the wait is missed.
 func (o *observer) ensureWatch() {
 	w, ok := o.b.(backends.Watcher)
-	if !ok || o.watch != nil {
+	if !ok || o.watch != nil || time.Now().Before(o.watchAt) {
 		return
 	}
 	ctx, cancel := context.WithCancel(o.ctx)
+	// Only the set-up is bounded; the watch lives on with ctx.
+	setup, done := context.WithTimeout(o.ctx, o.cfg.ttl)
+	defer done()
+	stop := context.AfterFunc(setup, cancel)
 	ch, err := w.Watch(ctx, o.name)
+	stop()
 	if err != nil {
 		cancel()
+		o.watchAt = time.Now().Add(o.cfg.retryPause())
 		o.cfg.logger.Warn("watch failed; polling", "name", o.name, "err", err)
 		return
 	}
@@ -76,7 +83,9 @@ func (o *observer) ensureWatch() {
 
 // look reads the holder and publishes it if it changed.
 func (o *observer) look() {
-	h, err := o.b.Holder(o.ctx, o.name)
+	ctx, cancel := context.WithTimeout(o.ctx, o.cfg.ttl)
+	defer cancel()
+	h, err := o.b.Holder(ctx, o.name)
 	if err != nil {
 		if o.ctx.Err() == nil {
 			o.cfg.logger.Warn("reading the holder failed", "name", o.name, "err", err)
@@ -103,10 +112,12 @@ func (o *observer) pause() {
 		case <-t.C:
 			return
 		case _, ok := <-o.watch:
-			if !ok {
-				o.stopWatch()
+			if ok {
+				return
 			}
-			return
+			// Broken watch: poll until it is set up again after a pause.
+			o.stopWatch()
+			o.watchAt = time.Now().Add(o.cfg.retryPause())
 		case ch <- e:
 			o.out.Sent()
 		}

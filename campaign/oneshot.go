@@ -126,21 +126,40 @@ func lockOnce(ctx context.Context, b backends.Backend, name string, cfg *config)
 	for {
 		tok, err := s.Acquire(ctx, name, 0)
 		if err == nil {
-			now := time.Now()
-			return &held{sess: s, name: name, token: tok, acquired: now, deadline: w.renewed.Add(cfg.lease - cfg.marginFor(cfg.lease))}, nil
+			return w.held(s, name, tok)
 		}
 		if !errors.Is(err, backends.ErrHeld) || !w.wait() {
 			closeSession(ctx, s, cfg.lease)
-			if errors.Is(err, backends.ErrHeld) {
-				err = nil
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
 			}
-			return nil, ctxOr(ctx, wrapBackend("acquire", err))
+			if errors.Is(err, backends.ErrHeld) {
+				return nil, nil // skipped
+			}
+			return nil, wrapBackend("acquire", err)
 		}
-		if err := w.renew(s); err != nil {
+		if err := w.renew(s, false); err != nil {
 			closeSession(ctx, s, cfg.lease)
 			return nil, ctxOr(ctx, wrapBackend("keep-alive", err))
 		}
 	}
+}
+
+// held returns the lock just acquired, renewing the session first if the
+// deadline it allows has already come (a slow Open or a long wait), so fn
+// never starts with a spent lease.
+func (w *waiter) held(s backends.Session, name string, tok events.Token) (*held, error) {
+	h := &held{sess: s, name: name, token: tok, acquired: time.Now()}
+	h.deadline = w.renewed.Add(w.cfg.lease - w.cfg.marginFor(w.cfg.lease))
+	if h.deadline.After(h.acquired) {
+		return h, nil
+	}
+	if err := w.renew(s, true); err != nil {
+		closeSession(w.ctx, s, w.cfg.lease)
+		return nil, ctxOr(w.ctx, wrapBackend("keep-alive", err))
+	}
+	h.deadline = w.renewed.Add(w.cfg.lease - w.cfg.marginFor(w.cfg.lease))
+	return h, nil
 }
 
 // unlock releases the lock, keeping it held until the minimum hold has

@@ -35,6 +35,7 @@ type result struct {
 	watch       <-chan struct{}
 	watchCancel context.CancelFunc
 	reply       chan error
+	from        backends.Session // the session a release was made on
 	err         error
 }
 
@@ -54,9 +55,14 @@ func (a *actor) opDone() <-chan result {
 }
 
 // call runs f in a goroutine the actor owns, with a context bounded by
-// timeout, and makes it the op in flight.
+// timeout, and makes it the op in flight. A release survives the end of
+// Run's context: it is what lets the next leader in at once.
 func (a *actor) call(kind opKind, timeout time.Duration, f func(ctx context.Context) result) {
-	ctx, cancel := context.WithTimeout(a.ctx, timeout)
+	parent := a.ctx
+	if kind == opRelease {
+		parent = context.WithoutCancel(a.ctx)
+	}
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	o := &op{kind: kind, start: time.Now(), cancel: cancel, done: make(chan result, 1)}
 	a.op = o
 	a.wg.Go(func() {
@@ -85,6 +91,7 @@ func (a *actor) startKeepAlive() {
 
 func (a *actor) startAcquire() {
 	s := a.sess
+	a.woken = false
 	a.call(opAcquire, a.cfg.ttl, func(ctx context.Context) result {
 		tok, err := s.Acquire(ctx, a.c.name, 0)
 		return result{token: tok, err: err}
@@ -117,11 +124,13 @@ func (a *actor) startRelease() {
 		if r.sess == nil {
 			return result{reply: r.reply} // the session, and so the lock, is gone
 		}
+		res := result{reply: r.reply, from: r.sess}
 		err := r.sess.Release(ctx, a.c.name, r.term.event.Token, 0)
 		if errors.Is(err, backends.ErrNotHeld) || errors.Is(err, backends.ErrSessionLost) || errors.Is(err, backends.ErrSessionClosed) {
 			err = nil // already gone: the resignation is done
 		}
-		return result{reply: r.reply, err: err}
+		res.err = err
+		return res
 	})
 }
 
@@ -199,6 +208,9 @@ func (a *actor) acquired(token events.Token, err error) {
 	case errors.Is(err, backends.ErrHeld):
 		a.succeed()
 		a.tryAt = time.Now().Add(a.cfg.retryPause())
+		if a.woken {
+			a.tryAt = time.Now() // released while we asked: try again now
+		}
 		a.cfg.logger.Debug("lock held by another candidate", "name", a.c.name, "id", a.cfg.id, "err", err)
 	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
 		a.fail("acquire", err)
@@ -209,9 +221,15 @@ func (a *actor) acquired(token events.Token, err error) {
 	}
 }
 
+// released answers the resignation. If the release failed, the lock may
+// still be held by this session, which would hand the same token back to a
+// later acquire: the session is given up instead, freeing the lock.
 func (a *actor) released(r result) {
 	if r.err != nil {
 		a.fail("release", r.err)
+		if r.from == a.sess {
+			a.discardSession()
+		}
 	}
 	if r.reply != nil {
 		r.reply <- r.err
@@ -243,6 +261,9 @@ func (a *actor) watchFired(ok bool) {
 	}
 	if a.term == nil {
 		a.tryAt = time.Now()
+		if a.op != nil && a.op.kind == opAcquire {
+			a.woken = true
+		}
 	}
 }
 

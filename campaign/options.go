@@ -34,6 +34,7 @@ type config struct {
 	logger    *slog.Logger
 	jitterSet bool
 	marginSet bool
+	graceSet  bool
 }
 
 // Defaults, in one place.
@@ -57,7 +58,8 @@ func WithPrefix(prefix string) Option { return optionFunc(func(c *config) { c.pr
 func WithTTL(d time.Duration) Option { return optionFunc(func(c *config) { c.ttl = d }) }
 
 // WithKeepAlive sets how often a Campaign renews its session. It must be
-// shorter than the TTL. Default: TTL/3.
+// shorter than the TTL less the safety margin, and should leave room for a
+// retry or two. Default: TTL/3.
 func WithKeepAlive(d time.Duration) Option { return optionFunc(func(c *config) { c.keepAlive = d }) }
 
 // WithRetry sets the pause before trying again after contention or a
@@ -83,7 +85,9 @@ func WithSafetyMargin(d time.Duration) Option {
 // WithGrace bounds how long a graceful stop (Resign, Close, the end of
 // Run's context) waits for work bound to the term (WhileLeader) to return
 // before the lock is released. Never past the term's deadline. Default 5s.
-func WithGrace(d time.Duration) Option { return optionFunc(func(c *config) { c.grace = d }) }
+func WithGrace(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.grace, c.graceSet = d, true })
+}
 
 // WithLease sets how long a RunIfLeader run may hold the lock: fn's context
 // ends then, and the backend frees the lock even if this process dies.
@@ -125,7 +129,7 @@ func newConfig(opts []Option) config {
 	if !c.jitterSet {
 		c.jitter = c.retry / 5
 	}
-	if c.grace == 0 {
+	if !c.graceSet {
 		c.grace = DefaultGrace
 	}
 	if c.lease == 0 {
@@ -158,8 +162,8 @@ func (c *config) validateCampaign() error {
 	switch {
 	case c.ttl < 0:
 		return fmt.Errorf("%w: TTL %v must be > 0", ErrInvalid, c.ttl)
-	case c.keepAlive <= 0 || c.keepAlive >= c.ttl:
-		return fmt.Errorf("%w: keep-alive %v must be > 0 and shorter than the TTL %v", ErrInvalid, c.keepAlive, c.ttl)
+	case c.keepAlive <= 0 || c.keepAlive >= c.ttl-c.marginFor(c.ttl):
+		return fmt.Errorf("%w: keep-alive %v must be > 0 and shorter than the TTL %v less the safety margin %v", ErrInvalid, c.keepAlive, c.ttl, c.marginFor(c.ttl))
 	case c.grace < 0:
 		return fmt.Errorf("%w: grace %v must be ≥ 0", ErrInvalid, c.grace)
 	}

@@ -41,7 +41,9 @@ func (w *waiter) wait() bool {
 	if left <= 0 {
 		return false
 	}
-	t := time.NewTimer(min(left, w.cfg.retryPause()))
+	// Wake in time to renew the session before half its lease is gone.
+	renewIn := max(time.Until(w.renewed.Add(w.cfg.lease/2)), 0)
+	t := time.NewTimer(min(left, w.cfg.retryPause(), renewIn))
 	defer t.Stop()
 	select {
 	case <-w.ctx.Done():
@@ -56,9 +58,9 @@ func (w *waiter) wait() bool {
 }
 
 // renew keeps the session alive when half its lease has gone by while
-// waiting.
-func (w *waiter) renew(s backends.Session) error {
-	if time.Since(w.renewed) < w.cfg.lease/2 {
+// waiting, or always if forced.
+func (w *waiter) renew(s backends.Session, force bool) error {
+	if !force && time.Since(w.renewed) < w.cfg.lease/2 {
 		return nil
 	}
 	start := time.Now()
