@@ -132,7 +132,7 @@ func (a *actor) elect(token events.Token) {
 	a.c.state.Leader, a.c.state.Token, a.c.state.Holder = true, token, a.cfg.id
 	a.c.state.Deadline, a.c.state.LastEvent = deadline, e
 	a.c.mu.Unlock()
-	a.c.out.Publish(e)
+	a.c.publish(e)
 	select {
 	case a.c.elected <- struct{}{}:
 	default:
@@ -159,7 +159,7 @@ func (a *actor) revoke(reason error) *term {
 	a.c.setState(func(s *State) {
 		s.Leader, s.Holder, s.LastEvent = false, "", e
 	})
-	a.c.out.Publish(e)
+	a.c.publish(e)
 	level := slog.LevelWarn
 	if errors.Is(reason, events.ErrResigned) || errors.Is(reason, events.ErrCanceled) {
 		level = slog.LevelInfo

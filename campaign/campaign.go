@@ -31,6 +31,7 @@ type Campaign struct {
 	name    string
 	cfg     config
 	out     *events.Stream // owned by Run's goroutine once Run starts
+	feed    events.Feed    // for Subscribe
 
 	mu      sync.Mutex
 	state   State
@@ -113,6 +114,25 @@ func (c *Campaign) ID() string { return c.cfg.id }
 // the reader: see package events for what a slow reader sees.
 func (c *Campaign) Events() <-chan events.Event { return c.out.C() }
 
+// Subscribe returns a channel of the campaign's events for one more
+// subscriber, such as a dashboard or a log: it first receives the current
+// state (Elected, if a term is in force), then every change, coalesced as
+// for Events. It is closed when ctx ends, or when the campaign ends, after
+// the Revoked it is owed. Each subscriber costs one goroutine, which ends
+// then. Work should be bound to terms through Events and Term, not through
+// a subscription, which may lag.
+func (c *Campaign) Subscribe(ctx context.Context) <-chan events.Event {
+	s := events.NewStream()
+	go c.feed.Forward(s, ctx.Done()) // ends with ctx or the campaign
+	return s.C()
+}
+
+// publish hands e to the Events channel and to subscribers.
+func (c *Campaign) publish(e events.Event) {
+	c.out.Publish(e)
+	c.feed.Publish(e)
+}
+
 // State returns a snapshot of the campaign, for observation only.
 func (c *Campaign) State() State {
 	c.mu.Lock()
@@ -146,6 +166,7 @@ func (c *Campaign) Run(ctx context.Context) error {
 		c.ended = true
 		c.mu.Unlock()
 	}()
+	defer c.feed.Close()
 	defer c.out.Close()
 
 	a := newActor(c, ctx)
@@ -203,6 +224,7 @@ func (c *Campaign) Close() error {
 	c.mu.Unlock()
 	if !started {
 		c.out.Close() // Run will never own the stream
+		c.feed.Close()
 		return nil
 	}
 	<-c.done

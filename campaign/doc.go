@@ -26,7 +26,9 @@
 // campaign never waits for its reader: a reader that falls behind receives
 // the latest state, never a backlog, and Elected for term t is always
 // followed by Revoked for term t before any later Elected (see package
-// events). Observe's channel is closed when its context ends.
+// events). Subscribe gives more subscribers channels of their own (one
+// goroutine each), closed when their context or the campaign ends.
+// Observe's channel is closed when its context ends.
 //
 // # Work bound to the term
 //

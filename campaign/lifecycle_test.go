@@ -201,3 +201,31 @@ func TestResignedLeaderLetsOthersWin(t *testing.T) {
 		z.stop(t)
 	})
 }
+
+func TestSubscribe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		a := start(t, b, "a")
+		won := next(t, a.c.Events())
+		late := a.c.Subscribe(t.Context())
+		if e := next(t, late); e.Kind != events.Elected || e.Token != won.Token {
+			t.Fatalf("late subscriber first got %s, want the current term", e)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		gone := a.c.Subscribe(ctx)
+		next(t, gone)
+		cancel()
+		for range gone {
+		}
+		a.stop(t)
+		if e := next(t, late); e.Kind != events.Revoked || e.Token != won.Token || !errors.Is(e.Reason, events.ErrResigned) {
+			t.Fatalf("subscriber got %s at the end, want revoked(%d) resigned", e, won.Token)
+		}
+		if _, ok := <-late; ok {
+			t.Fatal("subscription open after the campaign ended")
+		}
+		if _, ok := <-a.c.Subscribe(t.Context()); ok {
+			t.Fatal("subscription to an ended campaign is open")
+		}
+	})
+}

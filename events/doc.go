@@ -1,6 +1,7 @@
 // Package events holds the Event type that campaigns and observers publish,
-// the fencing Token, the reasons a term is revoked, and Stream, the
-// coalescing, non-blocking channel every publisher uses.
+// the fencing Token, the reasons a term is revoked, Stream, the coalescing,
+// non-blocking channel every publisher uses, and Feed, which lets more
+// subscribers join at any time, each through a Stream of its own.
 //
 // Channels: a Stream's channel is receive-only for its subscriber and is
 // closed by the stream's owner (the campaign or observer loop that
@@ -15,5 +16,7 @@
 // term that began and ended between two reads is skipped entirely).
 //
 // Stream's publishing methods belong to its one owner goroutine; C and
-// Dropped are safe for concurrent use.
+// Dropped are safe for concurrent use. A Feed is safe for concurrent use;
+// each subscriber's Stream is owned by the goroutine running Feed.Forward
+// for it, which closes it when the feed closes or the subscriber leaves.
 package events

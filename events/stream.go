@@ -57,7 +57,12 @@ func (s *Stream) Current() (Event, bool) { return s.current, s.has }
 
 // Publish makes e the current state. It takes back an event still unread in
 // the buffer, so that Ready offers what leads to e.
-func (s *Stream) Publish(e Event) {
+func (s *Stream) Publish(e Event) { s.publish(e, nil) }
+
+// publish makes e the current state. history holds recent Revoked events
+// the owner may have skipped (a Feed's subscriber sees only snapshots), so
+// that the one owed to the subscriber keeps its reason.
+func (s *Stream) publish(e Event, history []Event) {
 	if s.closed {
 		return
 	}
@@ -67,7 +72,15 @@ func (s *Stream) Publish(e Event) {
 	if had && !sameState(prev, s.delivered) && !sameState(prev, s.owed) {
 		s.dropped.Add(1) // replaced before the subscriber received it
 	}
-	if e.Kind == Revoked && s.delivered.Kind == Elected && sameTerm(e, s.delivered) {
+	if s.delivered.Kind != Elected {
+		return
+	}
+	for _, r := range history {
+		if r.Kind == Revoked && sameTerm(r, s.delivered) {
+			s.owed = r
+		}
+	}
+	if e.Kind == Revoked && sameTerm(e, s.delivered) {
 		s.owed = e
 	}
 }
