@@ -180,4 +180,3 @@ func TestEmptyList(t *testing.T) {
 		}
 	}
 }
-
