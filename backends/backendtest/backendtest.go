@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,9 @@ type Harness struct {
 	// BadNames are names that pass backends.ValidateName but that this
 	// backend cannot store; each must be rejected with ErrInvalid.
 	BadNames []string
+	// Registry runs the registry checks too: the backend must implement
+	// backends.Registry and its sessions backends.Registrar.
+	Registry bool
 }
 
 // wakeBound is how long the suite waits for a watch signal or for a call
@@ -78,7 +82,11 @@ func Run(t *testing.T, h Harness) {
 		t.Fatalf("backendtest: Harness needs New and a TTL > 0 (TTL is %v)", h.TTL)
 	}
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
-	for _, c := range checks {
+	all := checks
+	if h.Registry {
+		all = append(slices.Clone(checks), registryChecks...)
+	}
+	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(&env{t: t, h: h, b: h.New(t), ctx: t.Context(), run: run})
 		})

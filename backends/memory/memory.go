@@ -8,11 +8,14 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/strategy"
 )
 
 var (
-	_ backends.Backend = (*Backend)(nil)
-	_ backends.Watcher = (*Backend)(nil)
+	_ backends.Backend   = (*Backend)(nil)
+	_ backends.Watcher   = (*Backend)(nil)
+	_ backends.Registry  = (*Backend)(nil)
+	_ backends.Registrar = (*session)(nil)
 )
 
 // Clock tells the time. It must be safe for concurrent use and must not go
@@ -58,6 +61,8 @@ type Backend struct {
 	watches  map[string]map[chan struct{}]struct{}
 	cut      map[string]chan struct{} // partitioned IDs; closed on Heal
 	cutAll   chan struct{}            // non-nil while partitioned; closed on HealAll
+	groups   map[string]map[*session]strategy.Candidate
+	orders   map[string]uint64 // last registration order per group; never reset
 }
 
 // lock is one held lock. A lock released with a hold has no session.
@@ -84,6 +89,8 @@ func New(opts ...Option) *Backend {
 		counters: make(map[string]events.Token),
 		watches:  make(map[string]map[chan struct{}]struct{}),
 		cut:      make(map[string]chan struct{}),
+		groups:   make(map[string]map[*session]strategy.Candidate),
+		orders:   make(map[string]uint64),
 	}
 	for _, o := range opts {
 		if o != nil {

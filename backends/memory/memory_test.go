@@ -45,9 +45,10 @@ func (c *fakeClock) Advance(d time.Duration) {
 func TestContract(t *testing.T) {
 	clock := newFakeClock()
 	backendtest.Run(t, backendtest.Harness{
-		New:     func(*testing.T) backends.Backend { return memory.New(memory.WithClock(clock)) },
-		TTL:     time.Second,
-		Advance: clock.Advance,
+		New:      func(*testing.T) backends.Backend { return memory.New(memory.WithClock(clock)) },
+		TTL:      time.Second,
+		Advance:  clock.Advance,
+		Registry: true,
 	})
 }
 
@@ -58,8 +59,9 @@ func TestContractRealClock(t *testing.T) {
 		t.Skip("sleeps for a few seconds")
 	}
 	backendtest.Run(t, backendtest.Harness{
-		New: func(*testing.T) backends.Backend { return memory.New() },
-		TTL: 400 * time.Millisecond,
+		New:      func(*testing.T) backends.Backend { return memory.New() },
+		TTL:      400 * time.Millisecond,
+		Registry: true,
 	})
 }
 
