@@ -3,11 +3,11 @@ package campaign
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/elector"
 )
 
 // WhileLeader runs c and calls fn(termCtx, elected) for each term, in the
@@ -24,32 +24,7 @@ func WhileLeader(ctx context.Context, c *Campaign, fn func(ctx context.Context, 
 	if c == nil || fn == nil {
 		return fmt.Errorf("%w: nil campaign or function", ErrInvalid)
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	runErr := make(chan error, 1)
-	wg.Go(func() { runErr <- c.Run(ctx) })
-	var last events.Token // the term fn last ran for
-	for {
-		select {
-		case err := <-runErr:
-			return err
-		case <-c.elected:
-		}
-		tctx, e, done, ok := c.Term(0)
-		if !ok || e.Token == last {
-			if ok {
-				done()
-			}
-			continue // the term ended before we got to it, or fn ran for it
-		}
-		last = e.Token
-		err := fn(tctx, e)
-		done()
-		if err != nil && tctx.Err() == nil {
-			c.cfg.logger.Warn("work failed; resigning", "name", c.name, "token", e.Token, "err", err)
-			_ = c.resign(ctx, e.Token)
-		}
-	}
+	return elector.WhileLeader(ctx, c.e, fn)
 }
 
 // Every runs fn at most once per period across every candidate running
@@ -67,8 +42,8 @@ func Every(ctx context.Context, b backends.Backend, name string, period time.Dur
 		return fmt.Errorf("%w: period %v must be > 0", ErrInvalid, period)
 	}
 	opts = append([]Option{WithLease(period)}, opts...)
-	cfg := newConfig(opts)
-	if _, err := cfg.validateRun(b, name, fn == nil); err != nil {
+	cfg := elector.NewConfig(opts)
+	if _, err := validateRun(&cfg, b, name, fn == nil); err != nil {
 		return err
 	}
 	run := func(ctx context.Context, tok events.Token) (struct{}, error) { return struct{}{}, fn(ctx, tok) }
@@ -78,20 +53,20 @@ func Every(ctx context.Context, b backends.Backend, name string, period time.Dur
 			return err
 		}
 		if late := time.Since(w); late > period/2 {
-			cfg.logger.Info("late for the window; skipping it", "name", name, "window", w, "late", late)
+			cfg.Logger.Info("late for the window; skipping it", "name", name, "window", w, "late", late)
 			continue
 		}
-		end := w.Add(period - cfg.marginFor(cfg.lease))
+		end := w.Add(period - cfg.MarginFor(cfg.Lease))
 		res, err := RunIfLeader(ctx, b, name, run, append(opts, WithMinHold(max(time.Until(end), 0)))...)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case err != nil:
-			cfg.logger.Warn("scheduled run failed", "name", name, "window", w, "err", err)
+			cfg.Logger.Warn("scheduled run failed", "name", name, "window", w, "err", err)
 		case res.Outcome == ActionFailed:
-			cfg.logger.Warn("scheduled work failed", "name", name, "window", w, "token", res.Token, "err", res.Err)
+			cfg.Logger.Warn("scheduled work failed", "name", name, "window", w, "token", res.Token, "err", res.Err)
 		case res.Outcome == Skipped:
-			cfg.logger.Debug("window taken by another candidate", "name", name, "window", w)
+			cfg.Logger.Debug("window taken by another candidate", "name", name, "window", w)
 		}
 	}
 }

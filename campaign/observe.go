@@ -7,6 +7,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/elector"
 )
 
 // Observe watches who holds the lock name without campaigning. The channel
@@ -19,14 +20,14 @@ import (
 // The channel is closed when ctx ends; read it until then or cancel ctx.
 // Backend errors are logged and retried; the last holder seen stands.
 func Observe(ctx context.Context, b backends.Backend, name string, opts ...Option) (<-chan events.Event, error) {
-	cfg := newConfig(opts)
+	cfg := elector.NewConfig(opts)
 	if b == nil {
 		return nil, fmt.Errorf("%w: nil backend", ErrInvalid)
 	}
-	if err := cfg.validateCommon(cfg.ttl); err != nil {
+	if err := cfg.ValidateCommon(cfg.TTL); err != nil {
 		return nil, err
 	}
-	full := cfg.fullName(name)
+	full := cfg.FullName(name)
 	if err := backends.ValidateName(full); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
@@ -39,7 +40,7 @@ type observer struct {
 	ctx     context.Context
 	b       backends.Backend
 	name    string
-	cfg     *config
+	cfg     *elector.Config
 	out     *events.Stream
 	watch   <-chan struct{}
 	cancel  context.CancelFunc
@@ -67,15 +68,15 @@ func (o *observer) ensureWatch() {
 	}
 	ctx, cancel := context.WithCancel(o.ctx)
 	// Only the set-up is bounded; the watch lives on with ctx.
-	setup, done := context.WithTimeout(o.ctx, o.cfg.ttl)
+	setup, done := context.WithTimeout(o.ctx, o.cfg.TTL)
 	defer done()
 	stop := context.AfterFunc(setup, cancel)
 	ch, err := w.Watch(ctx, o.name)
 	stop()
 	if err != nil {
 		cancel()
-		o.watchAt = time.Now().Add(o.cfg.retryPause())
-		o.cfg.logger.Warn("watch failed; polling", "name", o.name, "err", err)
+		o.watchAt = time.Now().Add(o.cfg.RetryPause())
+		o.cfg.Logger.Warn("watch failed; polling", "name", o.name, "err", err)
 		return
 	}
 	o.watch, o.cancel = ch, cancel
@@ -83,12 +84,12 @@ func (o *observer) ensureWatch() {
 
 // look reads the holder and publishes it if it changed.
 func (o *observer) look() {
-	ctx, cancel := context.WithTimeout(o.ctx, o.cfg.ttl)
+	ctx, cancel := context.WithTimeout(o.ctx, o.cfg.TTL)
 	defer cancel()
 	h, err := o.b.Holder(ctx, o.name)
 	if err != nil {
 		if o.ctx.Err() == nil {
-			o.cfg.logger.Warn("reading the holder failed", "name", o.name, "err", err)
+			o.cfg.Logger.Warn("reading the holder failed", "name", o.name, "err", err)
 		}
 		return
 	}
@@ -102,7 +103,7 @@ func (o *observer) look() {
 // pause waits for a watch signal, the poll interval or ctx, delivering
 // events meanwhile.
 func (o *observer) pause() {
-	t := time.NewTimer(o.cfg.retryPause())
+	t := time.NewTimer(o.cfg.RetryPause())
 	defer t.Stop()
 	for {
 		ch, e := o.out.Ready()
@@ -117,7 +118,7 @@ func (o *observer) pause() {
 			}
 			// Broken watch: poll until it is set up again after a pause.
 			o.stopWatch()
-			o.watchAt = time.Now().Add(o.cfg.retryPause())
+			o.watchAt = time.Now().Add(o.cfg.RetryPause())
 		case ch <- e:
 			o.out.Sent()
 		}

@@ -1,4 +1,4 @@
-package campaign
+package elector
 
 import (
 	"context"
@@ -32,18 +32,18 @@ func newTerm(parent context.Context, e events.Event) *term {
 // waits for every done, bounded by the grace period, before it releases the
 // lock. ok is false, and nothing is bound, when no such term is in force.
 // Safe for concurrent use; done may be called more than once.
-func (c *Campaign) Term(token events.Token) (ctx context.Context, elected events.Event, done func(), ok bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := c.current
+func (e *Elector) Term(token events.Token) (ctx context.Context, elected events.Event, done func(), ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := e.current
 	if t == nil || t.ended || (token != 0 && t.event.Token != token) {
 		return nil, events.Event{}, nil, false
 	}
 	t.holds++
 	released := false
 	done = func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
+		e.mu.Lock()
+		defer e.mu.Unlock()
 		if released {
 			return
 		}
@@ -57,15 +57,15 @@ func (c *Campaign) Term(token events.Token) (ctx context.Context, elected events
 }
 
 // end marks t ended and cancels its context; holds taken from now on fail.
-func (c *Campaign) end(t *term) {
-	c.mu.Lock()
+func (e *Elector) end(t *term) {
+	e.mu.Lock()
 	t.ended = true
-	if c.current == t {
-		c.current = nil
+	if e.current == t {
+		e.current = nil
 	}
 	if t.holds == 0 {
 		close(t.drained)
 	}
-	c.mu.Unlock()
+	e.mu.Unlock()
 	t.cancel()
 }

@@ -1,4 +1,4 @@
-package campaign
+package elector
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // the retry interval otherwise.
 type waiter struct {
 	ctx     context.Context
-	cfg     *config
+	cfg     *Config
 	until   time.Time // give up after this
 	renewed time.Time // start of the session's last Open or KeepAlive
 	watch   <-chan struct{}
@@ -21,9 +21,9 @@ type waiter struct {
 
 // newWaiter sets up the watch before the first try, so that no release
 // between a try and the wait is missed.
-func newWaiter(ctx context.Context, b backends.Backend, name string, cfg *config, start time.Time) *waiter {
-	w := &waiter{ctx: ctx, cfg: cfg, until: start.Add(cfg.wait), renewed: start}
-	if wb, ok := b.(backends.Watcher); ok && cfg.wait > 0 {
+func newWaiter(ctx context.Context, b backends.Backend, name string, cfg *Config, start time.Time) *waiter {
+	w := &waiter{ctx: ctx, cfg: cfg, until: start.Add(cfg.Wait), renewed: start}
+	if wb, ok := b.(backends.Watcher); ok && cfg.Wait > 0 {
 		wctx, cancel := context.WithCancel(ctx)
 		if ch, err := wb.Watch(wctx, name); err == nil {
 			w.watch, w.cancel = ch, cancel
@@ -42,8 +42,8 @@ func (w *waiter) wait() bool {
 		return false
 	}
 	// Wake in time to renew the session before half its lease is gone.
-	renewIn := max(time.Until(w.renewed.Add(w.cfg.lease/2)), 0)
-	t := time.NewTimer(min(left, w.cfg.retryPause(), renewIn))
+	renewIn := max(time.Until(w.renewed.Add(w.cfg.Lease/2)), 0)
+	t := time.NewTimer(min(left, w.cfg.RetryPause(), renewIn))
 	defer t.Stop()
 	select {
 	case <-w.ctx.Done():
@@ -60,7 +60,7 @@ func (w *waiter) wait() bool {
 // renew keeps the session alive when half its lease has gone by while
 // waiting, or always if forced.
 func (w *waiter) renew(s backends.Session, force bool) error {
-	if !force && time.Since(w.renewed) < w.cfg.lease/2 {
+	if !force && time.Since(w.renewed) < w.cfg.Lease/2 {
 		return nil
 	}
 	start := time.Now()

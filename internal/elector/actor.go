@@ -1,4 +1,4 @@
-package campaign
+package elector
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 // run one at a time in goroutines it owns (ops), so a hanging backend never
 // holds up the deadline, the events or a stop.
 type actor struct {
-	c   *Campaign
-	cfg *config
+	e   *Elector
+	cfg *Config
 	ctx context.Context // Run's
 
 	sess    backends.Session
@@ -40,8 +40,8 @@ type actor struct {
 	wake, deadline *time.Timer
 }
 
-func newActor(c *Campaign, ctx context.Context) *actor {
-	return &actor{c: c, cfg: &c.cfg, ctx: ctx, wake: stoppedTimer(), deadline: stoppedTimer()}
+func newActor(e *Elector, ctx context.Context) *actor {
+	return &actor{e: e, cfg: &e.cfg, ctx: ctx, wake: stoppedTimer(), deadline: stoppedTimer()}
 }
 
 // run is the actor loop: a select that hands each message to its method.
@@ -49,12 +49,12 @@ func (a *actor) run() error {
 	defer a.wg.Wait()
 	for {
 		a.startDue()
-		ch, e := a.c.out.Ready()
+		ch, e := a.e.out.Ready()
 		select {
 		case <-a.ctx.Done():
 			a.shutdown(events.ErrCanceled)
 			return a.ctx.Err()
-		case <-a.c.closing:
+		case <-a.e.closing:
 			a.shutdown(events.ErrResigned)
 			return ErrClosed
 		case r := <-a.opDone():
@@ -64,10 +64,10 @@ func (a *actor) run() error {
 		case <-a.wake.C:
 		case _, ok := <-a.watch:
 			a.watchFired(ok)
-		case req := <-a.c.resigns:
+		case req := <-a.e.resigns:
 			a.resign(req)
 		case ch <- e:
-			a.c.out.Sent()
+			a.e.out.Sent()
 		}
 	}
 }
@@ -115,36 +115,36 @@ func (a *actor) due(now, t time.Time) bool {
 // elect starts a term with the token the backend confirmed.
 func (a *actor) elect(token events.Token) {
 	now := time.Now()
-	deadline := a.renewed.Add(a.cfg.ttl - a.cfg.marginFor(a.cfg.ttl))
+	deadline := a.renewed.Add(a.cfg.TTL - a.cfg.MarginFor(a.cfg.TTL))
 	if !deadline.After(now) {
 		// The session is about to run out: renew first, then acquire again
 		// (the same session gets the same token back).
 		a.keepAt, a.tryAt = now, now
 		return
 	}
-	e := events.Event{Kind: events.Elected, Name: a.c.name, Token: token, Holder: a.cfg.id, Time: now, Deadline: deadline}
+	e := events.Event{Kind: events.Elected, Name: a.e.name, Token: token, Holder: a.cfg.ID, Time: now, Deadline: deadline}
 	t := newTerm(a.ctx, e)
 	a.term = t
 	a.deadline.Reset(deadline.Sub(now))
 	a.stopWatch()
-	a.c.mu.Lock()
-	a.c.current = t
-	a.c.state.Leader, a.c.state.Token, a.c.state.Holder = true, token, a.cfg.id
-	a.c.state.Deadline, a.c.state.LastEvent = deadline, e
-	a.c.mu.Unlock()
-	a.c.publish(e)
+	a.e.mu.Lock()
+	a.e.current = t
+	a.e.state.Leader, a.e.state.Token, a.e.state.Holder = true, token, a.cfg.ID
+	a.e.state.Deadline, a.e.state.LastEvent = deadline, e
+	a.e.mu.Unlock()
+	a.e.publish(e)
 	select {
-	case a.c.elected <- struct{}{}:
+	case a.e.elected <- struct{}{}:
 	default:
 	}
-	a.cfg.logger.Info("elected", "name", a.c.name, "id", a.cfg.id, "token", token, "deadline", deadline)
+	a.cfg.Logger.Info("elected", "name", a.e.name, "id", a.cfg.ID, "token", token, "deadline", deadline)
 }
 
 // extend moves the term's deadline after a successful renewal.
 func (a *actor) extend(deadline time.Time) {
 	a.term.deadline = deadline
 	a.deadline.Reset(time.Until(deadline))
-	a.c.setState(func(s *State) { s.Deadline = deadline })
+	a.e.setState(func(s *State) { s.Deadline = deadline })
 }
 
 // revoke ends the term in force: its context is cancelled and Revoked is
@@ -153,18 +153,18 @@ func (a *actor) revoke(reason error) *term {
 	t := a.term
 	a.term = nil
 	a.deadline.Stop()
-	a.c.end(t)
+	a.e.end(t)
 	e := t.event
 	e.Kind, e.Time, e.Deadline, e.Reason = events.Revoked, time.Now(), t.deadline, reason
-	a.c.setState(func(s *State) {
+	a.e.setState(func(s *State) {
 		s.Leader, s.Holder, s.LastEvent = false, "", e
 	})
-	a.c.publish(e)
+	a.e.publish(e)
 	level := slog.LevelWarn
 	if errors.Is(reason, events.ErrResigned) || errors.Is(reason, events.ErrCanceled) {
 		level = slog.LevelInfo
 	}
-	a.cfg.logger.Log(context.Background(), level, "revoked", "name", a.c.name, "id", a.cfg.id, "token", e.Token, "reason", reason)
+	a.cfg.Logger.Log(context.Background(), level, "revoked", "name", a.e.name, "id", a.cfg.ID, "token", e.Token, "reason", reason)
 	return t
 }
 
@@ -200,15 +200,15 @@ func (a *actor) lose(err error) {
 // fail records a backend failure.
 func (a *actor) fail(what string, err error) {
 	a.lastErr = err
-	a.c.setState(func(s *State) { s.Err = err })
-	a.cfg.logger.Warn(what+" failed", "name", a.c.name, "id", a.cfg.id, "err", err)
+	a.e.setState(func(s *State) { s.Err = err })
+	a.cfg.Logger.Warn(what+" failed", "name", a.e.name, "id", a.cfg.ID, "err", err)
 }
 
 // succeed clears the last failure.
 func (a *actor) succeed() {
 	if a.lastErr != nil {
 		a.lastErr = nil
-		a.c.setState(func(s *State) { s.Err = nil })
+		a.e.setState(func(s *State) { s.Err = nil })
 	}
 }
 
@@ -227,7 +227,7 @@ func (a *actor) discardSession() {
 // background runs f in a goroutine the actor waits for, with a context that
 // survives Run's but is bounded by the TTL.
 func (a *actor) background(f func(ctx context.Context)) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.ttl)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.TTL)
 	a.wg.Go(func() {
 		defer cancel()
 		f(ctx)
@@ -243,7 +243,7 @@ func (a *actor) resign(req resignReq) {
 	}
 	t := a.revoke(events.ErrResigned)
 	a.releases = append(a.releases, release{term: t, sess: a.sess, reply: req.done})
-	a.backoffUntil = time.Now().Add(a.cfg.retryPause())
+	a.backoffUntil = time.Now().Add(a.cfg.RetryPause())
 }
 
 // shutdown ends the term in force gracefully, waits for the op in flight
@@ -267,7 +267,7 @@ func (a *actor) shutdown(reason error) {
 	}
 	a.stopWatch()
 	if a.sess != nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.ttl)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.TTL)
 		_ = a.sess.Close(ctx)
 		cancel()
 		a.sess = nil
@@ -283,13 +283,13 @@ func (a *actor) shutdown(reason error) {
 // drain waits, bounded by the grace period and the term's deadline, for the
 // work bound to t to return.
 func (a *actor) drain(t *term) {
-	limit := min(a.cfg.grace, time.Until(t.deadline))
+	limit := min(a.cfg.Grace, time.Until(t.deadline))
 	timer := time.NewTimer(max(limit, 0))
 	defer timer.Stop()
 	select {
 	case <-t.drained:
 	case <-timer.C:
-		a.cfg.logger.Warn("work bound to the term outlived the grace period", "name", a.c.name, "token", t.event.Token)
+		a.cfg.Logger.Warn("work bound to the term outlived the grace period", "name", a.e.name, "token", t.event.Token)
 	}
 }
 

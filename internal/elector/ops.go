@@ -1,4 +1,4 @@
-package campaign
+package elector
 
 import (
 	"context"
@@ -72,15 +72,15 @@ func (a *actor) call(kind opKind, timeout time.Duration, f func(ctx context.Cont
 }
 
 func (a *actor) startOpen() {
-	a.call(opOpen, a.cfg.ttl, func(ctx context.Context) result {
-		s, err := a.c.backend.Open(ctx, a.cfg.id, a.cfg.ttl)
+	a.call(opOpen, a.cfg.TTL, func(ctx context.Context) result {
+		s, err := a.e.backend.Open(ctx, a.cfg.ID, a.cfg.TTL)
 		return result{sess: s, err: err}
 	})
 }
 
 func (a *actor) startKeepAlive() {
 	s := a.sess
-	timeout := a.cfg.ttl
+	timeout := a.cfg.TTL
 	if a.term != nil {
 		timeout = max(time.Until(a.term.deadline), time.Millisecond)
 	}
@@ -92,8 +92,8 @@ func (a *actor) startKeepAlive() {
 func (a *actor) startAcquire() {
 	s := a.sess
 	a.woken = false
-	a.call(opAcquire, a.cfg.ttl, func(ctx context.Context) result {
-		tok, err := s.Acquire(ctx, a.c.name, 0)
+	a.call(opAcquire, a.cfg.TTL, func(ctx context.Context) result {
+		tok, err := s.Acquire(ctx, a.e.name, 0)
 		return result{token: tok, err: err}
 	})
 }
@@ -101,11 +101,11 @@ func (a *actor) startAcquire() {
 // startWatch asks the backend to wake us when the lock changes. The watch
 // lives until stopWatch; only its set-up is bounded by the op's timeout.
 func (a *actor) startWatch() {
-	w := a.c.backend.(backends.Watcher)
+	w := a.e.backend.(backends.Watcher)
 	wctx, wcancel := context.WithCancel(a.ctx)
-	a.call(opWatch, a.cfg.ttl, func(ctx context.Context) result {
+	a.call(opWatch, a.cfg.TTL, func(ctx context.Context) result {
 		stop := context.AfterFunc(ctx, wcancel)
-		ch, err := w.Watch(wctx, a.c.name)
+		ch, err := w.Watch(wctx, a.e.name)
 		stop()
 		if err != nil {
 			wcancel()
@@ -119,13 +119,13 @@ func (a *actor) startWatch() {
 func (a *actor) startRelease() {
 	r := a.releases[0]
 	a.releases = a.releases[1:]
-	a.call(opRelease, a.cfg.grace+a.cfg.ttl, func(ctx context.Context) result {
+	a.call(opRelease, a.cfg.Grace+a.cfg.TTL, func(ctx context.Context) result {
 		a.drain(r.term)
 		if r.sess == nil {
 			return result{reply: r.reply} // the session, and so the lock, is gone
 		}
 		res := result{reply: r.reply, from: r.sess}
-		err := r.sess.Release(ctx, a.c.name, r.term.event.Token, 0)
+		err := r.sess.Release(ctx, a.e.name, r.term.event.Token, 0)
 		if errors.Is(err, backends.ErrNotHeld) || errors.Is(err, backends.ErrSessionLost) || errors.Is(err, backends.ErrSessionClosed) {
 			err = nil // already gone: the resignation is done
 		}
@@ -173,12 +173,12 @@ func (a *actor) cleanUp(r result) {
 func (a *actor) opened(start time.Time, r result) {
 	if r.err != nil {
 		a.fail("open session", r.err)
-		a.openAt = time.Now().Add(a.cfg.retryPause())
+		a.openAt = time.Now().Add(a.cfg.RetryPause())
 		return
 	}
 	a.succeed()
 	a.sess, a.renewed = r.sess, start
-	a.keepAt = start.Add(a.cfg.keepAlive)
+	a.keepAt = start.Add(a.cfg.KeepAlive)
 	a.tryAt = time.Now()
 }
 
@@ -187,16 +187,16 @@ func (a *actor) keptAlive(start time.Time, err error) {
 	case err == nil:
 		a.succeed()
 		a.renewed = start
-		a.keepAt = start.Add(a.cfg.keepAlive)
+		a.keepAt = start.Add(a.cfg.KeepAlive)
 		if a.term != nil {
-			a.extend(start.Add(a.cfg.ttl - a.cfg.marginFor(a.cfg.ttl)))
+			a.extend(start.Add(a.cfg.TTL - a.cfg.MarginFor(a.cfg.TTL)))
 		}
 	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
 		a.fail("keep-alive", err)
 		a.lose(err)
 	default:
 		a.fail("keep-alive", err)
-		a.keepAt = time.Now().Add(a.cfg.retryPause())
+		a.keepAt = time.Now().Add(a.cfg.RetryPause())
 	}
 }
 
@@ -207,17 +207,17 @@ func (a *actor) acquired(token events.Token, err error) {
 		a.elect(token)
 	case errors.Is(err, backends.ErrHeld):
 		a.succeed()
-		a.tryAt = time.Now().Add(a.cfg.retryPause())
+		a.tryAt = time.Now().Add(a.cfg.RetryPause())
 		if a.woken {
 			a.tryAt = time.Now() // released while we asked: try again now
 		}
-		a.cfg.logger.Debug("lock held by another candidate", "name", a.c.name, "id", a.cfg.id, "err", err)
+		a.cfg.Logger.Debug("lock held by another candidate", "name", a.e.name, "id", a.cfg.ID, "err", err)
 	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
 		a.fail("acquire", err)
 		a.lose(err)
 	default:
 		a.fail("acquire", err)
-		a.tryAt = time.Now().Add(a.cfg.retryPause())
+		a.tryAt = time.Now().Add(a.cfg.RetryPause())
 	}
 }
 
@@ -238,14 +238,14 @@ func (a *actor) released(r result) {
 
 // needWatch reports whether a watch should be set up before acquiring.
 func (a *actor) needWatch(now time.Time) bool {
-	_, ok := a.c.backend.(backends.Watcher)
+	_, ok := a.e.backend.(backends.Watcher)
 	return ok && a.watch == nil && !now.Before(a.watchAt)
 }
 
 func (a *actor) watched(r result) {
 	if r.err != nil {
 		a.fail("watch", r.err)
-		a.watchAt = time.Now().Add(a.cfg.retryPause())
+		a.watchAt = time.Now().Add(a.cfg.RetryPause())
 		return
 	}
 	a.watch, a.watchCancel = r.watch, r.watchCancel
@@ -256,7 +256,7 @@ func (a *actor) watched(r result) {
 func (a *actor) watchFired(ok bool) {
 	if !ok {
 		a.stopWatch()
-		a.watchAt = time.Now().Add(a.cfg.retryPause())
+		a.watchAt = time.Now().Add(a.cfg.RetryPause())
 		return
 	}
 	if a.term == nil {

@@ -1,0 +1,173 @@
+package elector
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"time"
+)
+
+// Errors shared by the public packages built on this one (campaign
+// re-exports them, and group with it); match them with errors.Is.
+var (
+	// ErrClosed: the campaign was closed, or its Run already ended.
+	ErrClosed = errors.New("campaign: closed")
+	// ErrRunning: Run was called while another Run is going.
+	ErrRunning = errors.New("campaign: already running")
+	// ErrInvalid: bad configuration or input, rejected before anything runs.
+	ErrInvalid = errors.New("campaign: invalid")
+)
+
+// Defaults, in one place; the public packages document them.
+const (
+	DefaultTTL   = 10 * time.Second
+	DefaultRetry = time.Second
+	DefaultGrace = 5 * time.Second
+	DefaultLease = 30 * time.Second
+)
+
+// Option configures an Elector or a one-shot run. Only the packages of this
+// module can make one (through OptionFunc); users get them from the With*
+// functions of package campaign and package group.
+type Option interface {
+	apply(*Config)
+}
+
+// OptionFunc makes an Option from a function that edits the Config.
+type OptionFunc func(*Config)
+
+func (f OptionFunc) apply(c *Config) { f(c) }
+
+// Config holds every option; zero values mean "use the default". The
+// public packages document each field through their With* functions.
+type Config struct {
+	ID        string
+	Prefix    string
+	TTL       time.Duration
+	KeepAlive time.Duration
+	Retry     time.Duration
+	Jitter    time.Duration
+	Margin    time.Duration
+	Grace     time.Duration
+	Lease     time.Duration
+	Wait      time.Duration
+	MinHold   time.Duration
+	Logger    *slog.Logger
+	JitterSet bool
+	MarginSet bool
+	GraceSet  bool
+}
+
+// NewConfig applies opts over the defaults.
+func NewConfig(opts []Option) Config {
+	var c Config
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	c.defaults()
+	return c
+}
+
+func (c *Config) defaults() {
+	if c.ID == "" {
+		c.ID = defaultID()
+	}
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
+	}
+	if c.KeepAlive == 0 {
+		c.KeepAlive = c.TTL / 3
+	}
+	if c.Retry == 0 {
+		c.Retry = DefaultRetry
+	}
+	if !c.JitterSet {
+		c.Jitter = c.Retry / 5
+	}
+	if !c.GraceSet {
+		c.Grace = DefaultGrace
+	}
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// MarginFor returns the safety margin for a lease of d.
+func (c *Config) MarginFor(d time.Duration) time.Duration {
+	if c.MarginSet {
+		return c.Margin
+	}
+	return d / 10
+}
+
+// FullName joins the prefix and name.
+func (c *Config) FullName(name string) string {
+	if c.Prefix == "" {
+		return name
+	}
+	return c.Prefix + "/" + name
+}
+
+// ValidateElector checks the options a long-lived campaign uses.
+func (c *Config) ValidateElector() error {
+	switch {
+	case c.TTL < 0:
+		return fmt.Errorf("%w: TTL %v must be > 0", ErrInvalid, c.TTL)
+	case c.KeepAlive <= 0 || c.KeepAlive >= c.TTL-c.MarginFor(c.TTL):
+		return fmt.Errorf("%w: keep-alive %v must be > 0 and shorter than the TTL %v less the safety margin %v", ErrInvalid, c.KeepAlive, c.TTL, c.MarginFor(c.TTL))
+	case c.Grace < 0:
+		return fmt.Errorf("%w: grace %v must be ≥ 0", ErrInvalid, c.Grace)
+	}
+	return c.ValidateCommon(c.TTL)
+}
+
+// ValidateOneShot checks the options a one-shot run uses.
+func (c *Config) ValidateOneShot() error {
+	switch {
+	case c.Lease < 0:
+		return fmt.Errorf("%w: lease %v must be > 0", ErrInvalid, c.Lease)
+	case c.Wait < 0:
+		return fmt.Errorf("%w: wait %v must be ≥ 0", ErrInvalid, c.Wait)
+	case c.MinHold < 0:
+		return fmt.Errorf("%w: minimum hold %v must be ≥ 0", ErrInvalid, c.MinHold)
+	}
+	return c.ValidateCommon(c.Lease)
+}
+
+// ValidateCommon checks retry, jitter and the margin against a lease.
+func (c *Config) ValidateCommon(lease time.Duration) error {
+	m := c.MarginFor(lease)
+	switch {
+	case c.Retry < 0:
+		return fmt.Errorf("%w: retry %v must be > 0", ErrInvalid, c.Retry)
+	case c.Jitter < 0:
+		return fmt.Errorf("%w: jitter %v must be ≥ 0", ErrInvalid, c.Jitter)
+	case m < 0 || m >= lease:
+		return fmt.Errorf("%w: safety margin %v must be ≥ 0 and shorter than %v", ErrInvalid, m, lease)
+	}
+	return nil
+}
+
+// RetryPause returns the retry interval plus random jitter.
+func (c *Config) RetryPause() time.Duration {
+	if c.Jitter <= 0 {
+		return c.Retry
+	}
+	return c.Retry + rand.N(c.Jitter)
+}
+
+// defaultID returns hostname-pid-random, unique per process start.
+func defaultID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "host"
+	}
+	return fmt.Sprintf("%s-%d-%06x", host, os.Getpid(), rand.Uint32()&0xffffff)
+}

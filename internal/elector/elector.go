@@ -1,0 +1,236 @@
+package elector
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
+)
+
+// Elector is the engine of a campaign: one candidate's long-lived attempt
+// to hold a lock, publishing Elected and Revoked. Package campaign wraps it;
+// its docs are the user's. Its methods are safe for concurrent use.
+type Elector struct {
+	backend backends.Backend
+	name    string
+	cfg     Config
+	out     *events.Stream // owned by Run's goroutine once Run starts
+	feed    events.Feed    // for Subscribe
+
+	mu      sync.Mutex
+	state   State
+	current *term // the term in force, nil if none
+	started bool
+	ended   bool // Run returned
+	closed  bool
+	closing chan struct{}  // closed by Close
+	done    chan struct{}  // closed when Run returns
+	resigns chan resignReq // served by Run's loop
+	elected chan struct{}  // signalled (buffer 1) when a term starts
+}
+
+// State is a snapshot of an elector, for observation only.
+type State struct {
+	// Name is the full lock name.
+	Name string
+	// ID is this campaign's candidate ID.
+	ID string
+	// Leader reports whether a term is in force.
+	Leader bool
+	// Token is the fencing token of the term in force, or of the last one.
+	Token events.Token
+	// Holder is the ID of the holder when known: this candidate while it
+	// leads, otherwise empty.
+	Holder string
+	// Deadline is the local deadline of the term in force.
+	Deadline time.Time
+	// LastEvent is the last event published.
+	LastEvent events.Event
+	// Dropped counts events the Events subscriber never received.
+	Dropped uint64
+	// Err is the last backend error, or nil after a success.
+	Err error
+}
+
+type resignReq struct {
+	token events.Token // 0: whatever term is in force
+	done  chan error
+}
+
+// New returns an elector for the lock name on b. It validates the options
+// and starts nothing.
+func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%w: nil backend", ErrInvalid)
+	}
+	cfg := NewConfig(opts)
+	if err := cfg.ValidateElector(); err != nil {
+		return nil, err
+	}
+	full := cfg.FullName(name)
+	if err := backends.ValidateName(full); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return &Elector{
+		backend: b,
+		name:    full,
+		cfg:     cfg,
+		out:     events.NewStream(),
+		state:   State{Name: full, ID: cfg.ID},
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
+		resigns: make(chan resignReq),
+		elected: make(chan struct{}, 1),
+	}, nil
+}
+
+// Name returns the full lock name, prefix included.
+func (e *Elector) Name() string { return e.name }
+
+// ID returns the candidate ID.
+func (e *Elector) ID() string { return e.cfg.ID }
+
+// Events returns the campaign's event channel; the same channel on every
+// call. It is closed when Run returns (or by Close if Run never ran), after
+// the Revoked that ends any term it announced. The campaign never waits for
+// the reader: see package events for what a slow reader sees.
+func (e *Elector) Events() <-chan events.Event { return e.out.C() }
+
+// Subscribe returns a channel of the campaign's events for one more
+// subscriber, such as a dashboard or a log: it first receives the current
+// state (Elected, if a term is in force), then every change, coalesced as
+// for Events. It is closed when ctx ends, or when the campaign ends, after
+// the Revoked it is owed. Each subscriber costs one goroutine, which ends
+// then. Work should be bound to terms through Events and Term, not through
+// a subscription, which may lag.
+func (e *Elector) Subscribe(ctx context.Context) <-chan events.Event {
+	s := events.NewStream()
+	go e.feed.Forward(s, ctx.Done()) // ends with ctx or the campaign
+	return s.C()
+}
+
+// publish hands e to the Events channel and to subscribers.
+func (e *Elector) publish(ev events.Event) {
+	e.out.Publish(ev)
+	e.feed.Publish(ev)
+}
+
+// State returns a snapshot of the campaign, for observation only.
+func (e *Elector) State() State {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.state
+	s.Dropped = e.out.Dropped()
+	return s
+}
+
+// Run campaigns until ctx ends or Close is called, and blocks until then.
+// It owns every goroutine the campaign starts and waits for them. On the
+// way out it ends the term in force gracefully: Revoked, then (bounded by
+// the grace period) the work bound to the term, then release. It returns
+// ctx.Err() when ctx ended, ErrClosed after Close, and ErrRunning or
+// ErrClosed if called again.
+func (e *Elector) Run(ctx context.Context) error {
+	e.mu.Lock()
+	switch {
+	case e.closed || e.ended:
+		e.mu.Unlock()
+		return ErrClosed
+	case e.started:
+		e.mu.Unlock()
+		return ErrRunning
+	}
+	e.started = true
+	e.mu.Unlock()
+	defer close(e.done)
+	defer func() {
+		e.mu.Lock()
+		e.ended = true
+		e.mu.Unlock()
+	}()
+	defer e.feed.Close()
+	defer e.out.Close()
+
+	a := newActor(e, ctx)
+	return a.run()
+}
+
+// Resign ends the term in force, if any, and releases the lock so that
+// another candidate can win; it returns once the lock is released or ctx
+// ends. The release waits for work bound to the term (see Term), bounded by
+// the grace period: work that wants to step down should return (from
+// WhileLeader's fn, return an error) rather than call Resign and wait on
+// itself. The campaign stays in the race but waits at least one retry
+// interval before trying again. With no term in force it does nothing and
+// returns nil.
+func (e *Elector) Resign(ctx context.Context) error {
+	return e.resign(ctx, 0)
+}
+
+func (e *Elector) resign(ctx context.Context, token events.Token) error {
+	e.mu.Lock()
+	running := e.started && !e.ended && !e.closed
+	e.mu.Unlock()
+	if !running {
+		return nil
+	}
+	req := resignReq{token: token, done: make(chan error, 1)}
+	select {
+	case e.resigns <- req:
+	case <-e.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-req.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops the campaign: the term in force ends as in Run's graceful
+// stop, and Close returns once Run has returned. Calling Close again, or
+// before Run, is fine; later calls to Run return ErrClosed.
+func (e *Elector) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		<-e.doneIfStarted()
+		return nil
+	}
+	e.closed = true
+	close(e.closing)
+	started := e.started
+	e.mu.Unlock()
+	if !started {
+		e.out.Close() // Run will never own the stream
+		e.feed.Close()
+		return nil
+	}
+	<-e.done
+	return nil
+}
+
+// doneIfStarted returns e.done if Run started, else a closed channel.
+func (e *Elector) doneIfStarted() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.started {
+		return e.done
+	}
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
+// setState applies f to the state under the lock.
+func (e *Elector) setState(f func(*State)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	f(&e.state)
+}

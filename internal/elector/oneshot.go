@@ -1,0 +1,105 @@
+package elector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
+)
+
+// Held is a lock taken by a one-shot run.
+type Held struct {
+	sess     backends.Session
+	name     string
+	Token    events.Token // the fencing token
+	acquired time.Time
+	Deadline time.Time // fn's deadline: the lease less the margin
+}
+
+// LockOnce opens a session whose TTL is the lease and tries to acquire
+// name, waiting up to cfg.Wait. It returns nil, nil when skipped.
+func LockOnce(ctx context.Context, b backends.Backend, name string, cfg *Config) (*Held, error) {
+	start := time.Now()
+	s, err := b.Open(ctx, cfg.ID, cfg.Lease)
+	if err != nil {
+		return nil, ctxOr(ctx, fmt.Errorf("campaign: open session: %w", err))
+	}
+	w := newWaiter(ctx, b, name, cfg, start)
+	defer w.stop()
+	for {
+		tok, err := s.Acquire(ctx, name, 0)
+		if err == nil {
+			return w.held(s, name, tok)
+		}
+		if !errors.Is(err, backends.ErrHeld) || !w.wait() {
+			closeSession(ctx, s, cfg.Lease)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if errors.Is(err, backends.ErrHeld) {
+				return nil, nil // skipped
+			}
+			return nil, wrapBackend("acquire", err)
+		}
+		if err := w.renew(s, false); err != nil {
+			closeSession(ctx, s, cfg.Lease)
+			return nil, ctxOr(ctx, wrapBackend("keep-alive", err))
+		}
+	}
+}
+
+// held returns the lock just acquired, renewing the session first if the
+// deadline it allows has already come (a slow Open or a long wait), so fn
+// never starts with a spent lease.
+func (w *waiter) held(s backends.Session, name string, tok events.Token) (*Held, error) {
+	h := &Held{sess: s, name: name, Token: tok, acquired: time.Now()}
+	h.Deadline = w.renewed.Add(w.cfg.Lease - w.cfg.MarginFor(w.cfg.Lease))
+	if h.Deadline.After(h.acquired) {
+		return h, nil
+	}
+	if err := w.renew(s, true); err != nil {
+		closeSession(w.ctx, s, w.cfg.Lease)
+		return nil, ctxOr(w.ctx, wrapBackend("keep-alive", err))
+	}
+	h.Deadline = w.renewed.Add(w.cfg.Lease - w.cfg.MarginFor(w.cfg.Lease))
+	return h, nil
+}
+
+// Unlock releases the lock, keeping it held until the minimum hold has
+// passed, and closes the session. Errors are logged: the lease bounds the
+// lock anyway.
+func (h *Held) Unlock(ctx context.Context, cfg *Config) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Lease)
+	defer cancel()
+	hold := cfg.MinHold - time.Since(h.acquired)
+	if err := h.sess.Release(rctx, h.name, h.Token, max(hold, 0)); err != nil {
+		cfg.Logger.Warn("release failed", "name", h.name, "token", h.Token, "err", err)
+	}
+	if err := h.sess.Close(rctx); err != nil {
+		cfg.Logger.Warn("close session failed", "name", h.name, "err", err)
+	}
+}
+
+func closeSession(ctx context.Context, s backends.Session, limit time.Duration) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
+	defer cancel()
+	_ = s.Close(cctx)
+}
+
+// ctxOr returns ctx's error if it ended, else err.
+func ctxOr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+func wrapBackend(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("campaign: %s: %w", what, err)
+}
