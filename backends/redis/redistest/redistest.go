@@ -1,0 +1,249 @@
+// Package redistest runs redis-server processes for the tests and
+// benchmarks of package redis: each on a free loopback port, without
+// persistence, stopped by PID. Kill and Restart stand for a crash and for a
+// failover to an empty replica: a restarted server has lost every key.
+//
+// A Server is safe for concurrent use. Start stops its server when the test
+// ends; a Server from StartServer must be stopped with Stop.
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/hustings/hustings/internal/testserver"
+)
+
+// Binary is the server program started, looked up in $PATH.
+const Binary = "redis-server"
+
+// readyTimeout bounds how long a starting server may take to answer PING.
+const readyTimeout = 15 * time.Second
+
+// Server is one redis-server process on 127.0.0.1, restartable on the same
+// port.
+type Server struct {
+	dir  string
+	port int
+
+	mu      sync.Mutex
+	proc    *testserver.Process // nil while killed
+	stopped bool
+}
+
+// Start starts a server for t in a temporary directory and stops it when
+// the test ends. It fails the test if the server does not start.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s, err := StartServer(t.TempDir())
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// StartServer starts a server whose working directory and log
+// (redis-server.log) are in dir, and waits until it answers PING. The
+// caller stops it with Stop.
+func StartServer(dir string) (*Server, error) {
+	if _, err := exec.LookPath(Binary); err != nil {
+		return nil, fmt.Errorf("redistest: %s not found; on Debian: apt-get install redis-server: %w", Binary, err)
+	}
+	var last error
+	for range 3 { // the free port may be taken before the server binds it
+		port, err := testserver.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		s := &Server{dir: dir, port: port}
+		if last = s.start(); last == nil {
+			return s, nil
+		}
+	}
+	return nil, last
+}
+
+// Addr returns the server's host:port.
+func (s *Server) Addr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+}
+
+// Kill ends the server process with SIGKILL, like a crash: clients get
+// errors until Restart. Killing a killed server does nothing.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kill()
+}
+
+// Restart kills the server if it runs and starts a new, empty one on the
+// same port: every key is lost, as after a failover to an empty replica.
+// It returns once the new server answers PING.
+func (s *Server) Restart() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return fmt.Errorf("redistest: server on %s is stopped", s.Addr())
+	}
+	s.kill()
+	return s.start()
+}
+
+// Stop kills the server for good. Calling it again does nothing.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	s.kill()
+}
+
+// Log returns the tail of the server's output, for failure messages.
+func (s *Server) Log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return ""
+	}
+	return s.proc.Log()
+}
+
+// kill ends the process; s.mu must be held.
+func (s *Server) kill() {
+	if s.proc != nil {
+		s.proc.Kill()
+		s.proc = nil
+	}
+}
+
+// start runs a new process on s.port and waits for PING; s.mu must be
+// held, or s not yet shared.
+func (s *Server) start() error {
+	p, err := testserver.Start(s.dir, Binary,
+		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--daemonize", "no")
+	if err != nil {
+		return err
+	}
+	if err := p.WaitFor(readyTimeout, s.ping); err != nil {
+		p.Kill()
+		return fmt.Errorf("redistest: %w", err)
+	}
+	s.proc = p
+	return nil
+}
+
+// ping sends one PING on a fresh connection, so that it starts no client
+// goroutine.
+func (s *Server) ping() error {
+	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "+PONG" {
+		return fmt.Errorf("PING answered %q", line)
+	}
+	return nil
+}
+
+// Options returns the client options the tests use for addr: calls end
+// when their context does (ContextTimeoutEnabled), and the maintenance
+// notifications that redis-server 7 does not know are off.
+func Options(addr string) *goredis.Options {
+	return &goredis.Options{
+		Addr:                  addr,
+		ContextTimeoutEnabled: true,
+		MaintNotificationsConfig: &maintnotifications.Config{
+			Mode: maintnotifications.ModeDisabled,
+		},
+	}
+}
+
+// Client returns a client of addr with Options(addr), closed when the test
+// ends.
+func Client(t testing.TB, addr string) *goredis.Client {
+	t.Helper()
+	c := goredis.NewClient(Options(addr))
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// CommandCalls returns how many times the server has run each command
+// since it started (INFO commandstats, keyed by command name such as
+// "pexpire" or "evalsha"). Commands run by scripts count too. It talks over
+// a plain connection of its own, so it adds nothing but its INFO, which
+// later calls count under "info".
+func (s *Server) CommandCalls(ctx context.Context) (map[string]int64, error) {
+	text, err := s.info(ctx, "commandstats")
+	if err != nil {
+		return nil, fmt.Errorf("redistest: INFO commandstats: %w", err)
+	}
+	calls := make(map[string]int64)
+	for _, line := range strings.Split(text, "\n") {
+		// cmdstat_pexpire:calls=3,usec=12,...
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		field, _, _ := strings.Cut(rest, ",")
+		n, err := strconv.ParseInt(strings.TrimPrefix(field, "calls="), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("redistest: INFO commandstats line %q: %w", line, err)
+		}
+		calls[strings.TrimPrefix(name, "cmdstat_")] = n
+	}
+	return calls, nil
+}
+
+// info sends INFO section on a fresh connection and returns the text.
+func (s *Server) info(ctx context.Context, section string) (string, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", s.Addr())
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = c.SetDeadline(deadline)
+	if _, err := fmt.Fprintf(c, "INFO %s\r\n", section); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if err != nil || !strings.HasPrefix(head, "$") {
+		return "", fmt.Errorf("unexpected reply %q", head)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return "", err
+	}
+	return string(body), nil
+}
