@@ -1,0 +1,89 @@
+// Package etcd keeps Hustings locks in etcd (v3 API), through a client the
+// caller dials and closes: New never dials, and nothing in this package
+// closes the client.
+//
+// # Sessions
+//
+// Open grants one etcd lease per session, of the TTL rounded up to whole
+// seconds (at least one; the server may raise it to its minimum, never
+// lower: a shorter grant is refused with backends.ErrInvalid, because
+// callers compute their deadlines from the TTL they asked for), and puts a
+// session key bound to it. Every lock key the session takes is bound to
+// the same lease, so one KeepAlive (one keep-alive request, whatever the
+// number of locks) renews them all, and when the lease expires or Close
+// revokes it, etcd deletes them all at once. etcd checks for expired leases
+// periodically (every 500 ms), so a lost session's locks are freed somewhat
+// after the TTL, never before.
+//
+// # Locks and fencing
+//
+// A lock is the key prefix+"lock/"+name. Acquire is one transaction: if
+// the session key exists and the lock key does not, put the lock key bound
+// to the session's lease; else read both. The fencing token is the lock
+// key's create revision: it strictly increases per name for the life of
+// the cluster's data, across server restarts and compactions, because etcd
+// never reuses a revision. A session that acquires a lock it holds gets the
+// same token back. A session whose lease is gone gets
+// backends.ErrSessionLost, never a lock, even if the lock is free: a zombie
+// candidate cannot take a lock on the strength of a dead session.
+//
+// A lock acquired with a lease > 0 is also bound to a second lease of that
+// length, granted first (one more round trip): the lock key stays bound to
+// the session's lease, and a guard key, bound to the second lease, must
+// exist for the lock to count as held. Once the guard is gone the lock is
+// free: Holder reports it free, and the next Acquire deletes the stale key
+// (if it is unchanged) and takes the lock with a new token. Such a lock is
+// thus lost at the end of its lease or of its session, whichever comes
+// first, and reading its holder takes one more round trip.
+//
+// Release is a transaction that deletes the lock key only if its create
+// revision is the token and it is bound to this session's lease, so a
+// retried Release never deletes a later holder's key. With a hold > 0 the
+// key is instead bound to a new lease of the hold (one more round trip)
+// and marked held by nobody alive: its create revision, and so Holder's
+// token, stay, and it survives the session's Close.
+//
+// # Wake-ups
+//
+// Backend implements backends.Watcher with an etcd watch on the lock key
+// and its guard key. Watch first reads the current revision and watches
+// from the next one, so that etcd pushes changes at once instead of
+// catching the watcher up on its next pass; on compaction it reads again
+// and watches from there, and signals. Expiries are signalled too: the
+// server deletes the keys.
+//
+// # What blocks
+//
+// Every call is one or two round trips and blocks until the server
+// answers or ctx ends; a call with a done ctx sends nothing and returns an
+// error matching backends.ErrUnavailable and ctx.Err(). Local checks come
+// first: a closed session returns backends.ErrSessionClosed, bad input
+// backends.ErrInvalid. A Close that does not reach the server leaves the
+// session's locks to expire with its lease.
+//
+// # Channels and concurrency
+//
+// Backend and every session are safe for concurrent use. No constructor
+// or method starts a goroutine except Watch, whose goroutine pumps the
+// etcd watch into the returned channel and closes it when ctx ends (or the
+// client is closed, or the watch breaks); cancel ctx to stop it.
+//
+// # Errors
+//
+// etcd's "lease not found" becomes backends.ErrSessionLost; a TTL the
+// server refuses becomes backends.ErrInvalid; every other failure (no
+// connection, no leader, timeouts, a done context) becomes
+// backends.ErrUnavailable, wrapping the client's error.
+//
+// # What it cannot promise
+//
+// Lease expiry is measured by the etcd leader's clock. When a new leader
+// takes over, or a restarted server comes back, etcd extends every lease
+// by its TTL, so a lock can outlive its holder's last renewal by more than
+// the TTL (never less). A request that timed out on the client may still
+// be applied later by the server: an Acquire then leaves the lock held by
+// the session (its next Acquire returns the same token), a Release frees
+// it. etcd cannot stop a paused process from acting on a stale belief:
+// callers bound their belief with a local deadline (package campaign) and
+// protected resources check the fencing token.
+package etcd

@@ -1,0 +1,64 @@
+package etcd_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/backendtest"
+	"github.com/hustings/hustings/backends/etcd"
+	"github.com/hustings/hustings/backends/etcd/etcdtest"
+	"github.com/hustings/hustings/events"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// TestContract runs the contract suite against an embedded etcd server.
+func TestContract(t *testing.T) {
+	cli := etcdtest.Start(t).Client(t)
+	backendtest.Run(t, backendtest.Harness{
+		New: func(t *testing.T) backends.Backend { return newBackend(t, cli) },
+		TTL: 2 * time.Second,
+	})
+}
+
+// newBackend returns a Backend on cli, failing the test on error.
+func newBackend(t testing.TB, cli *clientv3.Client, opts ...etcd.Option) *etcd.Backend {
+	t.Helper()
+	b, err := etcd.New(cli, opts...)
+	if err != nil {
+		t.Fatalf("etcd.New: %v", err)
+	}
+	return b
+}
+
+// open opens a session, closed when the test ends.
+func open(t testing.TB, b backends.Backend, id string, ttl time.Duration) backends.Session {
+	t.Helper()
+	s, err := b.Open(t.Context(), id, ttl)
+	if err != nil {
+		t.Fatalf("Open(%q, %v): %v", id, ttl, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Close(ctx)
+	})
+	return s
+}
+
+// acquire takes name through s, failing the test on error.
+func acquire(t testing.TB, s backends.Session, name string) events.Token {
+	t.Helper()
+	tok, err := s.Acquire(t.Context(), name, 0)
+	if err != nil {
+		t.Fatalf("%s: Acquire(%q): %v", s.ID(), name, err)
+	}
+	return tok
+}

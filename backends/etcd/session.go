@@ -1,0 +1,122 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/hustings/hustings/backends"
+)
+
+// Open starts a session for candidate id: it grants an etcd lease of ttl
+// rounded up to whole seconds (at least one) and puts the session's key
+// under it, in two round trips. It returns an error matching
+// backends.ErrInvalid for an empty id, a ttl ≤ 0, or a server that grants
+// a shorter lease than asked.
+func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
+	if err := backends.ValidateSession(id, ttl); err != nil {
+		return nil, err
+	}
+	if err := ctxErr(ctx, "open session"); err != nil {
+		return nil, err
+	}
+	lease, err := b.grant(ctx, "open session", ttl)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{b: b, id: id, lease: lease, key: b.sessionKey(lease), guards: make(map[string]clientv3.LeaseID)}
+	if _, err := b.client.Put(ctx, s.key, id, clientv3.WithLease(lease)); err != nil {
+		b.revoke(ctx, lease)
+		return nil, translate(ctx, "open session", err)
+	}
+	return s, nil
+}
+
+// session is one candidate's liveness on etcd: one lease, to which every
+// lock key it holds is bound.
+type session struct {
+	b     *Backend
+	id    string
+	lease clientv3.LeaseID
+	key   string // bound to lease: exists while the session lives
+
+	mu     sync.Mutex
+	closed bool
+	guards map[string]clientv3.LeaseID // guard leases of locks taken with a lease, by name
+}
+
+// ID returns the candidate ID the session was opened for.
+func (s *session) ID() string { return s.id }
+
+// KeepAlive renews the session's lease, and so every lock of the session,
+// with one keep-alive request.
+func (s *session) KeepAlive(ctx context.Context) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := ctxErr(ctx, "keep-alive"); err != nil {
+		return err
+	}
+	_, err := s.b.client.KeepAliveOnce(ctx, s.lease)
+	return translate(ctx, "keep-alive", err)
+}
+
+// Close revokes the session's lease, which deletes every lock key bound to
+// it. Locks released with a hold are bound to their own leases and stay.
+// Close of a session the server already forgot returns nil.
+func (s *session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.closed = true
+	s.mu.Unlock()
+	if closed {
+		return nil
+	}
+	if err := ctxErr(ctx, "close session"); err != nil {
+		return err
+	}
+	_, err := s.b.client.Revoke(ctx, s.lease)
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return nil
+	}
+	return translate(ctx, "close session", err)
+}
+
+// usable returns an error matching backends.ErrSessionClosed once Close
+// was called.
+func (s *session) usable() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("etcd: session of %s: %w", s.id, backends.ErrSessionClosed)
+	}
+	return nil
+}
+
+// guard returns the guard lease of the lock name, 0 if it has none.
+func (s *session) guard(name string) clientv3.LeaseID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.guards[name]
+}
+
+// setGuard records the guard lease of the lock name (0: none).
+func (s *session) setGuard(name string, g clientv3.LeaseID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g == 0 {
+		delete(s.guards, name)
+		return
+	}
+	s.guards[name] = g
+}
+
+// lost is the error for a session the server no longer knows.
+func (s *session) lost(what string) error {
+	return fmt.Errorf("etcd: %s: session of %s (lease %x) expired: %w", what, s.id, int64(s.lease), backends.ErrSessionLost)
+}

@@ -1,0 +1,96 @@
+package etcd
+
+import (
+	"context"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/hustings/hustings/backends"
+)
+
+// Watch reads the current revision of name's key (one round trip), then
+// watches the key and its guard key from the revision after it: a watch
+// that starts at a revision the server has not yet written is in etcd's
+// synced group, so a release is pushed at once rather than on etcd's next
+// catch-up pass (~100 ms later). The channel receives a value (coalesced,
+// buffer of one) on every change of the key or its guard. When the watch
+// is compacted away, Watch reads the revision again, watches from there
+// and sends a value, as changes may have been missed. The channel is
+// closed when ctx ends, and also when the client is closed or the watch
+// breaks otherwise; receivers then poll or watch again. A goroutine pumps
+// the watch until then.
+func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
+	if err := backends.ValidateName(name); err != nil {
+		return nil, err
+	}
+	if err := ctxErr(ctx, "watch"); err != nil {
+		return nil, err
+	}
+	key := b.lockKey(name)
+	rev, err := b.revision(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan struct{}, 1)
+	go b.pump(ctx, key, rev, out)
+	return out, nil
+}
+
+// revision returns the store's revision, read with key's range.
+func (b *Backend) revision(ctx context.Context, key string) (int64, error) {
+	resp, err := b.client.Get(ctx, key, clientv3.WithRange(watchEnd(key)), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, translate(ctx, "watch", err)
+	}
+	return resp.Header.Revision, nil
+}
+
+// pump signals out on each change of key after revision rev until ctx
+// ends or the watch breaks, then closes out.
+func (b *Backend) pump(ctx context.Context, key string, rev int64, out chan<- struct{}) {
+	defer close(out)
+	for {
+		next, ok := b.follow(ctx, key, rev, out)
+		if !ok {
+			return
+		}
+		signal(out) // changes between rev and next may be lost
+		rev = next
+	}
+}
+
+// follow watches key from rev+1 and signals out on each change. It
+// returns the current revision and true when the watch was compacted away,
+// and false when ctx ended or the watch broke.
+func (b *Backend) follow(ctx context.Context, key string, rev int64, out chan<- struct{}) (int64, bool) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the etcd watch when we stop following it
+	wch := b.client.Watch(wctx, key, clientv3.WithRange(watchEnd(key)), clientv3.WithRev(rev+1))
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, false
+		case resp, ok := <-wch:
+			switch {
+			case !ok:
+				return 0, false
+			case resp.CompactRevision != 0:
+				next, err := b.revision(ctx, key)
+				return next, err == nil
+			case resp.Err() != nil || resp.Canceled:
+				return 0, false
+			case len(resp.Events) > 0:
+				signal(out)
+			}
+		}
+	}
+}
+
+// signal sends on out without blocking: a pending value already says
+// that something changed.
+func signal(out chan<- struct{}) {
+	select {
+	case out <- struct{}{}:
+	default:
+	}
+}
