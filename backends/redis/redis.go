@@ -1,0 +1,140 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/hustings/hustings/backends"
+)
+
+var (
+	_ backends.Backend = (*Backend)(nil)
+	_ backends.Watcher = (*Backend)(nil)
+)
+
+// DefaultPrefix starts every key and channel name unless WithPrefix says
+// otherwise.
+const DefaultPrefix = "hustings"
+
+// Option configures a Backend.
+type Option interface {
+	apply(*Backend)
+}
+
+type optionFunc func(*Backend)
+
+func (f optionFunc) apply(b *Backend) { f(b) }
+
+// WithPrefix starts every key and channel name with prefix and a colon, so
+// that several applications can share one Redis. Default "hustings". It
+// must be non-empty and hold no '{' or '}' (they would change the Cluster
+// hash slot of the keys); New rejects it otherwise.
+func WithPrefix(prefix string) Option {
+	return optionFunc(func(b *Backend) { b.prefix = prefix })
+}
+
+// Backend stores locks in Redis. Create it with New; the zero value is not
+// usable. It is safe for concurrent use.
+type Backend struct {
+	client goredis.UniversalClient
+	prefix string
+}
+
+// New returns a Backend that sends its commands through client. It does no
+// I/O, starts no goroutine, and never closes client: the caller does, after
+// the last call and the last watch ended. Give the client
+// ContextTimeoutEnabled: true, or calls to a server that does not answer
+// last the client's read and write timeouts whatever their context says.
+// Bad options return an error matching backends.ErrInvalid.
+func New(client goredis.UniversalClient, opts ...Option) (*Backend, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: redis: nil client", backends.ErrInvalid)
+	}
+	b := &Backend{client: client, prefix: DefaultPrefix}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(b)
+		}
+	}
+	if b.prefix == "" || strings.ContainsAny(b.prefix, "{}") {
+		return nil, fmt.Errorf("%w: redis: key prefix %q must be non-empty and hold no '{' or '}'", backends.ErrInvalid, b.prefix)
+	}
+	return b, nil
+}
+
+// Open starts a session for candidate id: a new session key that lives ttl
+// (rounded up to a millisecond) unless KeepAlive renews it.
+func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
+	if err := backends.ValidateSession(id, ttl); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, unavailable(ctx, "open", err)
+	}
+	s := newSession(b, id, ttl)
+	// SET NX fails only if the key exists: with a fresh random session ID
+	// that is this very SET, retried by the client after a network error.
+	if err := b.client.SetNX(ctx, s.key, id, s.ttl).Err(); err != nil {
+		return nil, unavailable(ctx, "open", err)
+	}
+	return s, nil
+}
+
+// Holder reports who holds the lock name: two reads, the lock key and then
+// its holder's session key. A lock whose session expired is free; a lock
+// released with a hold reports the releasing candidate until the hold ends.
+func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, error) {
+	if err := backends.ValidateName(name); err != nil {
+		return backends.Holder{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return backends.Holder{}, unavailable(ctx, "holder", err)
+	}
+	raw, err := b.client.Get(ctx, b.keys(name).lock).Result()
+	if err == goredis.Nil {
+		return backends.Holder{}, nil
+	}
+	if err != nil {
+		return backends.Holder{}, unavailable(ctx, "holder", err)
+	}
+	v, err := parseValue(raw)
+	if err != nil {
+		return backends.Holder{}, unavailable(ctx, "holder", err)
+	}
+	if !v.held {
+		n, err := b.client.Exists(ctx, b.sessionKey(v.sid)).Result()
+		if err != nil {
+			return backends.Holder{}, unavailable(ctx, "holder", err)
+		}
+		if n == 0 {
+			return backends.Holder{}, nil // its session expired
+		}
+	}
+	return backends.Holder{ID: v.id(), Token: v.token}, nil
+}
+
+// lockKeys are the names of one lock's keys and channel. They share the
+// hash tag {name}, so a script may touch them together on a Cluster.
+type lockKeys struct {
+	lock    string // the holder: "<token> s|h <session ID>"
+	fence   string // the fencing counter; never deleted
+	channel string // PUBLISHed to when the lock is taken or released
+}
+
+// tagEscaper keeps a name's hash tag whole ('}' would end it) and keys
+// distinct for distinct names.
+var tagEscaper = strings.NewReplacer("%", "%25", "}", "%7D")
+
+func (b *Backend) keys(name string) lockKeys {
+	base := b.prefix + ":{" + tagEscaper.Replace(name) + "}:"
+	return lockKeys{lock: base + "lock", fence: base + "fence", channel: base + "released"}
+}
+
+// sessionKey is the key of session sid; it is in a slot of its own.
+func (b *Backend) sessionKey(sid string) string {
+	return b.prefix + ":session:" + sid
+}

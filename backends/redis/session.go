@@ -1,0 +1,286 @@
+package redis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
+)
+
+// session is one Open: a session key that its KeepAlive renews. It knows
+// the names it may hold, so that Close can free them and wake their
+// waiters.
+type session struct {
+	b   *Backend
+	id  string        // candidate ID
+	sid string        // session ID: 32 random hex digits, ':', id
+	key string        // session key
+	ttl time.Duration // rounded up to a millisecond
+
+	mu     sync.Mutex
+	closed bool
+	names  map[string]struct{} // locks it may hold
+}
+
+func newSession(b *Backend, id string, ttl time.Duration) *session {
+	var r [sidRandLen / 2]byte
+	_, _ = rand.Read(r[:]) // never fails
+	sid := hex.EncodeToString(r[:]) + ":" + id
+	return &session{
+		b:     b,
+		id:    id,
+		sid:   sid,
+		key:   b.sessionKey(sid),
+		ttl:   time.Duration(ms(ttl)) * time.Millisecond,
+		names: make(map[string]struct{}),
+	}
+}
+
+// ID returns the candidate ID the session was opened for.
+func (s *session) ID() string { return s.id }
+
+// Acquire takes name if it is free, held by this session (same token), or
+// held by a session that is gone (compare-and-set on that exact holder).
+// One round trip when it is free or ours; two or three when it is not.
+func (s *session) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
+	if err := s.check(ctx, "acquire", name); err != nil {
+		return 0, err
+	}
+	if lease < 0 {
+		return 0, fmt.Errorf("%w: lease %v must be ≥ 0", backends.ErrInvalid, lease)
+	}
+	k := s.b.keys(name)
+	s.track(name)
+	tok, holder, err := s.try(ctx, k, lease, "")
+	if err != nil || holder == "" {
+		return tok, err
+	}
+	v, err := parseValue(holder)
+	if err != nil {
+		return 0, unavailable(ctx, "acquire", err)
+	}
+	if !v.held {
+		alive, err := s.b.client.Exists(ctx, s.b.sessionKey(v.sid)).Result()
+		if err != nil {
+			return 0, unavailable(ctx, "acquire", err)
+		}
+		if alive == 0 {
+			if tok, holder, err = s.try(ctx, k, lease, holder); err != nil || holder == "" {
+				return tok, err
+			}
+			if v, err = parseValue(holder); err != nil {
+				return 0, unavailable(ctx, "acquire", err)
+			}
+		}
+	}
+	s.untrack(name)
+	return 0, fmt.Errorf("%w: %q by %s", backends.ErrHeld, name, v.id())
+}
+
+// try runs the acquire script once, taking the lock over from the holder
+// value expect if it is not "". It returns the token if this session holds
+// the lock now, or else the holder's value.
+func (s *session) try(ctx context.Context, k lockKeys, lease time.Duration, expect string) (events.Token, string, error) {
+	call := scriptCall{acquireScript, []string{k.lock, k.fence}, []any{s.sid, ms(lease), k.channel, expect}}
+	reply, alive, err := s.b.runWithSession(ctx, call, s.key)
+	if err != nil {
+		return 0, "", unavailable(ctx, "acquire", err)
+	}
+	status, val, err := acquireReply(reply)
+	if err != nil {
+		return 0, "", unavailable(ctx, "acquire", err)
+	}
+	if status == "held" {
+		if !alive {
+			return 0, "", s.lost()
+		}
+		return 0, val, nil
+	}
+	tok, err := strconv.ParseUint(val, 10, 64)
+	if err != nil {
+		return 0, "", unavailable(ctx, "acquire", fmt.Errorf("token %q: %w", val, err))
+	}
+	if !alive {
+		// The lock is now held by a session that is gone, which is free;
+		// deleting it wakes the waiters at once.
+		s.b.undo(ctx, k, fmt.Sprintf("%d s %s", tok, s.sid))
+		return 0, "", s.lost()
+	}
+	return events.Token(tok), "", nil
+}
+
+// acquireReply splits the acquire script's reply {status, value}.
+func acquireReply(reply any) (status, val string, err error) {
+	r, ok := reply.([]any)
+	if ok && len(r) == 2 {
+		status, ok1 := r[0].(string)
+		val, ok2 := r[1].(string)
+		if ok1 && ok2 {
+			return status, val, nil
+		}
+	}
+	return "", "", fmt.Errorf("unexpected acquire reply %#v", reply)
+}
+
+// KeepAlive renews the session key, and so every lock of the session, with
+// one PEXPIRE. PEXPIRE never creates a key: a session that expired stays
+// lost.
+func (s *session) KeepAlive(ctx context.Context) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return unavailable(ctx, "keep-alive", err)
+	}
+	ok, err := s.b.client.PExpire(ctx, s.key, s.ttl).Result()
+	if err != nil {
+		return unavailable(ctx, "keep-alive", err)
+	}
+	if !ok {
+		return s.lost()
+	}
+	return nil
+}
+
+// Release frees name, or marks it held by nobody alive for hold, if this
+// session holds it under token. One round trip.
+func (s *session) Release(ctx context.Context, name string, token events.Token, hold time.Duration) error {
+	if err := s.check(ctx, "release", name); err != nil {
+		return err
+	}
+	if hold < 0 {
+		return fmt.Errorf("%w: hold %v must be ≥ 0", backends.ErrInvalid, hold)
+	}
+	k := s.b.keys(name)
+	tok := strconv.FormatUint(uint64(token), 10)
+	call := scriptCall{releaseScript, []string{k.lock}, []any{s.sid, tok, ms(hold), k.channel}}
+	reply, alive, err := s.b.runWithSession(ctx, call, s.key)
+	if err != nil {
+		return unavailable(ctx, "release", err)
+	}
+	released := reply == int64(1)
+	if !alive {
+		if released && hold > 0 {
+			// A session that is gone holds nothing, so it may not leave
+			// a hold behind either.
+			s.b.undo(ctx, k, tok+" h "+s.sid)
+		}
+		return fmt.Errorf("%w: %q: %w", backends.ErrNotHeld, name, s.lost())
+	}
+	if !released {
+		return fmt.Errorf("%w: %q under token %d by this session of %s", backends.ErrNotHeld, name, token, s.id)
+	}
+	s.untrack(name)
+	return nil
+}
+
+// Close deletes the session key, which frees every lock of the session,
+// and releases those it may hold so that their waiters wake: one pipeline.
+// If it does not reach Redis, the session is closed all the same and its
+// locks are freed when the session key expires.
+func (s *session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	names := make([]string, 0, len(s.names))
+	for name := range s.names {
+		names = append(names, name)
+	}
+	s.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return unavailable(ctx, "close", err)
+	}
+	noScript, err := s.closePipeline(ctx, names, false)
+	if noScript {
+		_, err = s.closePipeline(ctx, names, true)
+	}
+	if err != nil {
+		return unavailable(ctx, "close", err)
+	}
+	return nil
+}
+
+// closePipeline deletes the session key and releases names, with scripts
+// by hash or, if eval, by source. noScript reports that the server did not
+// have the script cached.
+func (s *session) closePipeline(ctx context.Context, names []string, eval bool) (noScript bool, err error) {
+	cmds := make([]*goredis.Cmd, 0, len(names))
+	_, err = s.b.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		p.Del(ctx, s.key)
+		for _, name := range names {
+			k := s.b.keys(name)
+			keys, args := []string{k.lock}, []any{s.sid, "", 0, k.channel}
+			if eval {
+				cmds = append(cmds, releaseScript.Eval(ctx, p, keys, args...))
+			} else {
+				cmds = append(cmds, releaseScript.EvalSha(ctx, p, keys, args...))
+			}
+		}
+		return nil
+	})
+	for _, c := range cmds {
+		if goredis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			return true, err
+		}
+	}
+	return false, err
+}
+
+// check makes the local checks of a call on name, then looks at ctx.
+func (s *session) check(ctx context.Context, op, name string) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := backends.ValidateName(name); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return unavailable(ctx, op, err)
+	}
+	return nil
+}
+
+// usable returns an error matching backends.ErrSessionClosed once Close
+// was called.
+func (s *session) usable() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("redis: session of %s: %w", s.id, backends.ErrSessionClosed)
+	}
+	return nil
+}
+
+func (s *session) lost() error {
+	return fmt.Errorf("redis: session of %s: %w", s.id, backends.ErrSessionLost)
+}
+
+func (s *session) track(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.names[name] = struct{}{}
+}
+
+func (s *session) untrack(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.names, name)
+}
+
+// undo deletes the lock if its value is still val, best effort: if it
+// fails, the lock is free all the same, because its session is gone, and
+// only its waiters are not woken.
+func (b *Backend) undo(ctx context.Context, k lockKeys, val string) {
+	_ = undoScript.Run(ctx, b.client, []string{k.lock}, val, k.channel).Err()
+}
