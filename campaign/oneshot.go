@@ -72,7 +72,7 @@ func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	if err := ctx.Err(); err != nil {
 		return Result[T]{}, err
 	}
-	h, err := elector.LockOnce(ctx, b, full, &cfg)
+	h, err := elector.LockOnce(ctx, b, []string{full}, &cfg)
 	if err != nil || h == nil {
 		return Result[T]{Outcome: Skipped}, err
 	}

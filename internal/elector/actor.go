@@ -113,7 +113,7 @@ func (a *actor) due(now, t time.Time) bool {
 }
 
 // elect starts a term with the token the backend confirmed.
-func (a *actor) elect(token events.Token) {
+func (a *actor) elect(slot int, token events.Token) {
 	now := time.Now()
 	deadline := a.renewed.Add(a.cfg.TTL - a.cfg.MarginFor(a.cfg.TTL))
 	if !deadline.After(now) {
@@ -122,14 +122,14 @@ func (a *actor) elect(token events.Token) {
 		a.keepAt, a.tryAt = now, now
 		return
 	}
-	e := events.Event{Kind: events.Elected, Name: a.e.name, Token: token, Holder: a.cfg.ID, Time: now, Deadline: deadline}
+	e := events.Event{Kind: events.Elected, Name: a.e.name, Slot: slot, Token: token, Holder: a.cfg.ID, Time: now, Deadline: deadline}
 	t := newTerm(a.ctx, e)
 	a.term = t
 	a.deadline.Reset(deadline.Sub(now))
 	a.stopWatch()
 	a.e.mu.Lock()
 	a.e.current = t
-	a.e.state.Leader, a.e.state.Token, a.e.state.Holder = true, token, a.cfg.ID
+	a.e.state.Leader, a.e.state.Slot, a.e.state.Token, a.e.state.Holder = true, slot, token, a.cfg.ID
 	a.e.state.Deadline, a.e.state.LastEvent = deadline, e
 	a.e.mu.Unlock()
 	a.e.publish(e)
@@ -137,7 +137,7 @@ func (a *actor) elect(token events.Token) {
 	case a.e.elected <- struct{}{}:
 	default:
 	}
-	a.cfg.Logger.Info("elected", "name", a.e.name, "id", a.cfg.ID, "token", token, "deadline", deadline)
+	a.cfg.Logger.Info("elected", "name", a.e.name, "slot", slot, "id", a.cfg.ID, "token", token, "deadline", deadline)
 }
 
 // extend moves the term's deadline after a successful renewal.

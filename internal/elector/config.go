@@ -58,6 +58,8 @@ type Config struct {
 	JitterSet bool
 	MarginSet bool
 	GraceSet  bool
+	// Slots is the number of slots of a group; 0 or 1 is a single lock.
+	Slots int
 }
 
 // NewConfig applies opts over the defaults.

@@ -15,7 +15,8 @@ import (
 // its docs are the user's. Its methods are safe for concurrent use.
 type Elector struct {
 	backend backends.Backend
-	name    string
+	name    string   // the lock's or the group's full name, as events say
+	slots   []string // the lock name of each slot; one for a single lock
 	cfg     Config
 	out     *events.Stream // owned by Run's goroutine once Run starts
 	feed    events.Feed    // for Subscribe
@@ -40,6 +41,9 @@ type State struct {
 	ID string
 	// Leader reports whether a term is in force.
 	Leader bool
+	// Slot is the group slot of the term in force, or of the last one; 0
+	// for a single lock.
+	Slot int
 	// Token is the fencing token of the term in force, or of the last one.
 	Token events.Token
 	// Holder is the ID of the holder when known: this candidate while it
@@ -71,12 +75,15 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 		return nil, err
 	}
 	full := cfg.FullName(name)
-	if err := backends.ValidateName(full); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	for _, n := range append([]string{full}, SlotNames(full, cfg.Slots)...) {
+		if err := backends.ValidateName(n); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
 	}
 	return &Elector{
 		backend: b,
 		name:    full,
+		slots:   SlotNames(full, cfg.Slots),
 		cfg:     cfg,
 		out:     events.NewStream(),
 		state:   State{Name: full, ID: cfg.ID},
@@ -85,6 +92,19 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 		resigns: make(chan resignReq),
 		elected: make(chan struct{}, 1),
 	}, nil
+}
+
+// SlotNames returns the lock names of a group's n slots: the name itself
+// for a single lock (n ≤ 1), else name/slot-0 … name/slot-(n-1).
+func SlotNames(name string, n int) []string {
+	if n <= 1 {
+		return []string{name}
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s/slot-%d", name, i)
+	}
+	return names
 }
 
 // Name returns the full lock name, prefix included.

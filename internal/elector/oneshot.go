@@ -14,25 +14,27 @@ import (
 type Held struct {
 	sess     backends.Session
 	name     string
+	Slot     int          // the slot had, for a group
 	Token    events.Token // the fencing token
 	acquired time.Time
 	Deadline time.Time // fn's deadline: the lease less the margin
 }
 
-// LockOnce opens a session whose TTL is the lease and tries to acquire
-// name, waiting up to cfg.Wait. It returns nil, nil when skipped.
-func LockOnce(ctx context.Context, b backends.Backend, name string, cfg *Config) (*Held, error) {
+// LockOnce opens a session whose TTL is the lease and tries to acquire one
+// of names (a group's slots, or one lock), waiting up to cfg.Wait. It
+// returns nil, nil when skipped.
+func LockOnce(ctx context.Context, b backends.Backend, names []string, cfg *Config) (*Held, error) {
 	start := time.Now()
 	s, err := b.Open(ctx, cfg.ID, cfg.Lease)
 	if err != nil {
 		return nil, ctxOr(ctx, fmt.Errorf("campaign: open session: %w", err))
 	}
-	w := newWaiter(ctx, b, name, cfg, start)
+	w := newWaiter(ctx, b, names, cfg, start)
 	defer w.stop()
 	for {
-		tok, err := s.Acquire(ctx, name, 0)
+		slot, tok, err := acquireAny(ctx, s, names, cfg.ID)
 		if err == nil {
-			return w.held(s, name, tok)
+			return w.held(s, names[slot], slot, tok)
 		}
 		if !errors.Is(err, backends.ErrHeld) || !w.wait() {
 			closeSession(ctx, s, cfg.Lease)
@@ -54,8 +56,8 @@ func LockOnce(ctx context.Context, b backends.Backend, name string, cfg *Config)
 // held returns the lock just acquired, renewing the session first if the
 // deadline it allows has already come (a slow Open or a long wait), so fn
 // never starts with a spent lease.
-func (w *waiter) held(s backends.Session, name string, tok events.Token) (*Held, error) {
-	h := &Held{sess: s, name: name, Token: tok, acquired: time.Now()}
+func (w *waiter) held(s backends.Session, name string, slot int, tok events.Token) (*Held, error) {
+	h := &Held{sess: s, name: name, Slot: slot, Token: tok, acquired: time.Now()}
 	h.Deadline = w.renewed.Add(w.cfg.Lease - w.cfg.MarginFor(w.cfg.Lease))
 	if h.Deadline.After(h.acquired) {
 		return h, nil

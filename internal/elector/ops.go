@@ -3,6 +3,7 @@ package elector
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"time"
 
 	"github.com/hustings/hustings/backends"
@@ -31,6 +32,7 @@ type op struct {
 // result is what a call returns to the actor.
 type result struct {
 	sess        backends.Session
+	slot        int
 	token       events.Token
 	watch       <-chan struct{}
 	watchCancel context.CancelFunc
@@ -89,13 +91,39 @@ func (a *actor) startKeepAlive() {
 	})
 }
 
+// startAcquire tries the slots one after another, from one that depends on
+// the candidate so that candidates spread over the slots, until one is had.
 func (a *actor) startAcquire() {
 	s := a.sess
 	a.woken = false
+	slots, id := a.e.slots, a.cfg.ID
 	a.call(opAcquire, a.cfg.TTL, func(ctx context.Context) result {
-		tok, err := s.Acquire(ctx, a.e.name, 0)
-		return result{token: tok, err: err}
+		slot, tok, err := acquireAny(ctx, s, slots, id)
+		return result{slot: slot, token: tok, err: err}
 	})
+}
+
+// acquireAny tries the slots one after another, starting from one that
+// depends on the candidate ID so that candidates spread over the slots,
+// until one is had. It returns ErrHeld (wrapped) when all are held, and
+// stops at the first other failure.
+func acquireAny(ctx context.Context, s backends.Session, slots []string, id string) (int, events.Token, error) {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	first := int(h.Sum32() % uint32(len(slots)))
+	var err error
+	for i := range slots {
+		slot := (first + i) % len(slots)
+		tok, e := s.Acquire(ctx, slots[slot], 0)
+		if e == nil {
+			return slot, tok, nil
+		}
+		err = e
+		if !errors.Is(e, backends.ErrHeld) {
+			break
+		}
+	}
+	return 0, 0, err
 }
 
 // startWatch asks the backend to wake us when the lock changes. The watch
@@ -105,7 +133,7 @@ func (a *actor) startWatch() {
 	wctx, wcancel := context.WithCancel(a.ctx)
 	a.call(opWatch, a.cfg.TTL, func(ctx context.Context) result {
 		stop := context.AfterFunc(ctx, wcancel)
-		ch, err := w.Watch(wctx, a.e.name)
+		ch, err := watchAll(wctx, wcancel, w, a.e.slots, &a.wg)
 		stop()
 		if err != nil {
 			wcancel()
@@ -125,7 +153,7 @@ func (a *actor) startRelease() {
 			return result{reply: r.reply} // the session, and so the lock, is gone
 		}
 		res := result{reply: r.reply, from: r.sess}
-		err := r.sess.Release(ctx, a.e.name, r.term.event.Token, 0)
+		err := r.sess.Release(ctx, a.e.slots[r.term.event.Slot], r.term.event.Token, 0)
 		if errors.Is(err, backends.ErrNotHeld) || errors.Is(err, backends.ErrSessionLost) || errors.Is(err, backends.ErrSessionClosed) {
 			err = nil // already gone: the resignation is done
 		}
@@ -150,7 +178,7 @@ func (a *actor) finish(r result) {
 	case opWatch:
 		a.watched(r)
 	case opAcquire:
-		a.acquired(r.token, r.err)
+		a.acquired(r.slot, r.token, r.err)
 	case opRelease:
 		a.released(r)
 	}
@@ -200,11 +228,11 @@ func (a *actor) keptAlive(start time.Time, err error) {
 	}
 }
 
-func (a *actor) acquired(token events.Token, err error) {
+func (a *actor) acquired(slot int, token events.Token, err error) {
 	switch {
 	case err == nil:
 		a.succeed()
-		a.elect(token)
+		a.elect(slot, token)
 	case errors.Is(err, backends.ErrHeld):
 		a.succeed()
 		a.tryAt = time.Now().Add(a.cfg.RetryPause())

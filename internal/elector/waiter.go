@@ -2,6 +2,7 @@ package elector
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/hustings/hustings/backends"
@@ -17,15 +18,16 @@ type waiter struct {
 	renewed time.Time // start of the session's last Open or KeepAlive
 	watch   <-chan struct{}
 	cancel  context.CancelFunc
+	wg      sync.WaitGroup // the watch's forwarders, for several names
 }
 
 // newWaiter sets up the watch before the first try, so that no release
 // between a try and the wait is missed.
-func newWaiter(ctx context.Context, b backends.Backend, name string, cfg *Config, start time.Time) *waiter {
+func newWaiter(ctx context.Context, b backends.Backend, names []string, cfg *Config, start time.Time) *waiter {
 	w := &waiter{ctx: ctx, cfg: cfg, until: start.Add(cfg.Wait), renewed: start}
 	if wb, ok := b.(backends.Watcher); ok && cfg.Wait > 0 {
 		wctx, cancel := context.WithCancel(ctx)
-		if ch, err := wb.Watch(wctx, name); err == nil {
+		if ch, err := watchAll(wctx, cancel, wb, names, &w.wg); err == nil {
 			w.watch, w.cancel = ch, cancel
 		} else {
 			cancel()
@@ -75,4 +77,5 @@ func (w *waiter) stop() {
 	if w.cancel != nil {
 		w.cancel()
 	}
+	w.wg.Wait()
 }
