@@ -41,6 +41,8 @@ type Result[T any] struct {
 	Outcome Outcome
 	// Value is what fn returned, when it ran.
 	Value T
+	// Slot is the group slot fn ran in (group.RunIfLeader); 0 otherwise.
+	Slot int
 	// Token is the fencing token fn ran under; 0 when Skipped.
 	Token events.Token
 	// Err is fn's error when ActionFailed.
@@ -72,7 +74,7 @@ func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	if err := ctx.Err(); err != nil {
 		return Result[T]{}, err
 	}
-	h, err := elector.LockOnce(ctx, b, []string{full}, &cfg)
+	h, err := elector.LockOnce(ctx, b, elector.SlotNames(full, cfg.Slots), &cfg)
 	if err != nil || h == nil {
 		return Result[T]{Outcome: Skipped}, err
 	}
@@ -80,7 +82,7 @@ func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	v, ferr := fn(fctx, h.Token)
 	cancel()
 	h.Unlock(ctx, &cfg)
-	res := Result[T]{Outcome: Elected, Value: v, Token: h.Token}
+	res := Result[T]{Outcome: Elected, Value: v, Slot: h.Slot, Token: h.Token}
 	if ferr != nil {
 		res.Outcome, res.Err = ActionFailed, ferr
 	}
@@ -97,8 +99,10 @@ func validateRun(c *elector.Config, b backends.Backend, name string, nilFn bool)
 		return "", err
 	}
 	full := c.FullName(name)
-	if err := backends.ValidateName(full); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
+	for _, n := range append([]string{full}, elector.SlotNames(full, c.Slots)...) {
+		if err := backends.ValidateName(n); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
 	}
 	return full, nil
 }

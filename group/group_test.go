@@ -1,0 +1,297 @@
+package group_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/group"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestNewRejectsFewerThanTwoSlots(t *testing.T) {
+	for _, n := range []int{-1, 0, 1} {
+		if _, err := group.New(memory.New(), "g", n); !errors.Is(err, campaign.ErrInvalid) {
+			t.Errorf("New with %d slots: err = %v, want ErrInvalid", n, err)
+		}
+		if _, err := group.RunIfLeader(t.Context(), memory.New(), "g", n, answer); !errors.Is(err, campaign.ErrInvalid) {
+			t.Errorf("RunIfLeader with %d slots: err = %v, want ErrInvalid", n, err)
+		}
+	}
+	if _, err := group.New(memory.New(), "", 3); !errors.Is(err, campaign.ErrInvalid) {
+		t.Errorf("New with an empty name: err = %v, want ErrInvalid", err)
+	}
+}
+
+func answer(context.Context, events.Token) (int, error) { return 7, nil }
+
+// member is one group candidate in the test bubble, with every event it
+// published logged.
+type member struct {
+	g    *group.Group
+	done chan error
+}
+
+type history struct {
+	mu     sync.Mutex
+	events []events.Event
+}
+
+func (h *history) add(e events.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, e)
+}
+
+func join(t *testing.T, b backends.Backend, id string, n int, h *history, opts ...campaign.Option) *member {
+	t.Helper()
+	opts = append([]campaign.Option{campaign.WithID(id), campaign.WithTTL(10 * time.Second), campaign.WithRetry(500 * time.Millisecond)}, opts...)
+	g, err := group.New(b, "rollups", n, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &member{g: g, done: make(chan error, 1)}
+	go func() { m.done <- g.Run(context.Background()) }()
+	go func() {
+		for e := range g.Events() {
+			h.add(e)
+		}
+	}()
+	t.Cleanup(func() { g.Close() })
+	return m
+}
+
+// leaders returns the members that lead now.
+func leaders(ms []*member) []*member {
+	var out []*member
+	for _, m := range ms {
+		if m.g.State().Leader {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func TestGroupFillsNSlots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		var h history
+		var ms []*member
+		for i := range 8 {
+			ms = append(ms, join(t, b, fmt.Sprintf("n%d", i), 3, &h))
+		}
+		synctest.Wait()
+		ls := leaders(ms)
+		if len(ls) != 3 {
+			t.Fatalf("%d leaders, want 3", len(ls))
+		}
+		slotsHeld := map[int]string{}
+		for _, m := range ls {
+			s := m.g.State()
+			if other, dup := slotsHeld[s.Slot]; dup {
+				t.Fatalf("slot %d held by %s and %s", s.Slot, other, s.ID)
+			}
+			slotsHeld[s.Slot] = s.ID
+			if hb, _ := b.Holder(t.Context(), fmt.Sprintf("rollups/slot-%d", s.Slot)); hb.ID != s.ID || hb.Token != s.Token {
+				t.Fatalf("backend says slot %d is %+v, %s believes it holds it with token %d", s.Slot, hb, s.ID, s.Token)
+			}
+		}
+		// A resigned slot is refilled by a waiter woken by the release.
+		began := time.Now()
+		if err := ls[0].g.Resign(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n := len(leaders(ms)); n != 3 || time.Since(began) > 0 {
+			t.Fatalf("%d leaders %v after a resignation, want 3 at once", n, time.Since(began))
+		}
+		for _, m := range ms {
+			m.g.Close()
+		}
+	})
+}
+
+func TestGroupNeverMoreThanNUnderCrashes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		var h history
+		var ms []*member
+		for i := range 8 {
+			ms = append(ms, join(t, b, fmt.Sprintf("n%d", i), 3, &h))
+		}
+		crashed := map[string]bool{}
+		for round := range 20 {
+			time.Sleep(7 * time.Second)
+			for id := range crashed {
+				b.Heal(id)
+				delete(crashed, id)
+			}
+			ls := leaders(ms)
+			if round > 0 && len(ls) == 0 {
+				t.Fatalf("round %d: no slot filled", round)
+			}
+			// Crash one leader, resign another.
+			if len(ls) > 0 {
+				id := ls[0].g.ID()
+				b.Partition(id)
+				crashed[id] = true
+			}
+			if len(ls) > 1 {
+				ls[1].g.Resign(t.Context())
+			}
+		}
+		for id := range crashed {
+			b.Heal(id)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := len(leaders(ms)); n != 3 {
+			t.Fatalf("%d leaders after the faults stopped, want 3", n)
+		}
+		for _, m := range ms {
+			m.g.Close()
+		}
+		synctest.Wait()
+		check(t, h.events, 3)
+	})
+}
+
+// term is one holding of a slot, [from, to).
+type term struct {
+	slot     int
+	token    events.Token
+	from, to time.Time
+}
+
+// terms pairs each Elected with its Revoked.
+func terms(t *testing.T, log []events.Event) []term {
+	t.Helper()
+	open := map[string]events.Event{} // by holder: a candidate holds one slot
+	var out []term
+	for _, e := range log {
+		switch e.Kind {
+		case events.Elected:
+			if o, ok := open[e.Holder]; ok {
+				t.Fatalf("%s elected in slot %d while it holds slot %d", e.Holder, e.Slot, o.Slot)
+			}
+			open[e.Holder] = e
+		case events.Revoked:
+			o, ok := open[e.Holder]
+			if !ok || o.Token != e.Token || o.Slot != e.Slot {
+				t.Fatalf("revoked %s without its elected", e)
+			}
+			delete(open, e.Holder)
+			out = append(out, term{e.Slot, e.Token, o.Time, e.Time})
+		}
+	}
+	if len(open) != 0 {
+		t.Fatalf("terms left open: %v", open)
+	}
+	return out
+}
+
+// check fails unless no two terms of one slot overlap, tokens per slot
+// strictly increase, and no more than n terms overlap at any instant.
+func check(t *testing.T, log []events.Event, n int) {
+	t.Helper()
+	ts := terms(t, log)
+	if len(ts) < 20 {
+		t.Fatalf("only %d terms: the test exercised too little", len(ts))
+	}
+	slices.SortFunc(ts, func(x, y term) int { return cmp.Or(cmp.Compare(x.slot, y.slot), x.from.Compare(y.from)) })
+	for i := 1; i < len(ts); i++ {
+		p, c := ts[i-1], ts[i]
+		if p.slot == c.slot && (c.from.Before(p.to) || c.token <= p.token) {
+			t.Fatalf("slot %d: term %d [%v, %v) then term %d from %v", c.slot, p.token, p.from, p.to, c.token, c.from)
+		}
+	}
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var edges []edge
+	for _, x := range ts {
+		edges = append(edges, edge{x.from, +1}, edge{x.to, -1})
+	}
+	slices.SortFunc(edges, func(x, y edge) int { return cmp.Or(x.at.Compare(y.at), cmp.Compare(x.delta, y.delta)) })
+	held := 0
+	for _, e := range edges {
+		if held += e.delta; held > n {
+			t.Fatalf("%d terms at once at %v, want at most %d", held, e.at, n)
+		}
+	}
+}
+
+func TestGroupRunIfLeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		var h history
+		a, c := join(t, b, "a", 3, &h), join(t, b, "c", 3, &h)
+		synctest.Wait()
+		res, err := group.RunIfLeader(t.Context(), b, "rollups", 3, answer)
+		if err != nil || res.Outcome != campaign.Elected || res.Value != 7 {
+			t.Fatalf("one slot free: %+v, %v; want elected", res, err)
+		}
+		if res.Slot == a.g.State().Slot || res.Slot == c.g.State().Slot {
+			t.Fatalf("ran in slot %d, which a or c holds", res.Slot)
+		}
+		d := join(t, b, "d", 3, &h)
+		synctest.Wait()
+		res, err = group.RunIfLeader(t.Context(), b, "rollups", 3, answer)
+		if err != nil || res.Outcome != campaign.Skipped {
+			t.Fatalf("all slots held: %+v, %v; want skipped", res, err)
+		}
+		for _, m := range []*member{a, c, d} {
+			m.g.Close()
+		}
+	})
+}
+
+func TestGroupWhileLeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		ctx, cancel := context.WithCancel(t.Context())
+		var mu sync.Mutex
+		running := 0
+		most := 0
+		var wg sync.WaitGroup
+		for i := range 5 {
+			g, err := group.New(b, "pollers", 2, campaign.WithID(fmt.Sprint(i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				group.WhileLeader(ctx, g, func(ctx context.Context, term events.Event) error {
+					mu.Lock()
+					running++
+					most = max(most, running)
+					mu.Unlock()
+					time.Sleep(3 * time.Second)
+					mu.Lock()
+					running--
+					mu.Unlock()
+					return errors.New("hand over") // resign, so others get a turn
+				})
+			})
+		}
+		time.Sleep(time.Minute)
+		cancel()
+		wg.Wait()
+		if most != 2 {
+			t.Fatalf("at most %d ran at once, want exactly 2", most)
+		}
+	})
+}
