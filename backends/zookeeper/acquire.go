@@ -1,0 +1,223 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
+)
+
+// maxRounds bounds how often one call lists a lock's children again after
+// finding that they changed under it.
+const maxRounds = 16
+
+// Acquire takes name if the session's node for it is, or becomes, the
+// oldest live child of the lock. A free lock costs one round trip: the
+// node's creation, in a transaction that also stamps the parent and so
+// returns the node's czxid (the token) and the number of children. Under
+// contention it lists the children and checks the older ones, deleting
+// those whose session, lease or hold has ended. Without a lease the node
+// stays queued when the lock is held (ErrHeld), so the session becomes the
+// holder as soon as the older nodes go, and its next Acquire returns the
+// token; with a lease the node is deleted again, so the lease counts from
+// this call. Acquiring a lock the session holds costs one round trip
+// (the node still exists) and keeps its first lease.
+func (s *session) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
+	if err := s.usable(); err != nil {
+		return 0, err
+	}
+	if err := backends.ValidateName(name); err != nil {
+		return 0, err
+	}
+	if lease < 0 {
+		return 0, fmt.Errorf("%w: lease %v must be ≥ 0", backends.ErrInvalid, lease)
+	}
+	if err := s.enter(ctx); err != nil {
+		return 0, err
+	}
+	defer s.leave()
+	start := time.Now()
+	if err := s.alive(ctx, start); err != nil {
+		return 0, err
+	}
+	l := s.lockOf(name)
+	if l != nil && l.leaseOver(start) {
+		s.drop(ctx, l) // its lease ended: the lock is lost, so start over
+		l = nil
+	}
+	if l != nil && l.granted {
+		return s.reacquire(ctx, l, lease, start)
+	}
+	var now int64 // the server's clock in ms, once read
+	if l == nil {
+		var st *zk.Stat
+		var err error
+		if l, st, err = s.create(ctx, name, lease, start); err != nil {
+			return 0, err
+		}
+		if st.NumChildren == 1 {
+			l.granted = true
+			return l.token, nil
+		}
+		now = st.Mtime
+	}
+	return s.contend(ctx, l, lease, start, now)
+}
+
+// reacquire confirms that the session still holds l: its node exists.
+func (s *session) reacquire(ctx context.Context, l *lock, lease time.Duration, start time.Time) (events.Token, error) {
+	var ok bool
+	err := s.b.call(ctx, "acquire "+l.name, func() error {
+		var err error
+		ok, _, err = s.b.conn.Exists(l.path)
+		return err
+	})
+	if err != nil {
+		return 0, s.fail(ctx, "acquire "+l.name, err)
+	}
+	if ok {
+		return l.token, nil
+	}
+	s.forget(l) // deleted by others once its session or lease was over
+	l, st, err := s.create(ctx, l.name, lease, start)
+	if err != nil {
+		return 0, err
+	}
+	if st.NumChildren == 1 {
+		l.granted = true
+		return l.token, nil
+	}
+	return s.contend(ctx, l, lease, start, st.Mtime)
+}
+
+// create makes the session's node for name, creating the lock's parent if
+// needed. The transaction also writes the parent, whose new stat gives the
+// node's czxid (same transaction), the server's time and the number of
+// children.
+func (s *session) create(ctx context.Context, name string, lease time.Duration, start time.Time) (*lock, *zk.Stat, error) {
+	parent := s.b.lockPath(name)
+	req := &zk.CreateRequest{
+		Path:  parent + "/" + s.sid + "-",
+		Data:  encode(lockData{ID: s.id, Lease: millis(lease)}),
+		Acl:   s.b.acl,
+		Flags: zk.FlagEphemeral | zk.FlagSequence,
+	}
+	var res []zk.MultiResponse
+	multi := func() error {
+		var err error
+		res, err = s.b.conn.Multi(req, &zk.SetDataRequest{Path: parent, Version: -1})
+		return err
+	}
+	err := s.b.call(ctx, "acquire "+name, multi)
+	if errors.Is(err, zk.ErrNoNode) {
+		if err := s.b.ensure(ctx, parent, true); err != nil {
+			return nil, nil, err
+		}
+		err = s.b.call(ctx, "acquire "+name, multi)
+	}
+	if err != nil {
+		return nil, nil, s.fail(ctx, "acquire "+name, err)
+	}
+	p, st := res[0].String, res[1].Stat
+	l := &lock{name: name, child: path.Base(p), path: p, token: events.Token(st.Mzxid), lease: lease, start: start}
+	if !s.record(l) { // closed or lost meanwhile
+		_ = s.b.call(ctx, "delete "+p, func() error { return s.b.conn.Delete(p, -1) })
+		return nil, nil, s.alive(ctx, start)
+	}
+	return l, st, nil
+}
+
+// contend lists the lock's children until it finds out whether l is the
+// oldest live one.
+func (s *session) contend(ctx context.Context, l *lock, lease time.Duration, start time.Time, now int64) (events.Token, error) {
+	for range maxRounds {
+		v, err := s.b.lookOnce(ctx, l.name, s, l, &now)
+		if err != nil {
+			return 0, s.fail(ctx, "acquire "+l.name, err)
+		}
+		switch v.kind {
+		case mine:
+			l.granted = true
+			return l.token, nil
+		case held:
+			if l.lease > 0 {
+				s.drop(ctx, l) // a lease counts from the Acquire that wins: no queueing
+			}
+			return 0, fmt.Errorf("%w: %q by %s (token %d)", backends.ErrHeld, l.name, v.holder.ID, v.holder.Token)
+		case gone: // deleted by others: the session or the lease had ended
+			s.forget(l)
+			var st *zk.Stat
+			if l, st, err = s.create(ctx, l.name, lease, start); err != nil {
+				return 0, err
+			}
+			now = st.Mtime
+		}
+	}
+	return 0, fmt.Errorf("%w: %q changed %d times while this candidate looked", backends.ErrHeld, l.name, maxRounds)
+}
+
+// Release deletes the session's node of name, which wakes the next
+// waiter. With a hold, the same transaction creates the persistent hold
+// marker, holding the releasing candidate's ID and token, which others
+// honour until hold after its creation.
+func (s *session) Release(ctx context.Context, name string, token events.Token, hold time.Duration) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := backends.ValidateName(name); err != nil {
+		return err
+	}
+	if hold < 0 {
+		return fmt.Errorf("%w: hold %v must be ≥ 0", backends.ErrInvalid, hold)
+	}
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.leave()
+	start := time.Now()
+	if err := s.alive(ctx, start); err != nil {
+		if errors.Is(err, backends.ErrSessionLost) {
+			return fmt.Errorf("%w: %q: %w", backends.ErrNotHeld, name, err)
+		}
+		return err
+	}
+	l := s.lockOf(name)
+	if l == nil || !l.granted || l.token != token {
+		return fmt.Errorf("%w: %q under token %d by this session of %s", backends.ErrNotHeld, name, token, s.id)
+	}
+	if l.leaseOver(start) {
+		s.drop(ctx, l)
+		return fmt.Errorf("%w: %q: its lease %v ended", backends.ErrNotHeld, name, l.lease)
+	}
+	return s.release(ctx, l, hold)
+}
+
+func (s *session) release(ctx context.Context, l *lock, hold time.Duration) error {
+	ops := []any{&zk.DeleteRequest{Path: l.path, Version: -1}}
+	if hold > 0 {
+		ops = append(ops, &zk.CreateRequest{
+			Path: s.b.lockPath(l.name) + "/" + holdNode,
+			Data: encode(holdData{ID: s.id, Token: uint64(l.token), Hold: millis(hold)}),
+			Acl:  s.b.acl,
+		})
+	}
+	err := s.b.call(ctx, "release "+l.name, func() error {
+		_, err := s.b.conn.Multi(ops...)
+		return err
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		s.forget(l)
+		return fmt.Errorf("%w: %q: its node is gone (expired)", backends.ErrNotHeld, l.name)
+	case err != nil:
+		return s.fail(ctx, "release "+l.name, err)
+	}
+	s.forget(l)
+	return nil
+}

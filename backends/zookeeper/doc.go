@@ -1,0 +1,2 @@
+// Package zookeeper is the ZooKeeper backend: TODO.
+package zookeeper

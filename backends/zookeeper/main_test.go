@@ -1,0 +1,86 @@
+package zookeeper_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+
+	"github.com/hustings/hustings/backends/zookeeper"
+	"github.com/hustings/hustings/backends/zookeeper/zktest"
+)
+
+// The package's tests share one server, started when first needed and
+// killed after the last test, before the leak check: a JVM takes a second
+// or two to start. Each test works under its own root.
+var shared struct {
+	once sync.Once
+	dir  string
+	srv  *zktest.Server
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.srv != nil {
+		shared.srv.Stop()
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// server returns the shared server, starting it on first use.
+func server(tb testing.TB) *zktest.Server {
+	tb.Helper()
+	shared.once.Do(func() {
+		shared.dir, shared.err = os.MkdirTemp("", "zookeeper-test-")
+		if shared.err == nil {
+			shared.srv, shared.err = zktest.StartServer(shared.dir)
+		}
+	})
+	if shared.err != nil {
+		tb.Fatal(shared.err)
+	}
+	return shared.srv
+}
+
+// dial connects to addr with the given session timeout and closes the
+// conn when the test ends.
+func dial(tb testing.TB, addr string, timeout time.Duration) *zk.Conn {
+	tb.Helper()
+	conn, err := zktest.Dial(addr, timeout)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(conn.Close)
+	return conn
+}
+
+// root returns a root no other test or run uses.
+func root(tb testing.TB) string {
+	name := strings.NewReplacer("/", "-", " ", "-", "#", "-").Replace(tb.Name())
+	return fmt.Sprintf("/test-%x/%s", time.Now().UnixNano(), name)
+}
+
+// newBackend returns a Backend on conn under its own root.
+func newBackend(tb testing.TB, conn *zk.Conn, timeout time.Duration) *zookeeper.Backend {
+	tb.Helper()
+	b, err := zookeeper.New(conn, zookeeper.WithRoot(root(tb)), zookeeper.WithSessionTimeout(timeout))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}

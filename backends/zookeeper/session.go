@@ -1,0 +1,307 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
+)
+
+// session is one logical session on the Backend's conn: an ephemeral node
+// root/sessions/<sid> whose mtime each KeepAlive renews. Fields after sem
+// are guarded by mu.
+type session struct {
+	b         *Backend
+	id        string
+	ttl       time.Duration
+	sid       string
+	path      string // the session node
+	data      []byte // the session node's data
+	zkSession int64  // the ZooKeeper session the node belongs to
+
+	sem chan struct{} // one Acquire or Release at a time
+
+	mu      sync.Mutex
+	expires time.Time // start of the last successful Open or KeepAlive + ttl, local clock
+	closed  bool
+	lost    error // set once the session is known to be lost
+	locks   map[string]*lock
+}
+
+// lock is the session's node for one lock name: queued, or holding.
+type lock struct {
+	name    string // the lock name
+	child   string // the node's name
+	path    string
+	token   events.Token // the node's czxid
+	lease   time.Duration
+	start   time.Time // start of the Acquire that made the node, local clock
+	granted bool      // an Acquire returned it as the holder
+}
+
+// leaseOver reports whether the lock's lease has ended at now.
+func (l *lock) leaseOver(now time.Time) bool {
+	return l.lease > 0 && !now.Before(l.start.Add(l.lease))
+}
+
+// Open starts a logical session for candidate id: an ephemeral node on the
+// conn's ZooKeeper session, renewed by KeepAlive. ttl must not exceed the
+// session timeout (see WithSessionTimeout): else the server could drop the
+// locks of a partitioned candidate before its TTL ends. Errors match
+// backends.ErrInvalid for bad input, backends.ErrUnavailable when the
+// server cannot be reached.
+func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
+	if err := backends.ValidateSession(id, ttl); err != nil {
+		return nil, err
+	}
+	if ttl > b.sessionTimeout {
+		return nil, fmt.Errorf("%w: zookeeper: TTL %v exceeds the ZooKeeper session timeout %v, the maximum", backends.ErrInvalid, ttl, b.sessionTimeout)
+	}
+	start := time.Now()
+	sid := newSID()
+	s := &session{
+		b:         b,
+		id:        id,
+		ttl:       ttl,
+		sid:       sid,
+		path:      b.sessionsPath() + "/" + sid,
+		data:      encode(sessionData{ID: id, TTL: millis(ttl)}),
+		zkSession: b.conn.SessionID(),
+		sem:       make(chan struct{}, 1),
+		expires:   start.Add(ttl),
+		locks:     make(map[string]*lock),
+	}
+	create := func() error {
+		_, err := b.conn.Create(s.path, s.data, zk.FlagEphemeral, b.acl)
+		return err
+	}
+	err := b.call(ctx, "open session", create)
+	if errors.Is(err, zk.ErrNoNode) {
+		if err := b.ensure(ctx, b.sessionsPath(), false); err != nil {
+			return nil, err
+		}
+		err = b.call(ctx, "open session", create)
+	}
+	if err != nil {
+		return nil, fail(ctx, "open session", err)
+	}
+	return s, nil
+}
+
+// ID returns the candidate ID the session was opened for.
+func (s *session) ID() string { return s.id }
+
+// KeepAlive renews the session node: one round trip, whatever the number
+// of locks. It fails with ErrUnavailable while the conn has no session,
+// and with ErrSessionLost once the TTL has passed since the start of the
+// last successful renewal, the node is gone, or the conn's ZooKeeper
+// session changed.
+func (s *session) KeepAlive(ctx context.Context) error {
+	start := time.Now()
+	if err := s.alive(ctx, start); err != nil {
+		return err
+	}
+	err := s.b.call(ctx, "keep-alive", func() error {
+		_, err := s.b.conn.Set(s.path, s.data, -1)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		err = s.markLost(ctx, errors.New("its node is gone (expired)"))
+	}
+	if err != nil {
+		return s.fail(ctx, "keep-alive", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lost == nil && start.Add(s.ttl).After(s.expires) {
+		s.expires = start.Add(s.ttl)
+	}
+	return nil
+}
+
+// Close deletes the session node and every lock node of the session in
+// one transaction, which wakes their watchers. Hold markers stay. If the
+// server cannot be reached the session is closed all the same and its
+// nodes are left to expire: others delete them once the TTL has passed.
+func (s *session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	lost := s.lost
+	locks := s.takeLocks()
+	s.mu.Unlock()
+	err := s.b.remove(ctx, s.path, locks)
+	if lost != nil {
+		return nil
+	}
+	return err
+}
+
+// usable returns an error matching backends.ErrSessionClosed once Close
+// was called.
+func (s *session) usable() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closedErr()
+}
+
+func (s *session) closedErr() error {
+	if s.closed {
+		return fmt.Errorf("zookeeper: session of %s: %w", s.id, backends.ErrSessionClosed)
+	}
+	return nil
+}
+
+// alive returns the error for a call of s starting at now: closed, or
+// lost. A session found lost now has its nodes deleted, as far as ctx
+// allows.
+func (s *session) alive(ctx context.Context, now time.Time) error {
+	s.mu.Lock()
+	if err := s.closedErr(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	lost := s.lost
+	s.mu.Unlock()
+	switch {
+	case lost != nil:
+		return lost
+	case !now.Before(s.expiry()):
+		return s.markLost(ctx, fmt.Errorf("its TTL %v ran out", s.ttl))
+	case s.b.conn.SessionID() != s.zkSession:
+		return s.markLost(ctx, fmt.Errorf("ZooKeeper session %#x ended", s.zkSession))
+	}
+	return nil
+}
+
+func (s *session) expiry() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.expires
+}
+
+// markLost records that s is lost because of why, deletes what is left of
+// its nodes (best effort) and returns the error matching
+// backends.ErrSessionLost that every later call returns.
+func (s *session) markLost(ctx context.Context, why error) error {
+	s.mu.Lock()
+	if s.lost != nil {
+		err := s.lost
+		s.mu.Unlock()
+		return err
+	}
+	s.lost = fmt.Errorf("zookeeper: session of %s: %w: %w", s.id, backends.ErrSessionLost, why)
+	err := s.lost
+	locks := s.takeLocks()
+	s.mu.Unlock()
+	_ = s.b.remove(ctx, s.path, locks)
+	return err
+}
+
+// fail translates err of a call of s; an expired ZooKeeper session marks
+// s lost.
+func (s *session) fail(ctx context.Context, what string, err error) error {
+	err = fail(ctx, what, err)
+	if errors.Is(err, backends.ErrSessionLost) {
+		s.mu.Lock()
+		if s.lost == nil {
+			s.lost = err
+		}
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// takeLocks empties the session's locks and returns them. s.mu must be
+// held.
+func (s *session) takeLocks() []*lock {
+	locks := make([]*lock, 0, len(s.locks))
+	for _, l := range s.locks {
+		locks = append(locks, l)
+		s.b.untrack(l.name, l.child)
+	}
+	s.locks = make(map[string]*lock)
+	return locks
+}
+
+// lockOf returns the session's node for name, or nil.
+func (s *session) lockOf(name string) *lock {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.locks[name]
+}
+
+// record makes l the session's node for its name. It returns false, and
+// records nothing, once the session is closed or lost.
+func (s *session) record(l *lock) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.lost != nil {
+		return false
+	}
+	s.locks[l.name] = l
+	s.b.track(l.name, l.child)
+	return true
+}
+
+// forget drops l from the session's nodes.
+func (s *session) forget(l *lock) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.locks[l.name] == l {
+		delete(s.locks, l.name)
+	}
+	s.b.untrack(l.name, l.child)
+}
+
+// drop forgets l and deletes its node, as far as ctx allows.
+func (s *session) drop(ctx context.Context, l *lock) {
+	s.forget(l)
+	_ = s.b.call(ctx, "delete "+l.path, func() error { return s.b.conn.Delete(l.path, -1) })
+}
+
+// enter waits for the session's turn to change its lock nodes.
+func (s *session) enter(ctx context.Context) error {
+	select {
+	case s.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: zookeeper: %w", backends.ErrUnavailable, ctx.Err())
+	}
+}
+
+func (s *session) leave() { <-s.sem }
+
+// remove deletes the session node p and the nodes of locks in one
+// transaction, or one by one if some are already gone.
+func (b *Backend) remove(ctx context.Context, p string, locks []*lock) error {
+	ops := []any{&zk.DeleteRequest{Path: p, Version: -1}}
+	for _, l := range locks {
+		ops = append(ops, &zk.DeleteRequest{Path: l.path, Version: -1})
+	}
+	err := b.call(ctx, "close session", func() error {
+		_, err := b.conn.Multi(ops...)
+		return err
+	})
+	if !errors.Is(err, zk.ErrNoNode) {
+		return fail(ctx, "close session", err)
+	}
+	for _, op := range ops {
+		p := op.(*zk.DeleteRequest).Path
+		err := b.call(ctx, "delete "+path.Base(p), func() error { return b.conn.Delete(p, -1) })
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return fail(ctx, "close session", err)
+		}
+	}
+	return nil
+}
