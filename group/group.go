@@ -98,3 +98,8 @@ func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, ma
 	}
 	return campaign.RunIfLeader(ctx, b, name, fn, append(opts, slots(maxLeaders))...)
 }
+
+// SetScore changes this candidate's score in the registry (for
+// strategy.Score); the group re-ranks at once. It returns ErrInvalid for a
+// NaN or infinite score.
+func (g *Group) SetScore(score float64) error { return g.e.SetScore(score) }

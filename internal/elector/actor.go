@@ -36,12 +36,13 @@ type actor struct {
 
 	watch       <-chan struct{}
 	watchCancel context.CancelFunc
+	gate        *gate // the strategy's gate, nil without one
 
 	wake, deadline *time.Timer
 }
 
 func newActor(e *Elector, ctx context.Context) *actor {
-	return &actor{e: e, cfg: &e.cfg, ctx: ctx, wake: stoppedTimer(), deadline: stoppedTimer()}
+	return &actor{e: e, cfg: &e.cfg, gate: e.gate, ctx: ctx, wake: stoppedTimer(), deadline: stoppedTimer()}
 }
 
 // run is the actor loop: a select that hands each message to its method.
@@ -66,6 +67,8 @@ func (a *actor) run() error {
 			a.watchFired(ok)
 		case req := <-a.e.resigns:
 			a.resign(req)
+		case <-a.e.updates:
+			a.updated()
 		case ch <- e:
 			a.e.out.Sent()
 		}
@@ -86,20 +89,44 @@ func (a *actor) startDue() {
 		if a.due(now, a.openAt) {
 			a.startOpen()
 		}
+	case a.gate != nil && !a.gate.registered:
+		a.startRegister()
 	case a.due(now, a.keepAt):
 		a.startKeepAlive()
 	case a.term == nil && a.due(now, later(a.tryAt, a.backoffUntil)):
-		if a.needWatch(now) {
-			a.startWatch()
-		} else {
-			a.startAcquire()
-		}
+		a.startTry(now)
+	case a.term != nil && a.gate != nil && a.gate.preempt > 0 && a.due(now, a.gate.rankedAt.Add(a.cfg.Retry)):
+		a.startRank()
 	default:
 		next := a.keepAt
 		if a.term == nil {
 			next = earlier(next, later(a.tryAt, a.backoffUntil))
+		} else if a.gate != nil && a.gate.preempt > 0 {
+			next = earlier(next, a.gate.rankedAt.Add(a.cfg.Retry))
 		}
 		a.due(now, next)
+	}
+}
+
+// startTry starts what a try for the lock needs next: a watch, a fresh
+// rank (with a strategy), or the acquire itself. A candidate the strategy
+// does not prefer waits for its next chance instead.
+func (a *actor) startTry(now time.Time) {
+	g := a.gate
+	switch {
+	case a.needWatch(now):
+		a.startWatch()
+	case g != nil && (!g.fresh || !now.Before(g.rankedAt.Add(a.cfg.Retry))):
+		a.startRank()
+	case g != nil && !g.eligible(now):
+		next := g.rankedAt.Add(a.cfg.RetryPause())
+		if !g.freeSince.IsZero() {
+			next = earlier(next, g.freeSince.Add(g.patience))
+		}
+		a.tryAt, g.fresh = next, false
+		a.due(now, next)
+	default:
+		a.startAcquire()
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"time"
+
+	"github.com/hustings/hustings/strategy"
 )
 
 // Errors shared by the public packages built on this one (campaign
@@ -60,6 +62,13 @@ type Config struct {
 	GraceSet  bool
 	// Slots is the number of slots of a group; 0 or 1 is a single lock.
 	Slots int
+	// Strategy, when set, gates tries by rank (see gate); Me is this
+	// candidate's registry entry (score, weight, metadata).
+	Strategy strategy.Strategy
+	Me       strategy.Candidate
+	Patience time.Duration // default: 2 × Retry
+	Preempt  time.Duration // 0: no preemption
+	Rotation time.Duration // 0: the epoch never advances
 }
 
 // NewConfig applies opts over the defaults.
@@ -99,6 +108,9 @@ func (c *Config) defaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.Patience == 0 {
+		c.Patience = 2 * c.Retry
+	}
 }
 
 // MarginFor returns the safety margin for a lease of d.
@@ -127,7 +139,13 @@ func (c *Config) ValidateElector() error {
 	case c.Grace < 0:
 		return fmt.Errorf("%w: grace %v must be ≥ 0", ErrInvalid, c.Grace)
 	}
-	return c.ValidateCommon(c.TTL)
+	if err := c.ValidateCommon(c.TTL); err != nil {
+		return err
+	}
+	if c.Patience < 0 || c.Preempt < 0 || c.Rotation < 0 {
+		return fmt.Errorf("%w: patience %v, preemption %v and rotation %v must be ≥ 0", ErrInvalid, c.Patience, c.Preempt, c.Rotation)
+	}
+	return nil
 }
 
 // ValidateOneShot checks the options a one-shot run uses.

@@ -3,11 +3,13 @@ package elector
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/strategy"
 )
 
 // Elector is the engine of a campaign: one candidate's long-lived attempt
@@ -27,10 +29,13 @@ type Elector struct {
 	started bool
 	ended   bool // Run returned
 	closed  bool
-	closing chan struct{}  // closed by Close
-	done    chan struct{}  // closed when Run returns
-	resigns chan resignReq // served by Run's loop
-	elected chan struct{}  // signalled (buffer 1) when a term starts
+	closing chan struct{}      // closed by Close
+	done    chan struct{}      // closed when Run returns
+	resigns chan resignReq     // served by Run's loop
+	elected chan struct{}      // signalled (buffer 1) when a term starts
+	gate    *gate              // nil without a strategy; owned by the actor
+	me      strategy.Candidate // this candidate's registry entry
+	updates chan struct{}      // signalled (buffer 1) when me changes
 }
 
 // State is a snapshot of an elector, for observation only.
@@ -80,6 +85,10 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}
+	g, err := newGate(b, full, &cfg)
+	if err != nil {
+		return nil, err
+	}
 	return &Elector{
 		backend: b,
 		name:    full,
@@ -91,6 +100,9 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 		done:    make(chan struct{}),
 		resigns: make(chan resignReq),
 		elected: make(chan struct{}, 1),
+		gate:    g,
+		me:      cfg.Me,
+		updates: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -105,6 +117,32 @@ func SlotNames(name string, n int) []string {
 		names[i] = fmt.Sprintf("%s/slot-%d", name, i)
 	}
 	return names
+}
+
+// SetScore changes this candidate's score in the group's registry; it
+// takes effect at the next registry update, which it asks for at once. It
+// returns ErrInvalid for a score that is not a finite number.
+func (e *Elector) SetScore(score float64) error {
+	if math.IsNaN(score) || math.IsInf(score, 0) {
+		return fmt.Errorf("%w: score %v is not a finite number", ErrInvalid, score)
+	}
+	e.mu.Lock()
+	e.me.Score = score
+	e.mu.Unlock()
+	select {
+	case e.updates <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// entry returns this candidate's registry entry.
+func (e *Elector) entry() strategy.Candidate {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.me
+	c.ID = e.cfg.ID
+	return c
 }
 
 // Name returns the full lock name, prefix included.

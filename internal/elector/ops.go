@@ -18,6 +18,8 @@ const (
 	opWatch
 	opAcquire
 	opRelease
+	opRegister
+	opRank
 )
 
 // op is one backend call in flight.
@@ -38,6 +40,7 @@ type result struct {
 	watchCancel context.CancelFunc
 	reply       chan error
 	from        backends.Session // the session a release was made on
+	view        view             // what a rank read
 	err         error
 }
 
@@ -181,6 +184,10 @@ func (a *actor) finish(r result) {
 		a.acquired(r.slot, r.token, r.err)
 	case opRelease:
 		a.released(r)
+	case opRegister:
+		a.registeredResult(r.err)
+	case opRank:
+		a.ranked(r.view, r.err)
 	}
 }
 
@@ -208,6 +215,9 @@ func (a *actor) opened(start time.Time, r result) {
 	a.sess, a.renewed = r.sess, start
 	a.keepAt = start.Add(a.cfg.KeepAlive)
 	a.tryAt = time.Now()
+	if a.gate != nil {
+		a.gate.registered, a.gate.fresh = false, false
+	}
 }
 
 func (a *actor) keptAlive(start time.Time, err error) {
@@ -236,6 +246,9 @@ func (a *actor) acquired(slot int, token events.Token, err error) {
 	case errors.Is(err, backends.ErrHeld):
 		a.succeed()
 		a.tryAt = time.Now().Add(a.cfg.RetryPause())
+		if a.gate != nil {
+			a.gate.fresh = false
+		}
 		if a.woken {
 			a.tryAt = time.Now() // released while we asked: try again now
 		}
@@ -291,6 +304,9 @@ func (a *actor) watchFired(ok bool) {
 		a.tryAt = time.Now()
 		if a.op != nil && a.op.kind == opAcquire {
 			a.woken = true
+		}
+		if a.gate != nil {
+			a.gate.fresh = false
 		}
 	}
 }

@@ -1,0 +1,67 @@
+package group
+
+import (
+	"maps"
+	"time"
+
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/internal/elector"
+	"github.com/hustings/hustings/strategy"
+)
+
+// These options apply to New (and to campaign.New, a group of one slot).
+// With a strategy set, the backend must keep a candidate registry
+// (backends.Registry); every backend of this module does.
+
+// WithStrategy makes the group prefer candidates by s: only candidates
+// ranked within the top N of the registered candidates try for a slot at
+// once; the others try only once a slot has stayed free for the patience
+// period. Default: none, every candidate tries for any free slot.
+func WithStrategy(s strategy.Strategy) campaign.Option {
+	return elector.OptionFunc(func(c *elector.Config) { c.Strategy = s })
+}
+
+// WithScore sets this candidate's initial score, for strategy.Score;
+// change it later with Group.SetScore. Default 0.
+func WithScore(score float64) campaign.Option {
+	return elector.OptionFunc(func(c *elector.Config) { c.Me.Score = score })
+}
+
+// WithWeight sets this candidate's weight, for strategy.Weighted: its
+// chance to rank first is proportional to it. Must be > 0 there. Default 0.
+func WithWeight(w float64) campaign.Option {
+	return elector.OptionFunc(func(c *elector.Config) { c.Me.Weight = w })
+}
+
+// WithMeta sets free-form metadata registered with the candidate (at most
+// 64 entries, 4 KiB in all). Default none.
+func WithMeta(meta map[string]string) campaign.Option {
+	meta = maps.Clone(meta)
+	return elector.OptionFunc(func(c *elector.Config) { c.Me.Meta = meta })
+}
+
+// WithPatience sets how long a slot must stay free before a candidate the
+// strategy does not prefer may take it: liveness beats preference. Default:
+// twice the retry interval.
+func WithPatience(d time.Duration) campaign.Option {
+	return elector.OptionFunc(func(c *elector.Config) { c.Patience = d })
+}
+
+// WithPreemption makes a holder give its slot up when, for at least d on
+// end, it ranks outside the top N while a candidate within the top N holds
+// no slot. It gives the slot up at a safe point: its term's context is
+// cancelled and the slot is released only after the work bound to the
+// term returned (bounded by the grace period). d is the hysteresis that
+// keeps wobbling scores from moving slots back and forth. Default 0: no
+// preemption.
+func WithPreemption(d time.Duration) campaign.Option {
+	return elector.OptionFunc(func(c *elector.Config) { c.Preempt = d })
+}
+
+// WithRotation advances the strategy's epoch every d, so random and
+// weighted rankings draw again (fair turn-taking, with WithPreemption).
+// Epochs follow each node's clock; nodes whose clocks differ by much less
+// than d agree. Default 0: the epoch never advances.
+func WithRotation(d time.Duration) campaign.Option {
+	return elector.OptionFunc(func(c *elector.Config) { c.Rotation = d })
+}

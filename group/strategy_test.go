@@ -1,0 +1,211 @@
+package group_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/group"
+	"github.com/hustings/hustings/strategy"
+)
+
+// holders returns the sorted IDs of the members that lead.
+func holders(ms []*member) []string {
+	var ids []string
+	for _, m := range leaders(ms) {
+		ids = append(ids, m.g.ID())
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func TestStrategyPicksTheTopN(t *testing.T) {
+	tests := []struct {
+		name string
+		s    strategy.Strategy
+		opts func(i int) []campaign.Option
+		want func(cs []strategy.Candidate) []string
+	}{
+		{"score", strategy.Score(),
+			func(i int) []campaign.Option { return []campaign.Option{group.WithScore(float64((i * 7) % 5))} },
+			nil},
+		{"fifo", strategy.FIFO(), func(int) []campaign.Option { return nil }, nil},
+		{"weighted", strategy.Weighted(),
+			func(i int) []campaign.Option { return []campaign.Option{group.WithWeight(float64(i + 1))} },
+			nil},
+		{"random", strategy.Random(), func(int) []campaign.Option { return nil }, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := memory.New()
+				var h history
+				var ms []*member
+				for i := range 5 {
+					opts := append(tt.opts(i), group.WithStrategy(tt.s), group.WithPatience(time.Hour), group.WithPreemption(3*time.Second))
+					ms = append(ms, join(t, b, fmt.Sprintf("n%d", i), 2, &h, opts...))
+					time.Sleep(time.Millisecond) // registration order = i
+				}
+				time.Sleep(30 * time.Second)
+				synctest.Wait()
+				members, err := b.Members(t.Context(), "rollups")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ranked, err := tt.s.Rank("rollups", 0, members)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := []string{ranked[0].ID, ranked[1].ID}
+				slices.Sort(want)
+				if got := holders(ms); !slices.Equal(got, want) {
+					t.Fatalf("holders %v, want the strategy's top 2 %v (ranking %v)", got, want, ranked)
+				}
+				for _, m := range ms {
+					m.g.Close()
+				}
+			})
+		})
+	}
+}
+
+func TestPreemptionMovesTheSlotOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		var h history
+		opts := func(score float64) []campaign.Option {
+			return []campaign.Option{group.WithStrategy(strategy.Score()), group.WithScore(score),
+				group.WithPreemption(5 * time.Second), group.WithPatience(time.Hour)}
+		}
+		ms := []*member{
+			join(t, b, "hi", 2, &h, opts(10)...),
+			join(t, b, "mid", 2, &h, opts(5)...),
+			join(t, b, "lo", 2, &h, opts(1)...),
+		}
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		if got := holders(ms); !slices.Equal(got, []string{"hi", "mid"}) {
+			t.Fatalf("holders %v, want hi and mid", got)
+		}
+		if err := ms[2].g.SetScore(7); err != nil { // lo now out-ranks mid
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := holders(ms); !slices.Equal(got, []string{"hi", "lo"}) {
+			t.Fatalf("holders %v after lo's score rose above mid's, want hi and lo", got)
+		}
+		// The slot moved once: mid resigned once, and nobody else did.
+		resigned := 0
+		h.mu.Lock()
+		for _, e := range h.events {
+			if e.Kind == events.Revoked {
+				resigned++
+				if e.Holder != "mid" || !errors.Is(e.Reason, events.ErrResigned) {
+					t.Errorf("unexpected revocation %s", e)
+				}
+			}
+		}
+		h.mu.Unlock()
+		if resigned != 1 {
+			t.Fatalf("%d revocations, want exactly one (mid yielding to lo)", resigned)
+		}
+		for _, m := range ms {
+			m.g.Close()
+		}
+	})
+}
+
+func TestPatienceLetsTheNextRankedIn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		// A registered candidate with the top score that never takes a
+		// slot: the preferred candidate is not coming.
+		ghost := ghostCandidate(t, b, 100)
+		defer ghost()
+		var h history
+		opts := func(score float64) []campaign.Option {
+			return []campaign.Option{group.WithStrategy(strategy.Score()), group.WithScore(score), group.WithPatience(20 * time.Second)}
+		}
+		began := time.Now()
+		ms := []*member{join(t, b, "a", 2, &h, opts(5)...), join(t, b, "b", 2, &h, opts(1)...)}
+		synctest.Wait()
+		if got := holders(ms); !slices.Equal(got, []string{"a"}) {
+			t.Fatalf("holders %v at once, want only a (ghost and a are the top 2)", got)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := holders(ms); !slices.Equal(got, []string{"a", "b"}) {
+			t.Fatalf("holders %v after the patience ran out, want a and b", got)
+		}
+		var bAt time.Time
+		h.mu.Lock()
+		for _, e := range h.events {
+			if e.Holder == "b" && e.Kind == events.Elected {
+				bAt = e.Time
+			}
+		}
+		h.mu.Unlock()
+		if waited := bAt.Sub(began); waited < 20*time.Second {
+			t.Fatalf("b took the free slot after %v, before the 20s patience", waited)
+		}
+		for _, m := range ms {
+			m.g.Close()
+		}
+	})
+}
+
+// ghostCandidate registers a candidate that keeps its session alive and
+// never campaigns; the returned func ends it.
+func ghostCandidate(t *testing.T, b *memory.Backend, score float64) func() {
+	t.Helper()
+	s, err := b.Open(t.Context(), "ghost", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.(backends.Registrar).Register(t.Context(), "rollups", strategy.Candidate{Score: score}); err != nil {
+		t.Fatal(err)
+	}
+	return func() { s.Close(t.Context()) }
+}
+
+func TestStrategyInputErrors(t *testing.T) {
+	b := memory.New()
+	tests := []struct {
+		name string
+		b    backends.Backend
+		opts []campaign.Option
+	}{
+		{"weighted without weight", b, []campaign.Option{group.WithStrategy(strategy.Weighted())}},
+		{"negative weight", b, []campaign.Option{group.WithStrategy(strategy.Weighted()), group.WithWeight(-1)}},
+		{"negative preemption", b, []campaign.Option{group.WithStrategy(strategy.Score()), group.WithPreemption(-1)}},
+		{"backend without registry", noRegistry{b}, []campaign.Option{group.WithStrategy(strategy.FIFO())}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := group.New(tt.b, "g", 3, tt.opts...); !errors.Is(err, campaign.ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid", err)
+			}
+		})
+	}
+	g, err := group.New(b, "g", 3, group.WithStrategy(strategy.Score()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetScore(nanScore()); !errors.Is(err, campaign.ErrInvalid) {
+		t.Fatalf("SetScore(NaN) = %v, want ErrInvalid", err)
+	}
+	g.Close()
+}
+
+// noRegistry hides the registry of a backend.
+type noRegistry struct{ backends.Backend }
+
+func nanScore() float64 { var z float64; return z / z }

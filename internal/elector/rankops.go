@@ -1,0 +1,88 @@
+package elector
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+)
+
+// startRegister puts this candidate's entry in the group's registry.
+func (a *actor) startRegister() {
+	r, ok := a.sess.(backends.Registrar)
+	if !ok {
+		a.fail("register", errors.New("campaign: the backend's sessions keep no registry"))
+		a.gate.registered = true // nothing to do; ranking lists us anyway
+		return
+	}
+	me, name := a.e.entry(), a.e.name
+	a.call(opRegister, a.cfg.TTL, func(ctx context.Context) result {
+		_, err := r.Register(ctx, name, me)
+		return result{err: err}
+	})
+}
+
+func (a *actor) registeredResult(err error) {
+	switch {
+	case err == nil:
+		a.succeed()
+		a.gate.registered = true
+	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
+		a.fail("register", err)
+		a.lose(err)
+	default:
+		a.fail("register", err)
+		a.keepAt = earlier(a.keepAt, time.Now()) // renew, then register again
+	}
+}
+
+// startRank reads the registry and the slot holders for the gate.
+func (a *actor) startRank() {
+	b, reg, name, slots := a.e.backend, a.gate.registry, a.e.name, a.e.slots
+	epoch := a.gate.epoch(time.Now())
+	a.call(opRank, a.cfg.TTL, func(ctx context.Context) result {
+		v, err := readView(ctx, b, reg, name, slots, epoch)
+		return result{view: v, err: err}
+	})
+}
+
+// ranked applies a rank: try now if preferred, and give up a slot held
+// while out-ranked for longer than the preemption hysteresis.
+func (a *actor) ranked(v view, err error) {
+	now := time.Now()
+	if err != nil {
+		a.fail("rank", err)
+		a.gate.fresh, a.gate.rankedAt = false, now
+		a.tryAt = now.Add(a.cfg.RetryPause())
+		return
+	}
+	vd, err := judge(a.gate.strategy, a.e.name, v, a.e.entry(), len(a.e.slots))
+	if err != nil {
+		a.fail("rank", err)
+		a.gate.rankedAt = now
+		return
+	}
+	a.succeed()
+	a.gate.apply(vd, a.term != nil, now)
+	if a.term == nil {
+		a.tryAt = now
+		return
+	}
+	if a.gate.shouldYield(now) {
+		a.cfg.Logger.Info("out-ranked; giving the slot up", "name", a.e.name, "slot", a.term.event.Slot, "token", a.term.event.Token)
+		a.resign(resignReq{done: make(chan error, 1)})
+		a.gate.outrankedSince = time.Time{}
+	}
+}
+
+// updated re-registers and re-ranks after SetScore.
+func (a *actor) updated() {
+	if a.gate == nil {
+		return
+	}
+	a.gate.registered, a.gate.fresh = false, false
+	if a.term == nil {
+		a.tryAt = time.Now()
+	}
+}
