@@ -65,3 +65,17 @@ func WithPreemption(d time.Duration) campaign.Option {
 func WithRotation(d time.Duration) campaign.Option {
 	return elector.OptionFunc(func(c *elector.Config) { c.Rotation = d })
 }
+
+// Registry is a candidate registry other than the backend's, such as the
+// gossip of package transport/memberlist: it lists a group's candidates and
+// takes this candidate's entry.
+type Registry = elector.Registry
+
+// WithRegistry makes the strategy rank the candidates r lists, and
+// registers this candidate with r, instead of using the backend's registry.
+// A registry whose entries are not tied to the backend session (gossip) can
+// list a dead candidate for a while; the patience period keeps that from
+// blocking a slot. Default: the backend's registry.
+func WithRegistry(r Registry) campaign.Option {
+	return elector.OptionFunc(func(c *elector.Config) { c.Registry = r })
+}

@@ -1,9 +1,11 @@
 package group_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -209,3 +211,56 @@ func TestStrategyInputErrors(t *testing.T) {
 type noRegistry struct{ backends.Backend }
 
 func nanScore() float64 { var z float64; return z / z }
+
+// mapRegistry is a registry outside the backend, as gossip would be.
+type mapRegistry struct {
+	mu      sync.Mutex
+	entries map[string]strategy.Candidate
+	order   uint64
+}
+
+func (r *mapRegistry) Members(_ context.Context, group string) ([]strategy.Candidate, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []strategy.Candidate
+	for _, c := range r.entries {
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func (r *mapRegistry) Register(_ context.Context, group string, c strategy.Candidate) (strategy.Candidate, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.entries[c.ID]; ok {
+		c.Order = old.Order
+	} else {
+		r.order++
+		c.Order = r.order
+	}
+	r.entries[c.ID] = c
+	return c, nil
+}
+
+func (r *mapRegistry) Deregister(_ context.Context, group string) error { return nil }
+
+func TestCustomRegistry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := noRegistry{memory.New()}
+		reg := &mapRegistry{entries: map[string]strategy.Candidate{}}
+		var h history
+		var ms []*member
+		for i, score := range []float64{3, 9, 1, 7} {
+			ms = append(ms, join(t, b, fmt.Sprintf("n%d", i), 2, &h, group.WithRegistry(reg),
+				group.WithStrategy(strategy.Score()), group.WithScore(score), group.WithPreemption(2*time.Second)))
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := holders(ms); !slices.Equal(got, []string{"n1", "n3"}) {
+			t.Fatalf("holders %v, want the top scorers n1 and n3", got)
+		}
+		for _, m := range ms {
+			m.g.Close()
+		}
+	})
+}

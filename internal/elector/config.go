@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -69,6 +70,15 @@ type Config struct {
 	Patience time.Duration // default: 2 × Retry
 	Preempt  time.Duration // 0: no preemption
 	Rotation time.Duration // 0: the epoch never advances
+	// Registry replaces the backend's registry (for example gossip).
+	Registry Registry
+}
+
+// Registry is a candidate registry that is not the backend's: it lists a
+// group's candidates and takes this candidate's entry.
+type Registry interface {
+	backends.Registry
+	backends.Registrar
 }
 
 // NewConfig applies opts over the defaults.

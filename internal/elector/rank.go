@@ -20,6 +20,7 @@ import (
 type gate struct {
 	strategy strategy.Strategy
 	registry backends.Registry
+	own      backends.Registrar // registers us; nil: the session does
 	patience time.Duration
 	preempt  time.Duration // 0: never
 	rotation time.Duration // 0: the epoch never advances
@@ -37,9 +38,14 @@ func newGate(b backends.Backend, name string, cfg *Config) (*gate, error) {
 	if cfg.Strategy == nil {
 		return nil, nil
 	}
-	reg, ok := b.(backends.Registry)
-	if !ok {
-		return nil, fmt.Errorf("%w: strategy %s needs a backend with a candidate registry; %T has none", ErrInvalid, cfg.Strategy.Name(), b)
+	var reg backends.Registry
+	var own backends.Registrar
+	if cfg.Registry != nil {
+		reg, own = cfg.Registry, cfg.Registry
+	} else if r, ok := b.(backends.Registry); ok {
+		reg = r
+	} else {
+		return nil, fmt.Errorf("%w: strategy %s needs a candidate registry; the backend %T has none and none was given", ErrInvalid, cfg.Strategy.Name(), b)
 	}
 	me := cfg.Me
 	me.ID = cfg.ID
@@ -49,7 +55,7 @@ func newGate(b backends.Backend, name string, cfg *Config) (*gate, error) {
 	if _, err := cfg.Strategy.Rank(name, 0, []strategy.Candidate{me}); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	return &gate{strategy: cfg.Strategy, registry: reg, patience: cfg.Patience, preempt: cfg.Preempt, rotation: cfg.Rotation}, nil
+	return &gate{strategy: cfg.Strategy, registry: reg, own: own, patience: cfg.Patience, preempt: cfg.Preempt, rotation: cfg.Rotation}, nil
 }
 
 // epoch is the rotation period's index, the same on every node whose

@@ -10,7 +10,10 @@ import (
 
 // startRegister puts this candidate's entry in the group's registry.
 func (a *actor) startRegister() {
-	r, ok := a.sess.(backends.Registrar)
+	r, ok := a.gate.own, a.gate.own != nil
+	if !ok {
+		r, ok = a.sess.(backends.Registrar)
+	}
 	if !ok {
 		a.fail("register", errors.New("campaign: the backend's sessions keep no registry"))
 		a.gate.registered = true // nothing to do; ranking lists us anyway
