@@ -1,20 +1,31 @@
 package redis_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/redis/redistest"
+	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/faultlink"
 )
 
 func TestMain(m *testing.M) {
+	// The driver logs each failed dial; the fault tests make many.
+	goredis.SetLogger(quietLogger{})
 	goleak.VerifyTestMain(m)
 }
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // newBackend returns a Backend on a client of addr that is closed when the
 // test ends.
@@ -33,4 +44,227 @@ func TestContract(t *testing.T) {
 		New: func(t *testing.T) backends.Backend { return newBackend(t, srv.Addr()) },
 		TTL: time.Second,
 	})
+}
+
+func TestNewRejectsBadInput(t *testing.T) {
+	client := goredis.NewClient(redistest.Options("127.0.0.1:1")) // never dialled
+	defer client.Close()
+	tests := []struct {
+		name   string
+		client goredis.UniversalClient
+		opts   []redis.Option
+	}{
+		{"nil client", nil, nil},
+		{"empty prefix", client, []redis.Option{redis.WithPrefix("")}},
+		{"prefix with {", client, []redis.Option{redis.WithPrefix("a{b")}},
+		{"prefix with }", client, []redis.Option{redis.WithPrefix("a}")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if b, err := redis.New(tt.client, tt.opts...); !errors.Is(err, backends.ErrInvalid) || b != nil {
+				t.Fatalf("New = %v, %v; want ErrInvalid", b, err)
+			}
+		})
+	}
+}
+
+// TestKeys: a lock's keys share the hash tag {name}, with '%' and '}'
+// escaped so that every name has a whole tag of its own, and the prefix
+// keeps two backends apart.
+func TestKeys(t *testing.T) {
+	srv := redistest.Start(t)
+	client := redistest.Client(t, srv.Addr())
+	ctx := t.Context()
+	names := map[string]string{
+		"plain": "hustings:{plain}:lock",
+		"a}b":   "hustings:{a%7Db}:lock",
+		"}":     "hustings:{%7D}:lock",
+		"%7D":   "hustings:{%257D}:lock",
+		"{x}":   "hustings:{{x%7D}:lock",
+	}
+	b := newBackend(t, srv.Addr())
+	s := openSession(t, b, "a", time.Minute)
+	for name, key := range names {
+		if _, err := s.Acquire(ctx, name, 0); err != nil {
+			t.Fatalf("Acquire(%q): %v", name, err)
+		}
+		if n, err := client.Exists(ctx, key).Result(); err != nil || n != 1 {
+			t.Errorf("lock %q: key %q exists = %d, %v; want 1", name, key, n, err)
+		}
+	}
+	other := newBackend(t, srv.Addr(), redis.WithPrefix("other"))
+	if _, err := openSession(t, other, "b", time.Minute).Acquire(ctx, "plain", 0); err != nil {
+		t.Fatalf("Acquire under another prefix: %v", err)
+	}
+	if n, err := client.Exists(ctx, "other:{plain}:lock").Result(); err != nil || n != 1 {
+		t.Errorf("key under prefix other: exists = %d, %v; want 1", n, err)
+	}
+}
+
+// TestTokensSurviveDataLoss: a restart that loses every key, fencing
+// counters included, does not make tokens go backwards: they are floored
+// by the server's clock.
+func TestTokensSurviveDataLoss(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newBackend(t, srv.Addr())
+	ctx := t.Context()
+	var last events.Token
+	for round := range 3 {
+		s := openSession(t, b, "a", time.Minute)
+		for range 3 {
+			tok, err := s.Acquire(ctx, "fenced", 0)
+			if err != nil {
+				t.Fatalf("round %d: Acquire: %v", round, err)
+			}
+			if tok <= last {
+				t.Fatalf("round %d: token %d after %d", round, tok, last)
+			}
+			last = tok
+			if err := s.Release(ctx, "fenced", tok, 0); err != nil {
+				t.Fatalf("round %d: Release: %v", round, err)
+			}
+		}
+		if err := srv.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLostSessionChangesNothing: calls of a session that Redis lost
+// report it and leave the locks as they were: free.
+func TestLostSessionChangesNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newBackend(t, srv.Addr())
+	ctx := t.Context()
+
+	lost := openSession(t, b, "lost", time.Minute)
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := lost.Acquire(ctx, "after-restart", 0)
+	wantErrs(t, "Acquire of a session lost in a restart", err, backends.ErrSessionLost)
+	wantFree(t, b, "after-restart")
+	wantErrs(t, "KeepAlive of a session lost in a restart", lost.KeepAlive(ctx), backends.ErrSessionLost)
+
+	expired := openSession(t, b, "expired", 200*time.Millisecond)
+	tok, err := expired.Acquire(ctx, "expired", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	err = expired.Release(ctx, "expired", tok, time.Minute)
+	wantErrs(t, "Release with a hold of an expired session", err, backends.ErrNotHeld, backends.ErrSessionLost)
+	wantFree(t, b, "expired")
+	if err := expired.Close(ctx); err != nil {
+		t.Fatalf("Close of an expired session: %v", err)
+	}
+}
+
+// TestTakeOverWakesWatchers: taking over the lock of a session that
+// expired wakes the watchers, as taking a free lock does.
+func TestTakeOverWakesWatchers(t *testing.T) {
+	srv := redistest.Start(t)
+	b := newBackend(t, srv.Addr())
+	ctx := t.Context()
+	old := openSession(t, b, "old", 200*time.Millisecond)
+	if _, err := old.Acquire(ctx, "taken-over", 0); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := b.Watch(ctx, "taken-over")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	select {
+	case <-ch:
+		t.Fatal("signal for an expiry: Redis publishes none")
+	default:
+	}
+	if _, err := openSession(t, b, "new", time.Minute).Acquire(ctx, "taken-over", 0); err != nil {
+		t.Fatalf("Acquire of a lock whose session expired: %v", err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no signal after the take-over")
+	}
+}
+
+// TestUnreachable: while the server is down, or a call's deadline passes
+// on a dead link, calls fail with ErrUnavailable (and the context's error),
+// never with ErrSessionLost; watches are closed; all works again after a
+// restart or a heal.
+func TestUnreachable(t *testing.T) {
+	srv := redistest.Start(t)
+	link := faultlink.NewLink(t, srv.Addr())
+	b := newBackend(t, link.Addr())
+	ctx := t.Context()
+	s := openSession(t, b, "a", time.Minute)
+	watch, err := b.Watch(ctx, "down")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	link.Blackhole()
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	start := time.Now()
+	err = s.KeepAlive(short)
+	cancel()
+	wantErrs(t, "KeepAlive on a dead link", err, backends.ErrUnavailable, context.DeadlineExceeded)
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("KeepAlive with a 300ms deadline returned after %v: the deadline did not bound it", took)
+	}
+	link.Heal()
+
+	srv.Kill()
+	select {
+	case _, ok := <-watch:
+		for ok {
+			_, ok = <-watch
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("watch channel still open 15s after the server died")
+	}
+	_, err = b.Holder(ctx, "down")
+	wantErrs(t, "Holder while the server is down", err, backends.ErrUnavailable)
+	wantErrs(t, "KeepAlive while the server is down", s.KeepAlive(ctx), backends.ErrUnavailable)
+	_, err = b.Watch(ctx, "down")
+	wantErrs(t, "Watch while the server is down", err, backends.ErrUnavailable)
+	if errors.Is(err, backends.ErrSessionLost) {
+		t.Fatalf("error while the server is down matches ErrSessionLost: %v", err)
+	}
+
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openSession(t, b, "b", time.Minute).Acquire(ctx, "down", 0); err != nil {
+		t.Fatalf("Acquire after the restart: %v", err)
+	}
+}
+
+// openSession opens a session that is closed when the test ends.
+func openSession(t *testing.T, b backends.Backend, id string, ttl time.Duration) backends.Session {
+	t.Helper()
+	s, err := b.Open(t.Context(), id, ttl)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", id, err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
+}
+
+func wantErrs(t *testing.T, what string, err error, targets ...error) {
+	t.Helper()
+	for _, target := range targets {
+		if !errors.Is(err, target) {
+			t.Fatalf("%s: %v, want an error matching %q", what, err, target)
+		}
+	}
+}
+
+func wantFree(t *testing.T, b backends.Backend, name string) {
+	t.Helper()
+	if h, err := b.Holder(t.Context(), name); err != nil || !h.Free() {
+		t.Fatalf("Holder(%q) = %+v, %v; want free", name, h, err)
+	}
 }

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/hustings/hustings/internal/testserver"
 )
@@ -167,17 +166,11 @@ func (s *Server) ping() error {
 	return nil
 }
 
-// Options returns the client options the tests use for addr: calls end
-// when their context does (ContextTimeoutEnabled), and the maintenance
-// notifications that redis-server 7 does not know are off.
+// Options returns the client options the tests use for addr: the
+// defaults, but with ContextTimeoutEnabled, so that a call's context
+// deadline bounds its reads and writes.
 func Options(addr string) *goredis.Options {
-	return &goredis.Options{
-		Addr:                  addr,
-		ContextTimeoutEnabled: true,
-		MaintNotificationsConfig: &maintnotifications.Config{
-			Mode: maintnotifications.ModeDisabled,
-		},
-	}
+	return &goredis.Options{Addr: addr, ContextTimeoutEnabled: true}
 }
 
 // Client returns a client of addr with Options(addr), closed when the test
