@@ -1,0 +1,305 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/etcd/etcdtest"
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
+)
+
+const (
+	faultLock = "faults"
+	faultTTL  = 2 * time.Second
+	// faultMargin is generous: the leader must stop believing before the
+	// server frees the lock, even when the test machine is slow.
+	faultMargin = 500 * time.Millisecond
+)
+
+// cand is one candidate's campaign, with every event it published.
+type cand struct {
+	id string
+	c  *campaign.Campaign
+	wg sync.WaitGroup
+
+	mu  sync.Mutex
+	evs []events.Event
+}
+
+// history is every candidate of a test, for the checks at its end.
+type history struct {
+	mu    sync.Mutex
+	cands []*cand
+}
+
+// start runs a campaign for id on b until the (sub)test ends.
+func (h *history) start(t *testing.T, b backends.Backend, id string, opts ...campaign.Option) *cand {
+	t.Helper()
+	opts = append([]campaign.Option{
+		campaign.WithID(id), campaign.WithTTL(faultTTL), campaign.WithSafetyMargin(faultMargin),
+		campaign.WithRetry(200 * time.Millisecond),
+	}, opts...)
+	c, err := campaign.New(b, faultLock, opts...)
+	if err != nil {
+		t.Fatalf("campaign.New(%s): %v", id, err)
+	}
+	k := &cand{id: id, c: c}
+	ch := c.Events()
+	k.wg.Go(func() { _ = c.Run(context.Background()) })
+	k.wg.Go(func() {
+		for e := range ch {
+			k.mu.Lock()
+			k.evs = append(k.evs, e)
+			k.mu.Unlock()
+		}
+	})
+	t.Cleanup(k.stop)
+	h.mu.Lock()
+	h.cands = append(h.cands, k)
+	h.mu.Unlock()
+	return k
+}
+
+// stop ends the campaign (releasing its lock) and waits for it.
+func (k *cand) stop() {
+	_ = k.c.Close()
+	k.wg.Wait()
+}
+
+// events returns a copy of the events so far.
+func (k *cand) events() []events.Event {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Clone(k.evs)
+}
+
+// count returns how many events of kind k published.
+func (k *cand) count(kind events.Kind) int {
+	n := 0
+	for _, e := range k.events() {
+		if e.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// nth waits up to d for the n-th event (from 1) of kind and returns it.
+func (k *cand) nth(t *testing.T, kind events.Kind, n int, d time.Duration) events.Event {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		seen := 0
+		for _, e := range k.events() {
+			if e.Kind == kind {
+				if seen++; seen == n {
+					return e
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no %s event #%d within %v; events: %v", k.id, kind, n, d, k.events())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// term is one holding of the lock by one candidate, as it believed it.
+type term struct {
+	id         string
+	token      events.Token
+	start, end time.Time
+}
+
+// check fails the test unless, across every candidate: Elected and
+// Revoked alternate per candidate with matching tokens, tokens strictly
+// increase in the order of election, and no two candidates ever believed
+// they led at the same time.
+func (h *history) check(t *testing.T) {
+	t.Helper()
+	var terms []term
+	for _, k := range h.cands {
+		var open *term
+		for _, e := range k.events() {
+			switch {
+			case e.Kind == events.Elected && open == nil:
+				open = &term{id: k.id, token: e.Token, start: e.Time, end: time.Unix(math.MaxInt32, 0)}
+			case e.Kind == events.Revoked && open != nil && e.Token == open.token:
+				open.end = e.Time
+				terms = append(terms, *open)
+				open = nil
+			default:
+				t.Errorf("%s: %s out of order; events: %v", k.id, e, k.events())
+			}
+		}
+		if open != nil {
+			terms = append(terms, *open)
+		}
+	}
+	slices.SortFunc(terms, func(a, b term) int { return a.start.Compare(b.start) })
+	for i := 1; i < len(terms); i++ {
+		prev, cur := terms[i-1], terms[i]
+		if cur.token <= prev.token {
+			t.Errorf("token went backwards: %s elected with %d after %s with %d", cur.id, cur.token, prev.id, prev.token)
+		}
+		if cur.start.Before(prev.end) {
+			t.Errorf("%s (token %d) elected at %v while %s (token %d) led until %v",
+				cur.id, cur.token, cur.start.Format(time.StampMilli), prev.id, prev.token, prev.end.Format(time.StampMilli))
+		}
+	}
+	t.Logf("%d terms, tokens %v", len(terms), tokensOf(terms))
+}
+
+func tokensOf(terms []term) []events.Token {
+	var toks []events.Token
+	for _, tm := range terms {
+		toks = append(toks, tm.token)
+	}
+	return toks
+}
+
+// TestFaults runs campaigns on one lock through a cut link, a server
+// restart and a slow link, on one server, and checks at the end that the
+// fencing token never went backwards and no two candidates ever believed
+// they led at once.
+func TestFaults(t *testing.T) {
+	srv := etcdtest.Start(t)
+	h := &history{}
+	defer h.check(t)
+	for _, phase := range []struct {
+		name string
+		run  func(t *testing.T, srv *etcdtest.Server, h *history)
+	}{
+		{"Blackhole", blackholeLeader},
+		{"Restart", restartServer},
+		{"Latency", slowLink},
+	} {
+		if !t.Run(phase.name, func(t *testing.T) { phase.run(t, srv, h) }) {
+			return
+		}
+	}
+}
+
+// blackholeLeader: the leader's link is cut; it publishes Revoked while
+// the server still holds its lock, a candidate on a direct link is
+// elected once the server frees it, and after the link heals the old
+// leader campaigns again and wins, with a larger token, when the other
+// resigns.
+func blackholeLeader(t *testing.T, srv *etcdtest.Server, h *history) {
+	link, linked := srv.Linked(t)
+	observer := newBackend(t, srv.Client(t))
+	l := h.start(t, newBackend(t, linked), "blackholed")
+	first := l.nth(t, events.Elected, 1, 15*time.Second)
+	f := h.start(t, newBackend(t, srv.Client(t)), "direct")
+
+	link.Blackhole()
+	revoked := l.nth(t, events.Revoked, 1, faultTTL+10*time.Second)
+	holder, err := observer.Holder(t.Context(), faultLock)
+	if err != nil {
+		t.Fatalf("Holder: %v", err)
+	}
+	if holder.ID != "blackholed" || holder.Token != first.Token {
+		t.Fatalf("Holder right after the cut-off leader's Revoked = %+v, want blackholed, %d: the leader must give up before the server frees the lock", holder, first.Token)
+	}
+	if !errors.Is(revoked.Reason, events.ErrUnreachable) {
+		t.Errorf("Revoked reason = %v, want ErrUnreachable", revoked.Reason)
+	}
+	next := f.nth(t, events.Elected, 1, faultTTL+15*time.Second)
+	if next.Token <= first.Token {
+		t.Fatalf("direct candidate's token %d, want > %d", next.Token, first.Token)
+	}
+
+	link.Heal()
+	time.Sleep(faultTTL) // the healed candidate campaigns, and meets contention
+	if n := l.count(events.Elected); n != 1 {
+		t.Fatalf("healed candidate elected %d times while the other leads", n)
+	}
+	f.stop()
+	again := l.nth(t, events.Elected, 2, faultTTL+15*time.Second)
+	if again.Token <= next.Token {
+		t.Fatalf("healed candidate's new token %d, want > %d", again.Token, next.Token)
+	}
+}
+
+// restartServer: the server stops for longer than the TTL and restarts on
+// the same data; nobody believes it leads during the outage, and the
+// campaigns elect a leader again without being restarted, with a larger
+// token.
+func restartServer(t *testing.T, srv *etcdtest.Server, h *history) {
+	a := h.start(t, newBackend(t, srv.Client(t)), "restart-a")
+	b := h.start(t, newBackend(t, srv.Client(t)), "restart-b")
+	first := elected(t, 15*time.Second, a, b)
+
+	stopped := time.Now()
+	srv.Stop()
+	for _, k := range []*cand{a, b} {
+		eventually(t, fmt.Sprintf("%s believes it leads during the outage", k.id), faultTTL+10*time.Second, func() bool {
+			return !k.c.State().Leader
+		})
+	}
+	time.Sleep(time.Until(stopped.Add(faultTTL + time.Second)))
+	electedDuring := a.count(events.Elected) + b.count(events.Elected)
+	if err := srv.Restart(); err != nil {
+		t.Fatalf("Restart: %v", err)
+	}
+	if n := a.count(events.Elected) + b.count(events.Elected); n != electedDuring || n != 1 {
+		t.Fatalf("%d elections by the end of the outage, want only the one before it", n)
+	}
+	next := elected(t, 30*time.Second, a, b)
+	if next.Token <= first.Token {
+		t.Fatalf("token after the restart %d, want > %d", next.Token, first.Token)
+	}
+}
+
+// slowLink: 100 ms more latency each way on the leader's link, with a
+// generous TTL, does not cost it its term.
+func slowLink(t *testing.T, srv *etcdtest.Server, h *history) {
+	link, linked := srv.Linked(t)
+	t.Cleanup(link.Heal) // before the link closes: toxiproxy leaks an active latency toxic's goroutine
+	link.Latency(100*time.Millisecond, 0)
+	const ttl = 3 * time.Second
+	l := h.start(t, newBackend(t, linked), "slow", campaign.WithTTL(ttl), campaign.WithSafetyMargin(ttl/10))
+	l.nth(t, events.Elected, 1, 30*time.Second)
+	h.start(t, newBackend(t, srv.Client(t)), "fast")
+	time.Sleep(2 * ttl)
+	if n := l.count(events.Revoked); n != 0 {
+		t.Fatalf("slow link: %d Revoked events: %v", n, l.events())
+	}
+}
+
+// elected waits up to d for a candidate to be elected and returns its
+// newest Elected event; the lock must be free of leaders at the call.
+func elected(t *testing.T, d time.Duration, cands ...*cand) events.Event {
+	t.Helper()
+	var got events.Event
+	eventually(t, "a candidate is elected", d, func() bool {
+		for _, k := range cands {
+			if s := k.c.State(); s.Leader {
+				got = s.LastEvent
+				return got.Kind == events.Elected
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// eventually polls cond every 10 ms until it holds, failing after d.
+func eventually(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not so after %v", what, d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
