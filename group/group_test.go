@@ -211,7 +211,9 @@ func check(t *testing.T, log []events.Event, n int) {
 	if len(ts) < 20 {
 		t.Fatalf("only %d terms: the test exercised too little", len(ts))
 	}
-	slices.SortFunc(ts, func(x, y term) int { return cmp.Or(cmp.Compare(x.slot, y.slot), x.from.Compare(y.from)) })
+	slices.SortFunc(ts, func(x, y term) int {
+		return cmp.Or(cmp.Compare(x.slot, y.slot), x.from.Compare(y.from), cmp.Compare(x.token, y.token))
+	})
 	for i := 1; i < len(ts); i++ {
 		p, c := ts[i-1], ts[i]
 		if p.slot == c.slot && (c.from.Before(p.to) || c.token <= p.token) {

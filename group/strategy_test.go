@@ -86,10 +86,13 @@ func TestPreemptionMovesTheSlotOnce(t *testing.T) {
 			return []campaign.Option{group.WithStrategy(strategy.Score()), group.WithScore(score),
 				group.WithPreemption(5 * time.Second), group.WithPatience(time.Hour)}
 		}
-		ms := []*member{
-			join(t, b, "hi", 2, &h, opts(10)...),
-			join(t, b, "mid", 2, &h, opts(5)...),
-			join(t, b, "lo", 2, &h, opts(1)...),
+		var ms []*member
+		for _, c := range []struct {
+			id    string
+			score float64
+		}{{"hi", 10}, {"mid", 5}, {"lo", 1}} {
+			ms = append(ms, join(t, b, c.id, 2, &h, opts(c.score)...))
+			synctest.Wait() // registered and settled before the next joins
 		}
 		time.Sleep(20 * time.Second)
 		synctest.Wait()
@@ -137,7 +140,9 @@ func TestPatienceLetsTheNextRankedIn(t *testing.T) {
 			return []campaign.Option{group.WithStrategy(strategy.Score()), group.WithScore(score), group.WithPatience(20 * time.Second)}
 		}
 		began := time.Now()
-		ms := []*member{join(t, b, "a", 2, &h, opts(5)...), join(t, b, "b", 2, &h, opts(1)...)}
+		ms := []*member{join(t, b, "a", 2, &h, opts(5)...)}
+		synctest.Wait() // a registered and holds a slot before b joins
+		ms = append(ms, join(t, b, "b", 2, &h, opts(1)...))
 		synctest.Wait()
 		if got := holders(ms); !slices.Equal(got, []string{"a"}) {
 			t.Fatalf("holders %v at once, want only a (ghost and a are the top 2)", got)
