@@ -28,7 +28,9 @@
 // candidate cannot take a lock on the strength of a dead session.
 //
 // A lock acquired with a lease > 0 is also bound to a second lease of that
-// length, granted first (one more round trip): the lock key stays bound to
+// length (rounded up to whole seconds, so the lock may live up to a second,
+// plus etcd's expiry check, past it; never less), granted first (one more
+// round trip): the lock key stays bound to
 // the session's lease, and a guard key, bound to the second lease, must
 // exist for the lock to count as held. Once the guard is gone the lock is
 // free: Holder reports it free, and the next Acquire deletes the stale key

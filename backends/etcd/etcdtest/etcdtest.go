@@ -77,8 +77,8 @@ func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.clientPort
 func (s *Server) Dir() string { return s.dir }
 
 // Stop stops the server and waits until it has stopped; its data stays in
-// Dir. Open client connections are cut (watch streams after etcd's
-// request timeout of a few seconds). Calling Stop again does nothing.
+// Dir. Client connections are cut; clients reconnect once it runs again.
+// Calling Stop again does nothing.
 func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
