@@ -22,7 +22,8 @@
 // Release with a hold rewrites the key to "<token> h <session ID>" with PX
 // hold: held by nobody alive, still reporting the candidate and token,
 // outliving the session. Close deletes the session key and releases every
-// lock the session may hold, in one pipeline.
+// lock the session may hold, in one pipeline. The key of a lock whose
+// holder crashed stays until another session takes the lock over.
 //
 // Acquire and Release send their script and an EXISTS of the caller's
 // session key in one pipeline: one round trip on a standalone server. If
@@ -33,13 +34,17 @@
 //
 // The acquire script increments the counter prefix:{name}:fence and makes
 // the token max(counter + 1, the server's TIME in microseconds), storing it
-// back. Tokens therefore strictly increase per name for as long as Redis
-// keeps its data, and also across a loss of that data (a restart without
-// persistence, a failover to a replica that missed the last writes) as
-// long as the server's clock does not go backwards and no more than one
-// lock of a name was taken per microsecond just before the loss. A
-// server whose clock is behind the old one's can issue a token lower than
-// a token issued before the loss.
+// back (scripts may call TIME: Redis 5 and later replicate their effects).
+// Tokens therefore strictly increase per name for as long as Redis keeps
+// its data. They also keep increasing across a loss of that data (a
+// restart without persistence, a failover to a replica that missed the
+// last writes), when the counter starts again from nothing, provided the
+// server's clock does not go backwards: a token runs ahead of the clock
+// only when a name is taken more than once in a microsecond, and then by
+// as many microseconds as extra takes, while a restart or failover takes
+// milliseconds at least. A new server whose clock is behind the old one's
+// by more than the outage lasted can issue a token lower than one issued
+// before. The fence keys are never deleted: one small key per name.
 //
 // # Wake-ups
 //
@@ -60,16 +65,24 @@
 //
 // # What blocks
 //
-// Every call is one to three round trips and blocks until Redis answers or
-// the context ends. Local checks come first and never block: a call of a
-// closed session returns backends.ErrSessionClosed, bad input
+// Every call blocks until Redis answers or the context ends. Open,
+// KeepAlive, Release and Close make one round trip; Holder one or two;
+// Acquire one for a free lock or its own, two for a lock held by another,
+// three to take a lock over (and one more to undo the work of a session
+// found lost). Local checks come first and never block: a call of a closed
+// session returns backends.ErrSessionClosed, bad input
 // backends.ErrInvalid. Then a done context returns an error matching
 // backends.ErrUnavailable and the context's error without sending
 // anything. Failures to reach Redis or to get its answer match
-// backends.ErrUnavailable, and the context's error when it ended. Give the
-// client ContextTimeoutEnabled: true: otherwise go-redis bounds a call to
-// an unreachable server by its own ReadTimeout and WriteTimeout (and
-// retries), not by the context.
+// backends.ErrUnavailable, and the context's error when it ended.
+//
+// Give the client ContextTimeoutEnabled: true, so that a context's
+// deadline bounds the reads and writes of a call; otherwise go-redis bounds
+// a call to an unreachable server by its ReadTimeout and WriteTimeout
+// only. Either way, a context cancelled without a deadline is seen before
+// the call is sent, and after that only when those timeouts end the wait;
+// and go-redis retries failed dials and commands (MaxRetries) within these
+// bounds, so a call to a server that is down can take seconds.
 //
 // # Concurrency and ownership
 //

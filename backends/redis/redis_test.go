@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -190,55 +191,103 @@ func TestTakeOverWakesWatchers(t *testing.T) {
 	}
 }
 
-// TestUnreachable: while the server is down, or a call's deadline passes
-// on a dead link, calls fail with ErrUnavailable (and the context's error),
-// never with ErrSessionLost; watches are closed; all works again after a
-// restart or a heal.
+// TestUnreachable: on a dead link a call's deadline bounds it, and a
+// watch notices the silence and is closed; while the server is down calls
+// fail with ErrUnavailable, never ErrSessionLost, and watches are closed;
+// all works again after a heal or a restart.
 func TestUnreachable(t *testing.T) {
 	srv := redistest.Start(t)
 	link := faultlink.NewLink(t, srv.Addr())
-	b := newBackend(t, link.Addr())
+	viaLink, direct := newBackend(t, link.Addr()), newBackend(t, srv.Addr())
 	ctx := t.Context()
-	s := openSession(t, b, "a", time.Minute)
-	watch, err := b.Watch(ctx, "down")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cut, killed := watch(t, viaLink, "down"), watch(t, direct, "down")
+	s := openSession(t, viaLink, "a", time.Minute)
 
 	link.Blackhole()
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	start := time.Now()
-	err = s.KeepAlive(short)
+	err := s.KeepAlive(short)
 	cancel()
 	wantErrs(t, "KeepAlive on a dead link", err, backends.ErrUnavailable, context.DeadlineExceeded)
 	if took := time.Since(start); took > 4*time.Second {
 		t.Errorf("KeepAlive with a 300ms deadline returned after %v: the deadline did not bound it", took)
 	}
+	waitClosed(t, cut, "the link went dark", 25*time.Second) // two silences of 5s
 	link.Heal()
-
-	srv.Kill()
-	select {
-	case _, ok := <-watch:
-		for ok {
-			_, ok = <-watch
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("watch channel still open 15s after the server died")
+	if err := s.KeepAlive(ctx); err != nil {
+		t.Fatalf("KeepAlive after the heal: %v", err)
 	}
-	_, err = b.Holder(ctx, "down")
-	wantErrs(t, "Holder while the server is down", err, backends.ErrUnavailable)
-	wantErrs(t, "KeepAlive while the server is down", s.KeepAlive(ctx), backends.ErrUnavailable)
-	_, err = b.Watch(ctx, "down")
-	wantErrs(t, "Watch while the server is down", err, backends.ErrUnavailable)
-	if errors.Is(err, backends.ErrSessionLost) {
-		t.Fatalf("error while the server is down matches ErrSessionLost: %v", err)
+
+	d := openSession(t, direct, "d", time.Minute)
+	srv.Kill()
+	waitClosed(t, killed, "the server died", 15*time.Second)
+	calls := map[string]func() error{
+		"Open":      func() error { _, err := direct.Open(ctx, "e", time.Minute); return err },
+		"Holder":    func() error { _, err := direct.Holder(ctx, "down"); return err },
+		"Watch":     func() error { _, err := direct.Watch(ctx, "down"); return err },
+		"Acquire":   func() error { _, err := d.Acquire(ctx, "down", 0); return err },
+		"KeepAlive": func() error { return d.KeepAlive(ctx) },
+		"Release":   func() error { return d.Release(ctx, "down", 1, 0) },
+	}
+	errs := make(map[string]error)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name, call := range calls { // at once: the driver retries each for seconds
+		wg.Go(func() {
+			err := call()
+			mu.Lock()
+			errs[name] = err
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for name, err := range errs {
+		if !errors.Is(err, backends.ErrUnavailable) || errors.Is(err, backends.ErrSessionLost) || errors.Is(err, backends.ErrNotHeld) {
+			t.Errorf("%s while the server is down: %v, want ErrUnavailable only", name, err)
+		}
 	}
 
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openSession(t, b, "b", time.Minute).Acquire(ctx, "down", 0); err != nil {
-		t.Fatalf("Acquire after the restart: %v", err)
+	// The driver may report its last failed dial for a moment.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		s, err := direct.Open(ctx, "b", time.Minute)
+		if err == nil {
+			_ = s.Close(ctx)
+			break
+		}
+		if !errors.Is(err, backends.ErrUnavailable) || time.Now().After(deadline) {
+			t.Fatalf("Open after the restart: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// watch watches name until the test ends.
+func watch(t *testing.T, b *redis.Backend, name string) <-chan struct{} {
+	t.Helper()
+	ch, err := b.Watch(t.Context(), name)
+	if err != nil {
+		t.Fatalf("Watch(%q): %v", name, err)
+	}
+	return ch
+}
+
+// waitClosed fails the test unless ch is closed within d.
+func waitClosed(t *testing.T, ch <-chan struct{}, after string, d time.Duration) {
+	t.Helper()
+	timeout := time.After(d)
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("watch channel still open %v after %s", d, after)
+		}
 	}
 }
 
