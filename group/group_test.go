@@ -1,11 +1,9 @@
 package group_test
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -14,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
@@ -45,18 +44,7 @@ type member struct {
 	done chan error
 }
 
-type history struct {
-	mu     sync.Mutex
-	events []events.Event
-}
-
-func (h *history) add(e events.Event) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.events = append(h.events, e)
-}
-
-func join(t *testing.T, b backends.Backend, id string, n int, h *history, opts ...campaign.Option) *member {
+func join(t *testing.T, b backends.Backend, id string, n int, h *backendtest.History, opts ...campaign.Option) *member {
 	t.Helper()
 	opts = append([]campaign.Option{campaign.WithID(id), campaign.WithTTL(10 * time.Second), campaign.WithRetry(500 * time.Millisecond)}, opts...)
 	g, err := group.New(b, "rollups", n, opts...)
@@ -65,11 +53,7 @@ func join(t *testing.T, b backends.Backend, id string, n int, h *history, opts .
 	}
 	m := &member{g: g, done: make(chan error, 1)}
 	go func() { m.done <- g.Run(context.Background()) }()
-	go func() {
-		for e := range g.Events() {
-			h.add(e)
-		}
-	}()
+	go h.Follow(g.Events())
 	t.Cleanup(func() { g.Close() })
 	return m
 }
@@ -88,7 +72,7 @@ func leaders(ms []*member) []*member {
 func TestGroupFillsNSlots(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := memory.New()
-		var h history
+		var h backendtest.History
 		var ms []*member
 		for i := range 8 {
 			ms = append(ms, join(t, b, fmt.Sprintf("n%d", i), 3, &h))
@@ -127,7 +111,7 @@ func TestGroupFillsNSlots(t *testing.T) {
 func TestGroupNeverMoreThanNUnderCrashes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := memory.New()
-		var h history
+		var h backendtest.History
 		var ms []*member
 		for i := range 8 {
 			ms = append(ms, join(t, b, fmt.Sprintf("n%d", i), 3, &h))
@@ -165,82 +149,16 @@ func TestGroupNeverMoreThanNUnderCrashes(t *testing.T) {
 			m.g.Close()
 		}
 		synctest.Wait()
-		check(t, h.events, 3)
+		if ts := backendtest.CheckTerms(t, h.Events(), 3); len(ts) < 20 {
+			t.Fatalf("only %d terms: the test exercised too little", len(ts))
+		}
 	})
-}
-
-// term is one holding of a slot, [from, to).
-type term struct {
-	slot     int
-	token    events.Token
-	from, to time.Time
-}
-
-// terms pairs each Elected with its Revoked.
-func terms(t *testing.T, log []events.Event) []term {
-	t.Helper()
-	open := map[string]events.Event{} // by holder: a candidate holds one slot
-	var out []term
-	for _, e := range log {
-		switch e.Kind {
-		case events.Elected:
-			if o, ok := open[e.Holder]; ok {
-				t.Fatalf("%s elected in slot %d while it holds slot %d", e.Holder, e.Slot, o.Slot)
-			}
-			open[e.Holder] = e
-		case events.Revoked:
-			o, ok := open[e.Holder]
-			if !ok || o.Token != e.Token || o.Slot != e.Slot {
-				t.Fatalf("revoked %s without its elected", e)
-			}
-			delete(open, e.Holder)
-			out = append(out, term{e.Slot, e.Token, o.Time, e.Time})
-		}
-	}
-	if len(open) != 0 {
-		t.Fatalf("terms left open: %v", open)
-	}
-	return out
-}
-
-// check fails unless no two terms of one slot overlap, tokens per slot
-// strictly increase, and no more than n terms overlap at any instant.
-func check(t *testing.T, log []events.Event, n int) {
-	t.Helper()
-	ts := terms(t, log)
-	if len(ts) < 20 {
-		t.Fatalf("only %d terms: the test exercised too little", len(ts))
-	}
-	slices.SortFunc(ts, func(x, y term) int {
-		return cmp.Or(cmp.Compare(x.slot, y.slot), x.from.Compare(y.from), cmp.Compare(x.token, y.token))
-	})
-	for i := 1; i < len(ts); i++ {
-		p, c := ts[i-1], ts[i]
-		if p.slot == c.slot && (c.from.Before(p.to) || c.token <= p.token) {
-			t.Fatalf("slot %d: term %d [%v, %v) then term %d from %v", c.slot, p.token, p.from, p.to, c.token, c.from)
-		}
-	}
-	type edge struct {
-		at    time.Time
-		delta int
-	}
-	var edges []edge
-	for _, x := range ts {
-		edges = append(edges, edge{x.from, +1}, edge{x.to, -1})
-	}
-	slices.SortFunc(edges, func(x, y edge) int { return cmp.Or(x.at.Compare(y.at), cmp.Compare(x.delta, y.delta)) })
-	held := 0
-	for _, e := range edges {
-		if held += e.delta; held > n {
-			t.Fatalf("%d terms at once at %v, want at most %d", held, e.at, n)
-		}
-	}
 }
 
 func TestGroupRunIfLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := memory.New()
-		var h history
+		var h backendtest.History
 		a, c := join(t, b, "a", 3, &h), join(t, b, "c", 3, &h)
 		synctest.Wait()
 		res, err := group.RunIfLeader(t.Context(), b, "rollups", 3, answer)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
@@ -48,7 +49,7 @@ func TestStrategyPicksTheTopN(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := memory.New()
-				var h history
+				var h backendtest.History
 				var ms []*member
 				for i := range 5 {
 					opts := append(tt.opts(i), group.WithStrategy(tt.s), group.WithPatience(time.Hour), group.WithPreemption(3*time.Second))
@@ -81,7 +82,7 @@ func TestStrategyPicksTheTopN(t *testing.T) {
 func TestPreemptionMovesTheSlotOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := memory.New()
-		var h history
+		var h backendtest.History
 		opts := func(score float64) []campaign.Option {
 			return []campaign.Option{group.WithStrategy(strategy.Score()), group.WithScore(score),
 				group.WithPreemption(5 * time.Second), group.WithPatience(time.Hour)}
@@ -109,8 +110,7 @@ func TestPreemptionMovesTheSlotOnce(t *testing.T) {
 		}
 		// The slot moved once: mid resigned once, and nobody else did.
 		resigned := 0
-		h.mu.Lock()
-		for _, e := range h.events {
+		for _, e := range h.Events() {
 			if e.Kind == events.Revoked {
 				resigned++
 				if e.Holder != "mid" || !errors.Is(e.Reason, events.ErrResigned) {
@@ -118,7 +118,6 @@ func TestPreemptionMovesTheSlotOnce(t *testing.T) {
 				}
 			}
 		}
-		h.mu.Unlock()
 		if resigned != 1 {
 			t.Fatalf("%d revocations, want exactly one (mid yielding to lo)", resigned)
 		}
@@ -135,7 +134,7 @@ func TestPatienceLetsTheNextRankedIn(t *testing.T) {
 		// slot: the preferred candidate is not coming.
 		ghost := ghostCandidate(t, b, 100)
 		defer ghost()
-		var h history
+		var h backendtest.History
 		opts := func(score float64) []campaign.Option {
 			return []campaign.Option{group.WithStrategy(strategy.Score()), group.WithScore(score), group.WithPatience(20 * time.Second)}
 		}
@@ -153,13 +152,11 @@ func TestPatienceLetsTheNextRankedIn(t *testing.T) {
 			t.Fatalf("holders %v after the patience ran out, want a and b", got)
 		}
 		var bAt time.Time
-		h.mu.Lock()
-		for _, e := range h.events {
+		for _, e := range h.Events() {
 			if e.Holder == "b" && e.Kind == events.Elected {
 				bAt = e.Time
 			}
 		}
-		h.mu.Unlock()
 		if waited := bAt.Sub(began); waited < 20*time.Second {
 			t.Fatalf("b took the free slot after %v, before the 20s patience", waited)
 		}
@@ -253,7 +250,7 @@ func TestCustomRegistry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := noRegistry{memory.New()}
 		reg := &mapRegistry{entries: map[string]strategy.Candidate{}}
-		var h history
+		var h backendtest.History
 		var ms []*member
 		for i, score := range []float64{3, 9, 1, 7} {
 			ms = append(ms, join(t, b, fmt.Sprintf("n%d", i), 2, &h, group.WithRegistry(reg),

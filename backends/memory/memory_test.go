@@ -255,3 +255,11 @@ func openWithin(b *memory.Backend, id string, d time.Duration) (backends.Session
 	defer cancel()
 	return b.Open(ctx, id, time.Minute)
 }
+
+// TestGroups runs the group scenario of the contract suite in real time.
+func TestGroups(t *testing.T) {
+	backendtest.RunGroups(t, backendtest.Harness{
+		New: func(*testing.T) backends.Backend { return memory.New() },
+		TTL: time.Second,
+	})
+}
