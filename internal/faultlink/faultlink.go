@@ -74,8 +74,13 @@ func (l *Link) Heal() {
 	l.proxy.Toxics.ResetToxics(context.Background())
 }
 
-// Close stops the proxy. Calling it again does nothing.
-func (l *Link) Close() { l.proxy.Stop() }
+// Close removes every fault, then stops the proxy: toxiproxy leaves a
+// goroutine behind if a proxy stops while a latency or reset toxic is on.
+// Calling it again does nothing.
+func (l *Link) Close() {
+	l.Heal()
+	l.proxy.Stop()
+}
 
 func (l *Link) add(kind, stream, attrs string) {
 	name := fmt.Sprintf("%s-%s-%d", kind, stream, l.seq.Add(1))

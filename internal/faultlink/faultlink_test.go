@@ -90,3 +90,21 @@ func TestLatency(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestCloseWithFaultsOn: closing a link with faults on leaves nothing
+// running (goleak checks at the end).
+func TestCloseWithFaultsOn(t *testing.T) {
+	for _, fault := range []func(*Link){(*Link).Blackhole, (*Link).Reset, func(l *Link) { l.Latency(50*time.Millisecond, 0) }} {
+		l := NewLink(t, echo(t))
+		c, err := net.Dial("tcp", l.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fault(l)
+		c.SetDeadline(time.Now().Add(200 * time.Millisecond))
+		c.Write([]byte("ping\n"))
+		c.Read(make([]byte, 8))
+		l.Close()
+		c.Close()
+	}
+}
