@@ -38,17 +38,22 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	if lease < 0 {
 		return 0, fmt.Errorf("%w: lease %v must be ≥ 0", backends.ErrInvalid, lease)
 	}
-	if err := s.enter(ctx); err != nil {
+	if err := s.enter(ctx, name); err != nil {
 		return 0, err
 	}
-	defer s.leave()
+	defer s.leave(name)
 	start := time.Now()
 	if err := s.alive(ctx, start); err != nil {
 		return 0, err
 	}
 	l := s.lockOf(name)
-	if l != nil && l.leaseOver(start) {
-		s.drop(ctx, l) // its lease ended: the lock is lost, so start over
+	switch {
+	case l == nil:
+	case l.leaseOver(start): // the lock is lost: start over
+		s.drop(ctx, l)
+		l = nil
+	case !l.granted && l.lease != lease: // queued for another lease: queue anew
+		s.drop(ctx, l)
 		l = nil
 	}
 	if l != nil && l.granted {
@@ -126,6 +131,10 @@ func (s *session) create(ctx context.Context, name string, lease time.Duration, 
 	}
 	p, st := res[0].String, res[1].Stat
 	l := &lock{name: name, child: path.Base(p), path: p, token: events.Token(st.Mzxid), lease: lease, start: start}
+	if s.b.conn.SessionID() != s.zkSession { // made on a new ZooKeeper session: ours is gone
+		_ = s.b.call(ctx, "delete "+p, func() error { return s.b.conn.Delete(p, -1) })
+		return nil, nil, s.markLost(ctx, fmt.Errorf("ZooKeeper session %#x ended", s.zkSession))
+	}
 	if !s.record(l) { // closed or lost meanwhile
 		_ = s.b.call(ctx, "delete "+p, func() error { return s.b.conn.Delete(p, -1) })
 		return nil, nil, s.alive(ctx, start)
@@ -176,10 +185,10 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	if hold < 0 {
 		return fmt.Errorf("%w: hold %v must be ≥ 0", backends.ErrInvalid, hold)
 	}
-	if err := s.enter(ctx); err != nil {
+	if err := s.enter(ctx, name); err != nil {
 		return err
 	}
-	defer s.leave()
+	defer s.leave(name)
 	start := time.Now()
 	if err := s.alive(ctx, start); err != nil {
 		if errors.Is(err, backends.ErrSessionLost) {

@@ -1,2 +1,106 @@
-// Package zookeeper is the ZooKeeper backend: TODO.
+// Package zookeeper is the ZooKeeper backend: named locks as queues of
+// ephemeral sequential nodes, on the caller's go-zookeeper connection.
+//
+// New takes a *zk.Conn and never closes it. Everything lives under one root
+// (WithRoot, default /hustings):
+//
+//	<root>/sessions/<sid>           one ephemeral node per Session; its mtime is the last renewal
+//	<root>/locks/<name>             one container node per lock name
+//	<root>/locks/<name>/<sid>-<seq> ephemeral sequential: a session's place in the queue
+//	<root>/locks/<name>/hold        persistent, while a release's hold lasts
+//
+// A lock name becomes one path segment through url.PathEscape: '/', '%',
+// spaces and every non-ASCII byte are written as %XX (and the names "." and
+// ".." as %2E), so every name that backends.ValidateName accepts is stored;
+// none is rejected for its characters.
+//
+// # Sessions
+//
+// The ZooKeeper session is the conn's; a backends.Session is a logical
+// session on it, one per Open, so that many candidates and campaigns can
+// share one conn. Each has a node whose mtime, the server's clock, records
+// its last renewal; KeepAlive writes it: one request, whatever the number of
+// locks. Others treat the session's lock nodes as dead once its node is gone
+// or the server's clock has passed mtime + TTL, and delete them when they
+// look. The session's own calls count the TTL on the local clock from the
+// start of the last successful Open or KeepAlive, which never ends later
+// than the server's count, and fail with backends.ErrSessionLost after it.
+// The ZooKeeper session backs the TTL during partitions: the server deletes
+// every ephemeral node of the conn one session timeout after it last heard
+// from it, so Open rejects TTLs longer than the session timeout. go-zookeeper
+// does not report the timeout it negotiated: pass the one given to
+// zk.Connect with WithSessionTimeout (default 4 s). A new ZooKeeper session
+// on the conn (the old one expired) loses every Session opened before it.
+//
+// # Locks and fencing
+//
+// The oldest live child of a lock holds it; the fencing token is that
+// node's czxid, the zxid of its creation: 64 bits, global, strictly
+// increasing, and kept across server restarts with the data. Acquire
+// creates the session's node in a transaction that also writes the lock's
+// parent, whose stat gives the node's czxid, the server's time and the
+// number of children: a free lock costs one round trip. Under contention it
+// lists the children and reads the older ones and their sessions. Without a
+// lease a node that does not win stays queued (FIFO, as Curator's
+// LeaderLatch), so a waiter becomes the holder when the nodes before it go,
+// before it calls Acquire again: Holder reports it then, and its next
+// Acquire returns its token. With a lease the node is deleted again and the
+// lease counts from the Acquire that wins.
+//
+// ZooKeeper expires nodes only with their session (TTL nodes need the
+// server's extendedTypesEnabled), so leases and holds are ended lazily,
+// with the server's clock: a lock child records its lease, counted from its
+// ctime; Release with a hold replaces the node, in one transaction, by the
+// hold marker, which records the releasing candidate, its token and the
+// hold, counted from the marker's ctime, and outlives the session. Whoever
+// looks next (Acquire, Holder) reads the server's clock by writing the
+// lock's parent and deletes what has ended, with version checks, so that a
+// renewal or a new holder that came first wins.
+//
+// # Wake-ups
+//
+// Backend implements backends.Watcher. A Watch sets one ZooKeeper watch at
+// a time: on the predecessor of the oldest node this Backend's sessions have
+// queued on the name, else on the holder, the hold marker, or the parent,
+// so each waiter is woken by its predecessor only, not by every change. A
+// release, a Close, or the server expiring a ZooKeeper session deletes the
+// watched node and wakes the waiter at once. A hold ending, a lease ending
+// or a session's TTL running out changes no node until someone looks:
+// waiters must also poll (campaigns do, every retry interval).
+//
+// # What blocks
+//
+// go-zookeeper takes no context. Every call checks its context and the
+// conn's state first: with a done context, or while the conn has no
+// session (disconnected, reconnecting, expired, closed), it fails at once
+// with an error matching backends.ErrUnavailable (and the context's error),
+// so a disconnected candidate's KeepAlive fails instead of succeeding from
+// stale state ("disconnected counts as suspended") and its campaign's
+// deadline runs out on time. A request already in flight when the link
+// goes silent returns when go-zookeeper gives up on the connection, two
+// thirds of the session timeout after it last heard from the server; the
+// call then returns ErrUnavailable, wrapping the context's error if it
+// ended meanwhile. A call makes one request, or a few under contention;
+// none starts a goroutine, and none retries on its own.
+//
+// # Concurrency and channels
+//
+// Backend and every Session are safe for concurrent use. A Session runs
+// one Acquire or Release per lock name at a time; calls for different names
+// run in parallel. Each Watch starts one goroutine, which owns the returned
+// channel and closes it when the watch's context ends (once a request in
+// flight returns) or the watch breaks: the ZooKeeper session expired, the
+// conn closed, or a new watch could not be set. A watch whose node never
+// changes stays registered in go-zookeeper until the conn closes (it cannot
+// remove watches).
+//
+// # What is not guaranteed
+//
+// The backend cannot stop a paused process from believing it holds a lock
+// after its TTL or lease: protect resources with the token. Expiry is
+// judged on the server's clock, the holder's own deadline on its local
+// clock: a server clock that jumps forward ends sessions, leases and holds
+// early. A lock whose holder's process lives on but stops renewing is freed
+// only when someone looks after its TTL, not by an event. Close that cannot
+// reach the server leaves the session's nodes to expire with the TTL.
 package zookeeper

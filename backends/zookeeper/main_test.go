@@ -45,16 +45,30 @@ func TestMain(m *testing.M) {
 // server returns the shared server, starting it on first use.
 func server(tb testing.TB) *zktest.Server {
 	tb.Helper()
+	srv, err := sharedServer()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return srv
+}
+
+func sharedServer() (*zktest.Server, error) {
 	shared.once.Do(func() {
 		shared.dir, shared.err = os.MkdirTemp("", "zookeeper-test-")
 		if shared.err == nil {
 			shared.srv, shared.err = zktest.StartServer(shared.dir)
 		}
 	})
-	if shared.err != nil {
-		tb.Fatal(shared.err)
+	return shared.srv, shared.err
+}
+
+// zkServers returns the address of the shared server, for Examples.
+func zkServers() []string {
+	srv, err := sharedServer()
+	if err != nil {
+		panic(err) // Examples cannot fail otherwise; the tests report it too
 	}
-	return shared.srv
+	return []string{srv.Addr()}
 }
 
 // dial connects to addr with the given session timeout and closes the
@@ -69,10 +83,14 @@ func dial(tb testing.TB, addr string, timeout time.Duration) *zk.Conn {
 	return conn
 }
 
-// root returns a root no other test or run uses.
+// runID tells this run's roots from earlier runs' on a reused server.
+var runID = fmt.Sprintf("%x", time.Now().UnixNano())
+
+// root returns the root of the test: no other test or run uses it, and
+// every Backend of the test shares it.
 func root(tb testing.TB) string {
 	name := strings.NewReplacer("/", "-", " ", "-", "#", "-").Replace(tb.Name())
-	return fmt.Sprintf("/test-%x/%s", time.Now().UnixNano(), name)
+	return fmt.Sprintf("/test-%s/%s", runID, name)
 }
 
 // newBackend returns a Backend on conn under its own root.

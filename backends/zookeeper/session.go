@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 )
 
 // session is one logical session on the Backend's conn: an ephemeral node
-// root/sessions/<sid> whose mtime each KeepAlive renews. Fields after sem
+// root/sessions/<sid> whose mtime each KeepAlive renews. Fields after mu
 // are guarded by mu.
 type session struct {
 	b         *Backend
@@ -26,10 +27,9 @@ type session struct {
 	data      []byte // the session node's data
 	zkSession int64  // the ZooKeeper session the node belongs to
 
-	sem chan struct{} // one Acquire or Release at a time
-
 	mu      sync.Mutex
-	expires time.Time // start of the last successful Open or KeepAlive + ttl, local clock
+	busy    map[string]chan struct{} // lock names with an Acquire or Release in progress; closed when it ends
+	expires time.Time                // start of the last successful Open or KeepAlive + ttl, local clock
 	closed  bool
 	lost    error // set once the session is known to be lost
 	locks   map[string]*lock
@@ -74,7 +74,7 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 		path:      b.sessionsPath() + "/" + sid,
 		data:      encode(sessionData{ID: id, TTL: millis(ttl)}),
 		zkSession: b.conn.SessionID(),
-		sem:       make(chan struct{}, 1),
+		busy:      make(map[string]chan struct{}),
 		expires:   start.Add(ttl),
 		locks:     make(map[string]*lock),
 	}
@@ -270,24 +270,63 @@ func (s *session) drop(ctx context.Context, l *lock) {
 	_ = s.b.call(ctx, "delete "+l.path, func() error { return s.b.conn.Delete(l.path, -1) })
 }
 
-// enter waits for the session's turn to change its lock nodes.
-func (s *session) enter(ctx context.Context) error {
-	select {
-	case s.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("%w: zookeeper: %w", backends.ErrUnavailable, ctx.Err())
+// enter waits until no other Acquire or Release of name by s is in
+// progress, so that the session has one node per name at most. Calls for
+// different names go on in parallel.
+func (s *session) enter(ctx context.Context, name string) error {
+	for {
+		s.mu.Lock()
+		wait, busy := s.busy[name]
+		if !busy {
+			s.busy[name] = make(chan struct{})
+			s.mu.Unlock()
+			return nil
+		}
+		s.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: zookeeper: %q busy: %w", backends.ErrUnavailable, name, ctx.Err())
+		}
 	}
 }
 
-func (s *session) leave() { <-s.sem }
+// leave ends the call on name that enter let in.
+func (s *session) leave(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.busy[name])
+	delete(s.busy, name)
+}
 
-// remove deletes the session node p and the nodes of locks in one
-// transaction, or one by one if some are already gone.
+// removeBatch bounds the deletes of one transaction, far below the
+// server's 1 MB request limit (jute.maxbuffer), past which it would drop
+// the connection.
+const removeBatch = 500
+
+// remove deletes the session node p and the nodes of locks, in
+// transactions of up to removeBatch nodes, the session node first: once it
+// is gone, others treat the rest as dead. A transaction that fails because
+// a node is already gone is done again one node at a time.
 func (b *Backend) remove(ctx context.Context, p string, locks []*lock) error {
-	ops := []any{&zk.DeleteRequest{Path: p, Version: -1}}
+	paths := []string{p}
 	for _, l := range locks {
-		ops = append(ops, &zk.DeleteRequest{Path: l.path, Version: -1})
+		paths = append(paths, l.path)
+	}
+	for batch := range slices.Chunk(paths, removeBatch) {
+		if err := b.removeAll(ctx, batch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeAll deletes the nodes at paths in one transaction, or one by one
+// if some are already gone.
+func (b *Backend) removeAll(ctx context.Context, paths []string) error {
+	ops := make([]any, len(paths))
+	for i, p := range paths {
+		ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
 	}
 	err := b.call(ctx, "close session", func() error {
 		_, err := b.conn.Multi(ops...)
@@ -296,8 +335,7 @@ func (b *Backend) remove(ctx context.Context, p string, locks []*lock) error {
 	if !errors.Is(err, zk.ErrNoNode) {
 		return fail(ctx, "close session", err)
 	}
-	for _, op := range ops {
-		p := op.(*zk.DeleteRequest).Path
+	for _, p := range paths {
 		err := b.call(ctx, "delete "+path.Base(p), func() error { return b.conn.Delete(p, -1) })
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return fail(ctx, "close session", err)

@@ -1,0 +1,59 @@
+package zookeeper_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/zookeeper"
+	"github.com/hustings/hustings/backends/zookeeper/zktest"
+)
+
+// Two candidates share one conn: the first takes the lock, the second
+// queues (ErrHeld), and holds it once the first releases, with a larger
+// fencing token (the nodes' czxids).
+func Example() {
+	ctx := context.Background()
+	conn, _, err := zk.Connect(zkServers(), 4*time.Second, zk.WithLogger(quiet{}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer conn.Close() // the caller's conn: the Backend never closes it
+	if err := zktest.WaitSession(conn, 10*time.Second); err != nil {
+		fmt.Println(err)
+		return
+	}
+	b, err := zookeeper.New(conn, zookeeper.WithRoot("/example-"+runID), zookeeper.WithSessionTimeout(4*time.Second))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	alice, _ := b.Open(ctx, "alice", 3*time.Second)
+	defer alice.Close(ctx)
+	bob, _ := b.Open(ctx, "bob", 3*time.Second)
+	defer bob.Close(ctx)
+
+	first, _ := alice.Acquire(ctx, "svc/nightly-settlement", 0)
+	_, err = bob.Acquire(ctx, "svc/nightly-settlement", 0)
+	fmt.Println("bob waits:", errors.Is(err, backends.ErrHeld))
+
+	_ = alice.Release(ctx, "svc/nightly-settlement", first, 0)
+	h, _ := b.Holder(ctx, "svc/nightly-settlement")
+	fmt.Println("holder after the release:", h.ID) // bob's queued node is the oldest now
+	second, _ := bob.Acquire(ctx, "svc/nightly-settlement", 0)
+	fmt.Println("larger token:", second > first)
+	// Output:
+	// bob waits: true
+	// holder after the release: bob
+	// larger token: true
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}

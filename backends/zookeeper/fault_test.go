@@ -1,0 +1,172 @@
+package zookeeper_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/zookeeper/zktest"
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/faultlink"
+)
+
+// TestBlackholedLeader: the leader's link goes silent. It revokes its term
+// at its local deadline, before the server expires its session (1 s) and
+// deletes its nodes; only then is the waiting candidate, on a direct link,
+// elected, woken by its watch on the leader's node. When the link heals
+// the old leader's client finds its session expired, opens a new one, and
+// is elected again, with a larger token, once the other resigns.
+func TestBlackholedLeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a ZooKeeper session to expire and a client to reconnect (~12 s)")
+	}
+	srv := server(t)
+	link := faultlink.NewLink(t, srv.Addr())
+	const timeoutA, timeoutB = time.Second, 2 * time.Second
+	ba := newBackend(t, dial(t, link.Addr(), timeoutA), timeoutA)
+	bb := newBackend(t, dial(t, srv.Addr(), timeoutB), timeoutB)
+
+	a := runCandidate(t, ba, "job", "a", campaign.WithTTL(timeoutA),
+		campaign.WithSafetyMargin(300*time.Millisecond), campaign.WithRetry(200*time.Millisecond))
+	first := a.wait(t, events.Elected, 10*time.Second)
+	b := runCandidate(t, bb, "job", "b", campaign.WithTTL(timeoutB), campaign.WithRetry(200*time.Millisecond))
+	time.Sleep(500 * time.Millisecond) // b queues behind a and watches a's node
+
+	cut := time.Now()
+	link.Blackhole()
+	revoked := a.wait(t, events.Revoked, 5*time.Second)
+	if !errors.Is(revoked.Reason, events.ErrUnreachable) && !errors.Is(revoked.Reason, events.ErrLeaseExpired) {
+		t.Errorf("a revoked for %v, want the deadline (unreachable or lease expired)", revoked.Reason)
+	}
+	if late := revoked.Time.Sub(cut); late > timeoutA+500*time.Millisecond {
+		t.Errorf("a revoked %v after its link went silent, want within its TTL %v", late, timeoutA)
+	}
+	elected := b.wait(t, events.Elected, 15*time.Second)
+	if elected.Token <= first.Token {
+		t.Errorf("b's token %d, want > a's %d", elected.Token, first.Token)
+	}
+
+	t.Logf("link cut: a revoked after %v, b elected after %v", revoked.Time.Sub(cut), elected.Time.Sub(cut))
+	link.Heal()
+	b.stop() // releases the lock; a gets it once its client is back
+	again := a.wait(t, events.Elected, 30*time.Second)
+	if again.Token <= elected.Token {
+		t.Errorf("a's token after the heal %d, want > b's %d", again.Token, elected.Token)
+	}
+	t.Logf("a elected again %v after the heal", again.Time.Sub(elected.Time))
+	checkHistory(t, a, b)
+}
+
+// TestServerRestart: the server is killed and started again (same data).
+// During the outage KeepAlive fails instead of succeeding from cached
+// state, and the leader revokes at its deadline; after the restart the
+// campaigns recover in the same process and elect a leader with a larger
+// token, and nobody believed it led across the outage.
+func TestServerRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("restarts a ZooKeeper server (~8 s)")
+	}
+	srv := zktest.Start(t) // its own: this test kills it
+	const timeout = 2 * time.Second
+	ba := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
+	bb := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
+	opts := []campaign.Option{campaign.WithTTL(timeout), campaign.WithRetry(200 * time.Millisecond)}
+	a := runCandidate(t, ba, "job", "a", opts...)
+	first := a.wait(t, events.Elected, 10*time.Second)
+	b := runCandidate(t, bb, "job", "b", opts...)
+	probe, err := bb.Open(t.Context(), "probe", timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+
+	down := time.Now()
+	srv.Stop()
+	time.Sleep(300 * time.Millisecond)
+	if err := probe.KeepAlive(t.Context()); !errors.Is(err, backends.ErrUnavailable) {
+		t.Errorf("KeepAlive while the server is down: %v, want ErrUnavailable", err)
+	}
+	revoked := a.wait(t, events.Revoked, 5*time.Second)
+	if late := revoked.Time.Sub(down); late > timeout+500*time.Millisecond {
+		t.Errorf("a revoked %v after the server went down, want within its TTL %v", late, timeout)
+	}
+	time.Sleep(time.Until(down.Add(timeout + time.Second)))
+	restart := time.Now()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	up := time.Now()
+	if err := probe.KeepAlive(t.Context()); !errors.Is(err, backends.ErrSessionLost) && !errors.Is(err, backends.ErrUnavailable) {
+		t.Errorf("KeepAlive after an outage longer than the TTL: %v, want ErrSessionLost (or ErrUnavailable while reconnecting)", err)
+	}
+	_ = probe.Close(t.Context())
+
+	next := electedAfter(t, down, 30*time.Second, a, b)
+	if next.Time.Before(restart) {
+		t.Errorf("%s elected at %v, while the server was down", next.Holder, next.Time)
+	}
+	if next.Token <= first.Token {
+		t.Errorf("token after the restart %d, want > %d", next.Token, first.Token)
+	}
+	t.Logf("server down: a revoked after %v; restart began after %v, took %v; %s elected %v after the server went down",
+		revoked.Time.Sub(down), restart.Sub(down), up.Sub(restart), next.Holder, next.Time.Sub(down))
+	for _, tm := range checkHistory(t, a, b) {
+		if tm.start.Before(down) && tm.end.After(up) {
+			t.Errorf("%s believed it led (token %d) across the outage, until %v", tm.id, tm.token, tm.end)
+		}
+	}
+}
+
+// TestLatencyNoSpuriousRevoke: 100 ms more each way on the leader's link,
+// with a generous TTL, costs it nothing: it keeps leading, and the other
+// candidate is never elected.
+func TestLatencyNoSpuriousRevoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("watches a campaign for 5 s")
+	}
+	srv := server(t)
+	link := faultlink.NewLink(t, srv.Addr())
+	link.Latency(100*time.Millisecond, 0)
+	const timeout = 4 * time.Second
+	ba := newBackend(t, dial(t, link.Addr(), timeout), timeout)
+	bb := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
+	opts := []campaign.Option{campaign.WithTTL(timeout), campaign.WithRetry(200 * time.Millisecond)}
+	a := runCandidate(t, ba, "job", "a", opts...)
+	a.wait(t, events.Elected, 15*time.Second)
+	b := runCandidate(t, bb, "job", "b", opts...)
+	time.Sleep(5 * time.Second) // almost four keep-alives
+	if n := a.count(events.Revoked); n > 0 {
+		t.Errorf("a was revoked %d times under 100 ms latency: %v", n, a.events())
+	}
+	if n := b.count(events.Elected); n > 0 {
+		t.Errorf("b was elected %d times while a led: %v", n, b.events())
+	}
+	if !a.c.State().Leader {
+		t.Errorf("a does not lead after 5 s of latency: %+v", a.c.State())
+	}
+	checkHistory(t, a, b)
+}
+
+// electedAfter returns the first Elected event published after since by
+// any of the candidates.
+func electedAfter(t *testing.T, since time.Time, timeout time.Duration, cands ...*candidate) events.Event {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for _, k := range cands {
+			for _, e := range k.events() {
+				if e.Kind == events.Elected && e.Time.After(since) {
+					return e
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, k := range cands {
+		t.Logf("%s: state %+v", k.id, k.c.State())
+	}
+	t.Fatalf("nobody elected within %v", timeout)
+	return events.Event{}
+}
