@@ -39,7 +39,11 @@
 //     failure detector runs, and may rank a different top N. The slot
 //     locks of the backend alone keep the holders to N: the registry only
 //     says whom a group prefers, and a wrong preference costs time (the
-//     patience period), never safety.
+//     patience period), never safety. Once the partition heals, memberlist
+//     alone may not merge the sides again (it gossips to nodes it declared
+//     dead only for 30 s, and only when it has news): call Join with seeds
+//     from the other side, for example every so often with the seeds the
+//     node started with.
 //   - Failures take time. A node that crashes (no Close) stays listed, with
 //     its registrations and claims, until the failure detector declares it
 //     dead: a few probe intervals, more in larger clusters. Close tells the

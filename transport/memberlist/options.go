@@ -13,14 +13,17 @@ import (
 // Defaults, in one place; they are memberlist's LAN settings where it has
 // one.
 const (
-	DefaultBindAddr          = "127.0.0.1"
-	DefaultGossipInterval    = 200 * time.Millisecond
-	DefaultProbeInterval     = time.Second
-	DefaultPushPullInterval  = 30 * time.Second
-	DefaultTCPTimeout        = 10 * time.Second
-	DefaultBroadcastTimeout  = 2 * time.Second
-	defaultReclaimIntervals  = 10 // probe intervals before a dead node's name may move
-	defaultProbeTimeoutRatio = 2  // probe timeout = probe interval / 2, as in LAN
+	DefaultBindAddr         = "127.0.0.1"            // listen on loopback only
+	DefaultGossipInterval   = 200 * time.Millisecond // between gossip rounds
+	DefaultProbeInterval    = time.Second            // between failure-detector probes
+	DefaultPushPullInterval = 30 * time.Second       // between full-state exchanges
+	DefaultTCPTimeout       = 10 * time.Second       // per join, push-pull or TCP probe
+	DefaultBroadcastTimeout = 2 * time.Second        // wait for an update or a leave to go out
+)
+
+const (
+	reclaimIntervals  = 10 // probe intervals before a dead node's name may move
+	probeTimeoutRatio = 2  // probe timeout = probe interval / 2, as in LAN
 )
 
 // Option configures a Node. Options are made only by the With* functions.
@@ -146,12 +149,12 @@ func (c *config) memberlist(id string, d hmemberlist.Delegate, ev hmemberlist.Ev
 		m.AdvertiseAddr = c.bindAddr
 	}
 	m.GossipInterval = c.gossip
-	m.ProbeInterval, m.ProbeTimeout = c.probe, c.probe/defaultProbeTimeoutRatio
+	m.ProbeInterval, m.ProbeTimeout = c.probe, c.probe/probeTimeoutRatio
 	m.PushPullInterval = c.pushPull
 	m.TCPTimeout = c.tcp
 	// A process that crashed and comes back under the same ID on another
 	// port may take its name back once the old one has been dead a while.
-	m.DeadNodeReclaimTime = defaultReclaimIntervals * c.probe
+	m.DeadNodeReclaimTime = reclaimIntervals * c.probe
 	m.Delegate, m.Events = d, ev
 	m.Logger = log.New(logWriter{c.logger}, "", 0)
 	return m

@@ -54,10 +54,12 @@ func appendMember(out []strategy.Candidate, id string, e entry, group string) []
 // Weight and Meta are replaced; ID is the node's ID and Order its join
 // order. c.ID must be empty or the node's ID: give a campaign that uses
 // this node as its registry campaign.WithID(node.ID()). It returns the
-// entry as stored, once gossip has sent it (see publish). Bad input
-// returns an error matching ErrInvalid (and backends.ErrInvalid), an entry
-// that would not fit with the node's others one matching ErrTooLarge:
-// nothing is changed then. It may be called before Start.
+// entry as stored once gossip has sent it, or once the broadcast timeout
+// or ctx's deadline passed: the change is made either way and keeps
+// spreading. Bad input returns an error matching ErrInvalid (and
+// backends.ErrInvalid), an entry that would not fit with the node's others
+// one matching ErrTooLarge: nothing is changed then. It may be called
+// before Start, which sends the entry.
 func (n *Node) Register(ctx context.Context, group string, c strategy.Candidate) (strategy.Candidate, error) {
 	if c.ID != "" && c.ID != n.id {
 		return strategy.Candidate{}, fmt.Errorf("%w: candidate ID %q is not the node's ID %q (use campaign.WithID(node.ID()))", ErrInvalid, c.ID, n.id)
