@@ -216,9 +216,11 @@ func nanScore() float64 { var z float64; return z / z }
 
 // mapRegistry is a registry outside the backend, as gossip would be.
 type mapRegistry struct {
-	mu      sync.Mutex
-	entries map[string]strategy.Candidate
-	order   uint64
+	mu        sync.Mutex
+	entries   map[string]strategy.Candidate
+	order     uint64
+	fail      error // returned by Register when set
+	registers int
 }
 
 func (r *mapRegistry) Members(_ context.Context, group string) ([]strategy.Candidate, error) {
@@ -234,6 +236,10 @@ func (r *mapRegistry) Members(_ context.Context, group string) ([]strategy.Candi
 func (r *mapRegistry) Register(_ context.Context, group string, c strategy.Candidate) (strategy.Candidate, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.registers++
+	if r.fail != nil {
+		return strategy.Candidate{}, r.fail
+	}
 	if old, ok := r.entries[c.ID]; ok {
 		c.Order = old.Order
 	} else {
@@ -244,7 +250,45 @@ func (r *mapRegistry) Register(_ context.Context, group string, c strategy.Candi
 	return c, nil
 }
 
-func (r *mapRegistry) Deregister(_ context.Context, group string) error { return nil }
+// Deregister removes every entry: the tests use one candidate per registry
+// when they check it.
+func (r *mapRegistry) Deregister(_ context.Context, group string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.entries)
+	return nil
+}
+
+func TestCustomRegistryFailuresPauseAndCloseDeregisters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		failing := &mapRegistry{entries: map[string]strategy.Candidate{}, fail: errors.New("registry down")}
+		var h backendtest.History
+		m := join(t, b, "a", 2, &h, group.WithRegistry(failing), group.WithStrategy(strategy.FIFO()))
+		time.Sleep(10 * time.Second)
+		failing.mu.Lock()
+		n := failing.registers
+		failing.mu.Unlock()
+		if n > 20 {
+			t.Fatalf("%d registrations in 10s with a 500ms retry: failures are retried without a pause", n)
+		}
+		if !m.g.State().Leader {
+			t.Fatal("a failing registry kept the only candidate from leading")
+		}
+		m.g.Close()
+
+		ok := &mapRegistry{entries: map[string]strategy.Candidate{}}
+		m = join(t, b, "b", 2, &h, group.WithRegistry(ok), group.WithStrategy(strategy.FIFO()))
+		synctest.Wait()
+		if got, _ := ok.Members(t.Context(), "rollups"); len(got) != 1 {
+			t.Fatalf("registry lists %v while b runs, want b", got)
+		}
+		m.g.Close()
+		if got, _ := ok.Members(t.Context(), "rollups"); len(got) != 0 {
+			t.Fatalf("registry still lists %v after Close", got)
+		}
+	})
+}
 
 func TestCustomRegistry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

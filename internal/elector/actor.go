@@ -89,7 +89,7 @@ func (a *actor) startDue() {
 		if a.due(now, a.openAt) {
 			a.startOpen()
 		}
-	case a.gate != nil && !a.gate.registered:
+	case a.gate != nil && !a.gate.registered && !now.Before(a.gate.registerAt):
 		a.startRegister()
 	case a.due(now, a.keepAt):
 		a.startKeepAlive()
@@ -103,6 +103,9 @@ func (a *actor) startDue() {
 			next = earlier(next, later(a.tryAt, a.backoffUntil))
 		} else if a.gate != nil && a.gate.preempt > 0 {
 			next = earlier(next, a.gate.rankedAt.Add(a.cfg.Retry))
+		}
+		if a.gate != nil && !a.gate.registered {
+			next = earlier(next, a.gate.registerAt)
 		}
 		a.due(now, next)
 	}
@@ -293,6 +296,7 @@ func (a *actor) shutdown(reason error) {
 		a.drain(r.term)
 	}
 	a.stopWatch()
+	a.deregister()
 	if a.sess != nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.TTL)
 		_ = a.sess.Close(ctx)

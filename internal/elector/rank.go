@@ -26,6 +26,7 @@ type gate struct {
 	rotation time.Duration // 0: the epoch never advances
 
 	registered     bool      // the current session is registered
+	registerAt     time.Time // no registration before this (after a failure)
 	fresh          bool      // ranked since the last try or wake-up
 	rankedAt       time.Time // when the last rank finished
 	preferred      bool      // within the top N at the last rank

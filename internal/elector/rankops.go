@@ -36,7 +36,21 @@ func (a *actor) registeredResult(err error) {
 		a.lose(err)
 	default:
 		a.fail("register", err)
-		a.keepAt = earlier(a.keepAt, time.Now()) // renew, then register again
+		a.gate.registerAt = time.Now().Add(a.cfg.RetryPause())
+	}
+}
+
+// deregister takes this candidate out of a registry that is not the
+// backend's when the campaign ends; the backend's own entries end with the
+// session.
+func (a *actor) deregister() {
+	if a.gate == nil || a.gate.own == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.TTL)
+	defer cancel()
+	if err := a.gate.own.Deregister(ctx, a.e.name); err != nil {
+		a.cfg.Logger.Warn("deregister failed", "name", a.e.name, "err", err)
 	}
 }
 
