@@ -55,18 +55,47 @@
 // must also poll, and their poll interval bounds how late they notice a
 // crashed holder.
 //
+// # Registry
+//
+// Backend implements backends.Registry and its sessions
+// backends.Registrar. A group's entries are one hash,
+// prefix:{group}:members, with a field per session (its session ID)
+// holding "<order> <JSON of score, weight and metadata>"; the candidate ID
+// is the session's. Register is a Lua script that keeps the order already
+// in the session's field, or else takes the next value of the counter
+// prefix:{group}:order (INCR in the same slot) before writing the field.
+// The counter is never deleted, so orders strictly increase per group for
+// as long as Redis keeps its data; a session that deregisters and
+// registers again gets a new order. Register sends the script and an EXISTS
+// of the session key in one pipeline, as Acquire does: if the session key
+// is gone, it deletes the field again and reports
+// backends.ErrSessionLost.
+//
+// Entries die with their session without anything to expire them: Members
+// reads the hash (HGETALL), checks every entry's session key with one
+// pipeline of EXISTS, and lists only those whose key exists, in order. It
+// deletes the fields of sessions found gone as it goes, which is safe
+// because a session key is never recreated. So an entry stops being listed
+// the moment Redis expires its session key (on the first access after the
+// TTL), or loses it. Close deletes the session's fields in its pipeline,
+// and Deregister is one HDEL. Registering one name as a group and as a lock
+// is fine: the keys differ by their suffix.
+//
 // # Redis Cluster
 //
-// The keys of one lock share the hash tag {name} ('%' and '}' in a name
-// are escaped as %25 and %7D), and no script touches a session key, which
-// lives in a slot of its own; the session checks are separate commands.
+// The keys of one lock share the hash tag {name}, and those of one group
+// the tag {group} ('%' and '}' in a name are escaped as %25 and %7D), and
+// no script touches a session key, which lives in a slot of its own; the
+// session checks are separate commands.
 // That is what a Cluster needs, but this package is tested only against a
 // standalone server.
 //
 // # What blocks
 //
 // Every call blocks until Redis answers or the context ends. Open,
-// KeepAlive, Release and Close make one round trip; Holder one or two;
+// KeepAlive, Release, Close, Register and Deregister make one round trip
+// (Register one more to undo the work of a session found lost); Members
+// two, and a third to delete dead entries; Holder one or two;
 // Acquire one for a free lock or its own, two for a lock held by another,
 // three to take a lock over (and one more to undo the work of a session
 // found lost). Local checks come first and never block: a call of a closed

@@ -42,6 +42,18 @@ func newBackend(t testing.TB, addr string, opts ...redis.Option) *redis.Backend 
 func TestContract(t *testing.T) {
 	srv := redistest.Start(t)
 	backendtest.Run(t, backendtest.Harness{
+		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.Addr()) },
+		TTL:      time.Second,
+		Registry: true,
+	})
+}
+
+// TestGroups runs the group scenario of the contract suite (crashes and
+// resignations among 8 candidates for 3 slots) against a real server, in
+// real time.
+func TestGroups(t *testing.T) {
+	srv := redistest.Start(t)
+	backendtest.RunGroups(t, backendtest.Harness{
 		New: func(t *testing.T) backends.Backend { return newBackend(t, srv.Addr()) },
 		TTL: time.Second,
 	})

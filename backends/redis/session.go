@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -16,8 +18,8 @@ import (
 )
 
 // session is one Open: a session key that its KeepAlive renews. It knows
-// the names it may hold, so that Close can free them and wake their
-// waiters.
+// the names it may hold and the groups it may be registered in, so that
+// Close can free the names, wake their waiters and delete its entries.
 type session struct {
 	b   *Backend
 	id  string        // candidate ID
@@ -28,6 +30,7 @@ type session struct {
 	mu     sync.Mutex
 	closed bool
 	names  map[string]struct{} // locks it may hold
+	groups map[string]struct{} // groups it may have an entry in
 }
 
 func newSession(b *Backend, id string, ttl time.Duration) *session {
@@ -35,12 +38,13 @@ func newSession(b *Backend, id string, ttl time.Duration) *session {
 	_, _ = rand.Read(r[:]) // never fails
 	sid := hex.EncodeToString(r[:]) + ":" + id
 	return &session{
-		b:     b,
-		id:    id,
-		sid:   sid,
-		key:   b.sessionKey(sid),
-		ttl:   time.Duration(ms(ttl)) * time.Millisecond,
-		names: make(map[string]struct{}),
+		b:      b,
+		id:     id,
+		sid:    sid,
+		key:    b.sessionKey(sid),
+		ttl:    time.Duration(ms(ttl)) * time.Millisecond,
+		names:  make(map[string]struct{}),
+		groups: make(map[string]struct{}),
 	}
 }
 
@@ -182,10 +186,11 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	return nil
 }
 
-// Close deletes the session key, which frees every lock of the session,
-// and releases those it may hold so that their waiters wake: one pipeline.
-// If it does not reach Redis, the session is closed all the same and its
-// locks are freed when the session key expires.
+// Close deletes the session key, which frees every lock of the session and
+// drops its registry entries, releases the locks it may hold so that their
+// waiters wake, and deletes its entries: one pipeline. If it does not
+// reach Redis, the session is closed all the same, and its locks are freed
+// and its entries dropped when the session key expires.
 func (s *session) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -197,13 +202,14 @@ func (s *session) Close(ctx context.Context) error {
 	for name := range s.names {
 		names = append(names, name)
 	}
+	groups := slices.Collect(maps.Keys(s.groups))
 	s.mu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return unavailable(ctx, "close", err)
 	}
-	noScript, err := s.closePipeline(ctx, names, false)
+	noScript, err := s.closePipeline(ctx, names, groups, false)
 	if noScript {
-		_, err = s.closePipeline(ctx, names, true)
+		_, err = s.closePipeline(ctx, names, groups, true)
 	}
 	if err != nil {
 		return unavailable(ctx, "close", err)
@@ -211,13 +217,16 @@ func (s *session) Close(ctx context.Context) error {
 	return nil
 }
 
-// closePipeline deletes the session key and releases names, with scripts
-// by hash or, if eval, by source. noScript reports that the server did not
-// have the script cached.
-func (s *session) closePipeline(ctx context.Context, names []string, eval bool) (noScript bool, err error) {
+// closePipeline deletes the session key and the session's entries in
+// groups, and releases names, with scripts by hash or, if eval, by source.
+// noScript reports that the server did not have the script cached.
+func (s *session) closePipeline(ctx context.Context, names, groups []string, eval bool) (noScript bool, err error) {
 	cmds := make([]*goredis.Cmd, 0, len(names))
 	_, err = s.b.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		p.Del(ctx, s.key)
+		for _, group := range groups {
+			p.HDel(ctx, s.b.groupKeys(group).members, s.sid)
+		}
 		for _, name := range names {
 			k := s.b.keys(name)
 			keys, args := []string{k.lock}, []any{s.sid, "", 0, k.channel}
