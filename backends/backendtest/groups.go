@@ -9,6 +9,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/group"
+	"github.com/hustings/hustings/strategy"
 )
 
 // RunGroups runs group campaigns on a backend from h.New in real time: 8
@@ -18,8 +19,10 @@ import (
 // every slot is refilled after each round, that the backend's holders are
 // the candidates that believe they lead, and, over the whole history, that
 // no more than 3 terms ever overlap, no slot has two holders, and tokens
-// per slot strictly increase. h.Advance is not used; h.TTL should be a
-// few seconds at most.
+// per slot strictly increase. With h.Registry the candidates also rank
+// themselves by strategy.FIFO through the backend's registry, so crashed
+// candidates must drop out of it for slots to be refilled in time. h.Advance
+// is not used; h.TTL should be a few seconds at most.
 func RunGroups(t *testing.T, h Harness) {
 	const candidates, slots, rounds = 8, 3, 5
 	b := h.New(t)
@@ -28,7 +31,7 @@ func RunGroups(t *testing.T, h Harness) {
 	next := 0
 	start := func() *groupCandidate {
 		next++
-		c := newGroupCandidate(t, b, name, fmt.Sprintf("g%d", next), slots, h.TTL, &hist)
+		c := newGroupCandidate(t, b, name, fmt.Sprintf("g%d", next), slots, h.TTL, h.Registry, &hist)
 		return c
 	}
 	var live []*groupCandidate
@@ -71,10 +74,14 @@ type groupCandidate struct {
 	ended bool
 }
 
-func newGroupCandidate(t *testing.T, b backends.Backend, name, id string, slots int, ttl time.Duration, hist *History) *groupCandidate {
+func newGroupCandidate(t *testing.T, b backends.Backend, name, id string, slots int, ttl time.Duration, ranked bool, hist *History) *groupCandidate {
 	t.Helper()
 	c := NewCrashable(b)
-	g, err := group.New(c, name, slots, campaign.WithID(id), campaign.WithTTL(ttl), campaign.WithRetry(ttl/4))
+	opts := []campaign.Option{campaign.WithID(id), campaign.WithTTL(ttl), campaign.WithRetry(ttl / 4)}
+	if ranked {
+		opts = append(opts, group.WithStrategy(strategy.FIFO()), group.WithPatience(ttl))
+	}
+	g, err := group.New(c, name, slots, opts...)
 	if err != nil {
 		t.Fatalf("group.New: %v", err)
 	}

@@ -259,7 +259,8 @@ func openWithin(b *memory.Backend, id string, d time.Duration) (backends.Session
 // TestGroups runs the group scenario of the contract suite in real time.
 func TestGroups(t *testing.T) {
 	backendtest.RunGroups(t, backendtest.Harness{
-		New: func(*testing.T) backends.Backend { return memory.New() },
-		TTL: time.Second,
+		New:      func(*testing.T) backends.Backend { return memory.New() },
+		TTL:      time.Second,
+		Registry: true,
 	})
 }
