@@ -1,6 +1,6 @@
-// Package etcd keeps Hustings locks in etcd (v3 API), through a client the
-// caller dials and closes: New never dials, and nothing in this package
-// closes the client.
+// Package etcd keeps Hustings locks, and candidate registries, in etcd (v3
+// API), through a client the caller dials and closes: New never dials, and
+// nothing in this package closes the client.
 //
 // # Sessions
 //
@@ -9,11 +9,11 @@
 // lower: a shorter grant is refused with backends.ErrInvalid, because
 // callers compute their deadlines from the TTL they asked for), and puts a
 // session key bound to it. Every lock key the session takes is bound to
-// the same lease, so one KeepAlive (one keep-alive request, whatever the
-// number of locks) renews them all, and when the lease expires or Close
-// revokes it, etcd deletes them all at once. etcd checks for expired leases
-// periodically (every 500 ms), so a lost session's locks are freed somewhat
-// after the TTL, never before.
+// the same lease, as is its registry entry in each group, so one KeepAlive
+// (one keep-alive request, whatever the number of locks) renews them all,
+// and when the lease expires or Close revokes it, etcd deletes them all at
+// once. etcd checks for expired leases periodically (every 500 ms), so a
+// lost session's locks are freed somewhat after the TTL, never before.
 //
 // # Locks and fencing
 //
@@ -44,6 +44,34 @@
 // key is instead bound to a new lease of the hold (one more round trip)
 // and marked held by nobody alive: its create revision, and so Holder's
 // token, stay, and it survives the session's Close.
+//
+// # Candidate registry
+//
+// Backend implements backends.Registry and its sessions
+// backends.Registrar. A session's entry in a group is one key,
+// prefix+"member/"+group+"\x00"+the session's lease ID in hex, bound to
+// the session's lease; its value is the JSON of the candidate's ID, score,
+// weight and metadata. Group names have no control characters, so the
+// "\x00" keeps a group's keys apart from those of a group whose name
+// extends it.
+//
+// The Order is the key's create revision. Register is one put: the first
+// creates the key and so assigns the Order; later ones overwrite the same
+// key, which keeps its create revision, so the Order stays while Score,
+// Weight and Meta are replaced. Orders strictly increase per group (per
+// cluster, in fact) for the life of the cluster's data, as fencing tokens
+// do. Deregister deletes the key (nothing to delete is not an error); a
+// later Register of the session creates it again, with a new, higher
+// Order. Members is one prefix read sorted by create revision.
+//
+// An entry lives exactly as long as its session's lease: Close revokes
+// the lease and etcd deletes the entry with the session's locks, in one
+// step. A session that stops renewing stays listed for its TTL after its
+// last renewal (longer after an etcd leader change, which extends every
+// lease), then until etcd's expiry check, every 500 ms, revokes its lease
+// and deletes the entry. A Register by a session whose lease is gone fails
+// with backends.ErrSessionLost and writes nothing: a zombie cannot put
+// itself back in the list.
 //
 // # Wake-ups
 //

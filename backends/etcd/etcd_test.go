@@ -23,8 +23,20 @@ func TestMain(m *testing.M) {
 func TestContract(t *testing.T) {
 	cli := etcdtest.Start(t).Client(t)
 	backendtest.Run(t, backendtest.Harness{
+		New:      func(t *testing.T) backends.Backend { return newBackend(t, cli) },
+		TTL:      2 * time.Second,
+		Registry: true,
+	})
+}
+
+// TestGroups runs the group scenario of the contract suite (crashes and
+// resignations among 8 candidates for 3 slots) against an embedded etcd
+// server, in real time.
+func TestGroups(t *testing.T) {
+	cli := etcdtest.Start(t).Client(t)
+	backendtest.RunGroups(t, backendtest.Harness{
 		New: func(t *testing.T) backends.Backend { return newBackend(t, cli) },
-		TTL: 2 * time.Second,
+		TTL: time.Second,
 	})
 }
 
