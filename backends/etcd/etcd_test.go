@@ -35,8 +35,9 @@ func TestContract(t *testing.T) {
 func TestGroups(t *testing.T) {
 	cli := etcdtest.Start(t).Client(t)
 	backendtest.RunGroups(t, backendtest.Harness{
-		New: func(t *testing.T) backends.Backend { return newBackend(t, cli) },
-		TTL: time.Second,
+		New:      func(t *testing.T) backends.Backend { return newBackend(t, cli) },
+		TTL:      time.Second,
+		Registry: true,
 	})
 }
 

@@ -54,8 +54,9 @@ func TestContract(t *testing.T) {
 func TestGroups(t *testing.T) {
 	srv := redistest.Start(t)
 	backendtest.RunGroups(t, backendtest.Harness{
-		New: func(t *testing.T) backends.Backend { return newBackend(t, srv.Addr()) },
-		TTL: time.Second,
+		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.Addr()) },
+		TTL:      time.Second,
+		Registry: true,
 	})
 }
 
