@@ -46,36 +46,44 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	if err := s.alive(ctx, start); err != nil {
 		return 0, err
 	}
-	l := s.lockOf(name)
+	l := s.current(ctx, name, lease, start)
 	switch {
 	case l == nil:
-	case l.leaseOver(start): // the lock is lost: start over
-		s.drop(ctx, l)
-		l = nil
-	case !l.granted && l.lease != lease: // queued for another lease: queue anew
-		s.drop(ctx, l)
-		l = nil
-	}
-	if l != nil && l.granted {
+		return s.join(ctx, name, lease, start)
+	case l.granted:
 		return s.reacquire(ctx, l, lease, start)
 	}
-	var now int64 // the server's clock in ms, once read
-	if l == nil {
-		var st *zk.Stat
-		var err error
-		if l, st, err = s.create(ctx, name, lease, start); err != nil {
-			return 0, err
-		}
-		if st.NumChildren == 1 {
-			l.granted = true
-			return l.token, nil
-		}
-		now = st.Mtime
+	return s.contend(ctx, l, lease, start, 0)
+}
+
+// current returns the session's node for name, unless there is none, its
+// lease ended (the lock is lost) or it is queued for another lease: then
+// it deletes it and returns nil.
+func (s *session) current(ctx context.Context, name string, lease time.Duration, start time.Time) *lock {
+	l := s.lockOf(name)
+	if l != nil && (l.leaseOver(start) || !l.granted && l.lease != lease) {
+		s.drop(ctx, l)
+		return nil
 	}
-	return s.contend(ctx, l, lease, start, now)
+	return l
+}
+
+// join creates the session's node for name and takes the lock at once if
+// it is the only child; else it contends.
+func (s *session) join(ctx context.Context, name string, lease time.Duration, start time.Time) (events.Token, error) {
+	l, st, err := s.create(ctx, name, lease, start)
+	if err != nil {
+		return 0, err
+	}
+	if st.NumChildren == 1 {
+		l.granted = true
+		return l.token, nil
+	}
+	return s.contend(ctx, l, lease, start, st.Mtime)
 }
 
 // reacquire confirms that the session still holds l: its node exists.
+// If others deleted it (its session or lease had ended) it joins anew.
 func (s *session) reacquire(ctx context.Context, l *lock, lease time.Duration, start time.Time) (events.Token, error) {
 	var ok bool
 	err := s.b.call(ctx, "acquire "+l.name, func() error {
@@ -89,16 +97,8 @@ func (s *session) reacquire(ctx context.Context, l *lock, lease time.Duration, s
 	if ok {
 		return l.token, nil
 	}
-	s.forget(l) // deleted by others once its session or lease was over
-	l, st, err := s.create(ctx, l.name, lease, start)
-	if err != nil {
-		return 0, err
-	}
-	if st.NumChildren == 1 {
-		l.granted = true
-		return l.token, nil
-	}
-	return s.contend(ctx, l, lease, start, st.Mtime)
+	s.forget(l)
+	return s.join(ctx, l.name, lease, start)
 }
 
 // create makes the session's node for name, creating the lock's parent if
@@ -131,15 +131,26 @@ func (s *session) create(ctx context.Context, name string, lease time.Duration, 
 	}
 	p, st := res[0].String, res[1].Stat
 	l := &lock{name: name, child: path.Base(p), path: p, token: events.Token(st.Mzxid), lease: lease, start: start}
-	if s.b.conn.SessionID() != s.zkSession { // made on a new ZooKeeper session: ours is gone
-		_ = s.b.call(ctx, "delete "+p, func() error { return s.b.conn.Delete(p, -1) })
-		return nil, nil, s.markLost(ctx, fmt.Errorf("ZooKeeper session %#x ended", s.zkSession))
-	}
-	if !s.record(l) { // closed or lost meanwhile
-		_ = s.b.call(ctx, "delete "+p, func() error { return s.b.conn.Delete(p, -1) })
-		return nil, nil, s.alive(ctx, start)
+	if err := s.adopt(ctx, l); err != nil {
+		return nil, nil, err
 	}
 	return l, st, nil
+}
+
+// adopt records the new node l as the session's, unless the session ended
+// meanwhile: then it deletes the node and returns the session's error.
+func (s *session) adopt(ctx context.Context, l *lock) error {
+	var err error
+	switch {
+	case s.b.conn.SessionID() != s.zkSession: // made on a new ZooKeeper session: ours is gone
+		err = s.markLost(ctx, fmt.Errorf("ZooKeeper session %#x ended", s.zkSession))
+	case !s.record(l): // closed or lost meanwhile
+		err = s.alive(ctx, l.start)
+	default:
+		return nil
+	}
+	_ = s.b.call(ctx, "delete "+l.path, func() error { return s.b.conn.Delete(l.path, -1) })
+	return err
 }
 
 // contend lists the lock's children until it finds out whether l is the

@@ -101,6 +101,10 @@
 // judged on the server's clock, the holder's own deadline on its local
 // clock: a server clock that jumps forward ends sessions, leases and holds
 // early. A lock whose holder's process lives on but stops renewing is freed
-// only when someone looks after its TTL, not by an event. Close that cannot
-// reach the server leaves the session's nodes to expire with the TTL.
+// only when someone looks after its TTL, not by an event. A Close that
+// cannot reach the server leaves the session's nodes behind: its lock nodes
+// are deleted by whoever finds them expired, its session node (if no lock
+// leads to it) stays until the conn's ZooKeeper session ends. Each lock
+// name keeps a small container node, which the server deletes some time
+// (60 s by default) after its last child.
 package zookeeper

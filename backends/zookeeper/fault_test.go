@@ -2,8 +2,11 @@ package zookeeper_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/zookeeper/zktest"
@@ -13,23 +16,25 @@ import (
 )
 
 // TestBlackholedLeader: the leader's link goes silent. It revokes its term
-// at its local deadline, before the server expires its session (1 s) and
+// at its local deadline, before the server expires its session (2 s) and
 // deletes its nodes; only then is the waiting candidate, on a direct link,
-// elected, woken by its watch on the leader's node. When the link heals
-// the old leader's client finds its session expired, opens a new one, and
-// is elected again, with a larger token, once the other resigns.
+// elected. The safety margin (700 ms) leaves room for a loaded machine's
+// scheduling delays. When the link heals the old leader's client finds its
+// session expired, opens a new one, and is elected again, with a larger
+// token, once the other resigns.
 func TestBlackholedLeader(t *testing.T) {
 	if testing.Short() {
-		t.Skip("waits for a ZooKeeper session to expire and a client to reconnect (~12 s)")
+		t.Skip("waits for a ZooKeeper session to expire and a client to reconnect (~4 s)")
 	}
 	srv := server(t)
 	link := faultlink.NewLink(t, srv.Addr())
-	const timeoutA, timeoutB = time.Second, 2 * time.Second
-	ba := newBackend(t, dial(t, link.Addr(), timeoutA), timeoutA)
-	bb := newBackend(t, dial(t, srv.Addr(), timeoutB), timeoutB)
+	const timeoutA, timeoutB = 2 * time.Second, 2 * time.Second
+	connA, connB := dial(t, link.Addr(), timeoutA), dial(t, srv.Addr(), timeoutB)
+	ba, bb := newBackend(t, connA, timeoutA), newBackend(t, connB, timeoutB)
+	expired := sessionEnd(t, connA, connB) // when the server expires a's ZooKeeper session
 
 	a := runCandidate(t, ba, "job", "a", campaign.WithTTL(timeoutA),
-		campaign.WithSafetyMargin(300*time.Millisecond), campaign.WithRetry(200*time.Millisecond))
+		campaign.WithSafetyMargin(700*time.Millisecond), campaign.WithRetry(200*time.Millisecond))
 	first := a.wait(t, events.Elected, 10*time.Second)
 	b := runCandidate(t, bb, "job", "b", campaign.WithTTL(timeoutB), campaign.WithRetry(200*time.Millisecond))
 	time.Sleep(500 * time.Millisecond) // b queues behind a and watches a's node
@@ -47,8 +52,17 @@ func TestBlackholedLeader(t *testing.T) {
 	if elected.Token <= first.Token {
 		t.Errorf("b's token %d, want > a's %d", elected.Token, first.Token)
 	}
-
-	t.Logf("link cut: a revoked after %v, b elected after %v", revoked.Time.Sub(cut), elected.Time.Sub(cut))
+	var gone time.Time
+	select {
+	case gone = <-expired:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not expire a's ZooKeeper session within 10 s")
+	}
+	if !revoked.Time.Before(gone) {
+		t.Errorf("a revoked at %v, after the server expired its session at %v", revoked.Time, gone)
+	}
+	t.Logf("link cut: a revoked after %v, b elected after %v, the server expired a's session after %v",
+		revoked.Time.Sub(cut), elected.Time.Sub(cut), gone.Sub(cut))
 	link.Heal()
 	b.stop() // releases the lock; a gets it once its client is back
 	again := a.wait(t, events.Elected, 30*time.Second)
@@ -147,6 +161,28 @@ func TestLatencyNoSpuriousRevoke(t *testing.T) {
 		t.Errorf("a does not lead after 5 s of latency: %+v", a.c.State())
 	}
 	checkHistory(t, a, b)
+}
+
+// sessionEnd creates an ephemeral node on conn and watches it from
+// observer: the channel receives the time the server deleted it, that is
+// when it expired conn's ZooKeeper session.
+func sessionEnd(t *testing.T, conn, observer *zk.Conn) <-chan time.Time {
+	t.Helper()
+	p := fmt.Sprintf("/session-probe-%x", time.Now().UnixNano())
+	if _, err := conn.Create(p, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, ev, err := observer.GetW(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := make(chan time.Time, 1)
+	go func() { // ends when the node goes or observer closes
+		if e := <-ev; e.Type == zk.EventNodeDeleted {
+			at <- time.Now()
+		}
+	}()
+	return at
 }
 
 // electedAfter returns the first Elected event published after since by

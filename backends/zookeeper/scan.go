@@ -63,6 +63,11 @@ func (b *Backend) lookOnce(ctx context.Context, name string, s *session, l *lock
 		return verdict{}, fail(ctx, "list "+name, err)
 	}
 	kids, hold := queue(names)
+	return b.walk(ctx, parent, kids, hold, s, l, now)
+}
+
+// walk goes through the children of parent, oldest first (see lookOnce).
+func (b *Backend) walk(ctx context.Context, parent string, kids []child, hold bool, s *session, l *lock, now *int64) (verdict, error) {
 	if hold {
 		v, err := b.checkHold(ctx, parent, now)
 		if err != nil || v.kind != free {
