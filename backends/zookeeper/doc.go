@@ -72,7 +72,8 @@
 //
 // go-zookeeper takes no context. Every call checks its context and the
 // conn's state first: with a done context, or while the conn has no
-// session (disconnected, reconnecting, expired, closed), it fails at once
+// session (not yet connected: wait for zk.StateHasSession; disconnected,
+// reconnecting, expired, closed), it fails at once
 // with an error matching backends.ErrUnavailable (and the context's error),
 // so a disconnected candidate's KeepAlive fails instead of succeeding from
 // stale state ("disconnected counts as suspended") and its campaign's

@@ -25,6 +25,8 @@ var shared struct {
 	err  error
 }
 
+// TestMain is goleak.VerifyTestMain with the shared server killed between
+// the tests and the leak check.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if shared.srv != nil {
