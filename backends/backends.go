@@ -141,3 +141,16 @@ func ValidateSession(id string, ttl time.Duration) error {
 	}
 	return nil
 }
+
+// Dequeuer is implemented by the sessions of backends that queue waiters
+// (ZooKeeper): an Acquire that finds the lock held leaves the session in
+// line, and the session may later become the holder without being told.
+// A group campaign that takes one slot leaves the other slots' lines with
+// Dequeue, so it never holds two.
+type Dequeuer interface {
+	// Dequeue takes the session out of name's line. If the line has made
+	// it the holder but no Acquire has told it so, the lock is released
+	// (and waiters woken). A lock the session was told it holds is left
+	// alone; not being in the line is not an error.
+	Dequeue(ctx context.Context, name string) error
+}

@@ -106,6 +106,22 @@ func (a *actor) startAcquire() {
 	})
 }
 
+// leaveLines takes the session out of the other slots' lines on backends
+// that queue waiters, so a candidate never comes to hold two slots. A
+// failure is left for the slot's next holder check: the session's end
+// clears its lines anyway.
+func leaveLines(ctx context.Context, s backends.Session, slots []string, won int) {
+	d, ok := s.(backends.Dequeuer)
+	if !ok || len(slots) < 2 {
+		return
+	}
+	for i, name := range slots {
+		if i != won {
+			_ = d.Dequeue(ctx, name)
+		}
+	}
+}
+
 // acquireAny tries the slots one after another, starting from one that
 // depends on the candidate ID so that candidates spread over the slots,
 // until one is had. It returns ErrHeld (wrapped) when all are held, and
@@ -119,6 +135,7 @@ func acquireAny(ctx context.Context, s backends.Session, slots []string, id stri
 		slot := (first + i) % len(slots)
 		tok, e := s.Acquire(ctx, slots[slot], 0)
 		if e == nil {
+			leaveLines(ctx, s, slots, slot)
 			return slot, tok, nil
 		}
 		err = e
