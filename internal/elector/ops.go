@@ -106,19 +106,17 @@ func (a *actor) startAcquire() {
 	})
 }
 
-// leaveLines takes the session out of the other slots' lines on backends
-// that queue waiters, so a candidate never comes to hold two slots. A
-// failure is left for the slot's next holder check: the session's end
-// clears its lines anyway.
-func leaveLines(ctx context.Context, s backends.Session, slots []string, won int) {
+// leaveLines takes the session out of the lines of the slots it tried
+// before winning one (tries slots first, first+1, … first+tried-1), on
+// backends that queue waiters, so a candidate never comes to hold two
+// slots. Failures are ignored: the session's end clears its lines anyway.
+func leaveLines(ctx context.Context, s backends.Session, slots []string, first, tried int) {
 	d, ok := s.(backends.Dequeuer)
-	if !ok || len(slots) < 2 {
+	if !ok {
 		return
 	}
-	for i, name := range slots {
-		if i != won {
-			_ = d.Dequeue(ctx, name)
-		}
+	for i := range tried {
+		_ = d.Dequeue(ctx, slots[(first+i)%len(slots)])
 	}
 }
 
@@ -135,7 +133,7 @@ func acquireAny(ctx context.Context, s backends.Session, slots []string, id stri
 		slot := (first + i) % len(slots)
 		tok, e := s.Acquire(ctx, slots[slot], 0)
 		if e == nil {
-			leaveLines(ctx, s, slots, slot)
+			leaveLines(ctx, s, slots, first, i)
 			return slot, tok, nil
 		}
 		err = e
