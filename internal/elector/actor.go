@@ -38,11 +38,20 @@ type actor struct {
 	watchCancel context.CancelFunc
 	gate        *gate // the strategy's gate, nil without one
 
+	shared        *Candidate // the shared session's owner; nil: own session
+	gen           uint64     // the shared session's generation in use
+	sharedChanged <-chan struct{}
+	releaseAt     time.Time // no release before this (after a failed one, shared)
+
 	wake, deadline *time.Timer
 }
 
 func newActor(e *Elector, ctx context.Context) *actor {
-	return &actor{e: e, cfg: &e.cfg, gate: e.gate, ctx: ctx, wake: stoppedTimer(), deadline: stoppedTimer()}
+	a := &actor{e: e, cfg: &e.cfg, gate: e.gate, shared: e.cfg.Candidate, ctx: ctx, wake: stoppedTimer(), deadline: stoppedTimer()}
+	if a.shared != nil {
+		a.adopt()
+	}
+	return a
 }
 
 // run is the actor loop: a select that hands each message to its method.
@@ -69,6 +78,8 @@ func (a *actor) run() error {
 			a.resign(req)
 		case <-a.e.updates:
 			a.updated()
+		case <-a.sharedChanged:
+			a.adopt()
 		case ch <- e:
 			a.e.out.Sent()
 		}
@@ -83,17 +94,17 @@ func (a *actor) startDue() {
 	}
 	now := time.Now()
 	switch {
-	case len(a.releases) > 0:
+	case len(a.releases) > 0 && a.due(now, a.releaseAt):
 		a.startRelease()
 	case a.sess == nil:
-		if a.due(now, a.openAt) {
+		if a.shared == nil && a.due(now, a.openAt) {
 			a.startOpen()
 		}
 	case a.gate != nil && !a.gate.registered && !now.Before(a.gate.registerAt):
 		a.startRegister()
 	case a.due(now, a.keepAt):
 		a.startKeepAlive()
-	case a.term == nil && a.due(now, later(a.tryAt, a.backoffUntil)):
+	case a.term == nil && len(a.releases) == 0 && a.due(now, later(a.tryAt, a.backoffUntil)):
 		a.startTry(now)
 	case a.term != nil && a.gate != nil && a.gate.preempt > 0 && a.due(now, a.gate.rankedAt.Add(a.cfg.Retry)):
 		a.startRank()
@@ -106,6 +117,9 @@ func (a *actor) startDue() {
 		}
 		if a.gate != nil && !a.gate.registered {
 			next = earlier(next, a.gate.registerAt)
+		}
+		if len(a.releases) > 0 {
+			next = earlier(next, a.releaseAt)
 		}
 		a.due(now, next)
 	}
@@ -211,10 +225,16 @@ func (a *actor) expire() {
 	if a.lastErr != nil {
 		reason = fmt.Errorf("%w: %w", reason, a.lastErr)
 	}
-	a.revoke(reason)
+	t := a.revoke(reason)
 	if a.op != nil && a.op.kind == opKeepAlive {
 		a.op.stale = true
 		a.op.cancel()
+	}
+	if a.shared != nil {
+		// The shared session lives on: release the lock before trying
+		// again, so the next term never reuses this one's token.
+		a.releases = append(a.releases, release{term: t, sess: a.sess})
+		return
 	}
 	a.discardSession()
 }
@@ -243,10 +263,16 @@ func (a *actor) succeed() {
 }
 
 // discardSession gives up the session: it is closed in the background
-// (bounded by the TTL) and a new one is opened at once.
+// (bounded by the TTL) and a new one is opened at once. A shared session
+// is reported to its candidate instead, which renews or replaces it.
 func (a *actor) discardSession() {
 	s := a.sess
 	if s == nil {
+		return
+	}
+	if a.shared != nil {
+		a.shared.report(a.gen)
+		a.sess = nil
 		return
 	}
 	a.sess = nil
@@ -297,6 +323,10 @@ func (a *actor) shutdown(reason error) {
 	}
 	a.stopWatch()
 	a.deregister()
+	if a.shared != nil {
+		a.releaseShared()
+		a.sess = nil
+	}
 	if a.sess != nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.TTL)
 		_ = a.sess.Close(ctx)

@@ -72,6 +72,9 @@ type Config struct {
 	Rotation time.Duration // 0: the epoch never advances
 	// Registry replaces the backend's registry (for example gossip).
 	Registry Registry
+	// Candidate, when set, supplies a session shared with other electors
+	// instead of one of the elector's own; its ID and TTL win.
+	Candidate *Candidate
 }
 
 // Registry is a candidate registry that is not the backend's: it lists a

@@ -76,6 +76,12 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 		return nil, fmt.Errorf("%w: nil backend", ErrInvalid)
 	}
 	cfg := NewConfig(opts)
+	if c := cfg.Candidate; c != nil {
+		if !same(c.backend, b) {
+			return nil, fmt.Errorf("%w: the candidate's session is on another backend", ErrInvalid)
+		}
+		cfg.ID, cfg.TTL, cfg.KeepAlive = c.cfg.ID, c.cfg.TTL, c.cfg.KeepAlive
+	}
 	if err := cfg.ValidateElector(); err != nil {
 		return nil, err
 	}

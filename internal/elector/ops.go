@@ -40,6 +40,7 @@ type result struct {
 	watchCancel context.CancelFunc
 	reply       chan error
 	from        backends.Session // the session a release was made on
+	retry       release          // the release itself, to try again
 	view        view             // what a rank read
 	err         error
 }
@@ -170,7 +171,7 @@ func (a *actor) startRelease() {
 		if r.sess == nil {
 			return result{reply: r.reply} // the session, and so the lock, is gone
 		}
-		res := result{reply: r.reply, from: r.sess}
+		res := result{reply: r.reply, from: r.sess, retry: r}
 		err := r.sess.Release(ctx, a.e.slots[r.term.event.Slot], r.term.event.Token, 0)
 		if errors.Is(err, backends.ErrNotHeld) || errors.Is(err, backends.ErrSessionLost) || errors.Is(err, backends.ErrSessionClosed) {
 			err = nil // already gone: the resignation is done
@@ -283,6 +284,13 @@ func (a *actor) acquired(slot int, token events.Token, err error) {
 func (a *actor) released(r result) {
 	if r.err != nil {
 		a.fail("release", r.err)
+		if a.shared != nil && r.from == a.sess {
+			// Keep the shared session; try the release again later, and
+			// acquire nothing meanwhile.
+			a.releases = append([]release{r.retry}, a.releases...)
+			a.releaseAt = time.Now().Add(a.cfg.RetryPause())
+			return
+		}
 		if r.from == a.sess {
 			a.discardSession()
 		}

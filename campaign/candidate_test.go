@@ -1,0 +1,181 @@
+package campaign_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
+)
+
+// counting counts the KeepAlive calls that reach a real memory backend.
+type counting struct {
+	*memory.Backend
+	keepAlives atomic.Int64
+}
+
+func (c *counting) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
+	s, err := c.Backend.Open(ctx, id, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return &countingSession{Session: s, c: c}, nil
+}
+
+type countingSession struct {
+	backends.Session
+	c *counting
+}
+
+func (s *countingSession) KeepAlive(ctx context.Context) error {
+	s.c.keepAlives.Add(1)
+	return s.Session.KeepAlive(ctx)
+}
+
+// shared starts a candidate and n campaigns on it, and returns them with a
+// stop func that closes the campaigns, then the candidate.
+func shared(t *testing.T, b backends.Backend, id string, n int) (*campaign.Candidate, []*node, func()) {
+	t.Helper()
+	cand, err := campaign.NewCandidate(b, campaign.WithID(id), campaign.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	candDone := make(chan error, 1)
+	go func() { candDone <- cand.Run(context.Background()) }()
+	var nodes []*node
+	for i := range n {
+		c, err := campaign.New(b, fmt.Sprintf("lock-%d", i), campaign.WithCandidate(cand))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nd := &node{c: c, done: make(chan error, 1)}
+		go func() { nd.done <- c.Run(context.Background()) }()
+		nodes = append(nodes, nd)
+	}
+	return cand, nodes, func() {
+		for _, nd := range nodes {
+			nd.c.Close()
+		}
+		cand.Close()
+		<-candDone
+	}
+}
+
+func TestSharedSessionOneKeepAlivePerTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &counting{Backend: memory.New()}
+		_, nodes, stop := shared(t, b, "a", 1000)
+		synctest.Wait()
+		for _, nd := range nodes {
+			if !nd.c.State().Leader {
+				t.Fatalf("%s does not lead", nd.c.Name())
+			}
+		}
+		before := b.keepAlives.Load()
+		time.Sleep(10 * ttl) // 30 keep-alive intervals of TTL/3
+		synctest.Wait()
+		if n := b.keepAlives.Load() - before; n < 25 || n > 35 {
+			t.Fatalf("%d keep-alives in 30 intervals for 1,000 campaigns, want one per interval", n)
+		}
+		for _, nd := range nodes {
+			if s := nd.c.State(); !s.Leader || s.Token != 1 {
+				t.Fatalf("%s lost its lead while the shared session was renewed: %+v", nd.c.Name(), s)
+			}
+		}
+		stop()
+		if h, _ := b.Holder(t.Context(), "lock-7"); !h.Free() {
+			t.Fatalf("lock-7 still held after everything closed: %+v", h)
+		}
+	})
+}
+
+func TestSharedSessionLostEndsEveryTerm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := &skewedClock{}
+		b := memory.New(memory.WithClock(clock))
+		_, nodes, stop := shared(t, b, "a", 3)
+		first := map[string]events.Event{}
+		for _, nd := range nodes {
+			first[nd.c.Name()] = next(t, nd.c.Events())
+		}
+		clock.offset.Store(int64(2 * ttl)) // the backend forgets the session
+		for _, nd := range nodes {
+			e := next(t, nd.c.Events())
+			if e.Kind != events.Revoked || !errors.Is(e.Reason, events.ErrSessionLost) {
+				t.Fatalf("%s: got %s, want revoked with session lost", nd.c.Name(), e)
+			}
+			again := next(t, nd.c.Events())
+			if again.Kind != events.Elected || again.Token <= first[nd.c.Name()].Token {
+				t.Fatalf("%s: got %s, want a new term with a higher token", nd.c.Name(), again)
+			}
+		}
+		stop()
+	})
+}
+
+func TestSharedSessionHangsRevokeAtDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		_, nodes, stop := shared(t, b, "a", 2)
+		won := next(t, nodes[0].c.Events())
+		next(t, nodes[1].c.Events())
+		b.Partition("a")
+		for _, nd := range nodes {
+			deadline := nd.c.State().Deadline
+			e := next(t, nd.c.Events())
+			if e.Kind != events.Revoked || e.Time.After(deadline) {
+				t.Fatalf("%s: got %s at %v, want revoked by the deadline %v", nd.c.Name(), e, e.Time, deadline)
+			}
+		}
+		b.Heal("a")
+		again := next(t, nodes[0].c.Events())
+		if again.Kind != events.Elected || again.Token <= won.Token {
+			t.Fatalf("after the partition got %s, want a new term with a token above %d", again, won.Token)
+		}
+		stop()
+	})
+}
+
+func TestSharedSessionCloseReleasesOnlyItsLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		_, nodes, stop := shared(t, b, "a", 2)
+		next(t, nodes[0].c.Events())
+		next(t, nodes[1].c.Events())
+		nodes[0].c.Close()
+		if h, _ := b.Holder(t.Context(), "lock-0"); !h.Free() {
+			t.Fatalf("lock-0 held after its campaign closed: %+v", h)
+		}
+		if h, _ := b.Holder(t.Context(), "lock-1"); h.ID != "a" {
+			t.Fatalf("lock-1 lost when another campaign on the session closed: %+v", h)
+		}
+		if err := nodes[1].c.Resign(t.Context()); err != nil {
+			t.Fatalf("Resign: %v", err)
+		}
+		if h, _ := b.Holder(t.Context(), "lock-1"); !h.Free() {
+			t.Fatalf("lock-1 held after Resign on the shared session: %+v", h)
+		}
+		if _, err := b.Holder(t.Context(), "lock-1"); err != nil {
+			t.Fatal(err)
+		}
+		stop()
+	})
+}
+
+func TestWithCandidateRejectsAnotherBackend(t *testing.T) {
+	cand, err := campaign.NewCandidate(memory.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := campaign.New(memory.New(), "x", campaign.WithCandidate(cand)); !errors.Is(err, campaign.ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+	cand.Close()
+}

@@ -1,0 +1,204 @@
+package elector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+)
+
+// Candidate is one candidate's session on a backend, shared by many
+// electors: one keep-alive round trip per tick renews every lock they hold.
+// Its Run keeps the session alive and opens a new one when it is lost;
+// electors read its state and are woken when it changes. Package campaign
+// documents it for users.
+type Candidate struct {
+	backend backends.Backend
+	cfg     Config
+
+	mu      sync.Mutex
+	cur     shared
+	changed chan struct{} // closed and replaced at every change
+	lost    chan uint64   // electors report a generation they found lost
+	started bool
+	closed  bool
+	closing chan struct{}
+	done    chan struct{}
+}
+
+// shared is the state electors read: the session, the start of its last
+// successful Open or KeepAlive, and a generation that changes with the
+// session.
+type shared struct {
+	sess    backends.Session
+	renewed time.Time
+	gen     uint64
+}
+
+// NewCandidate validates the options (ID, TTL, keep-alive, retry) and
+// starts nothing.
+func NewCandidate(b backends.Backend, opts ...Option) (*Candidate, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%w: nil backend", ErrInvalid)
+	}
+	cfg := NewConfig(opts)
+	if err := cfg.ValidateElector(); err != nil {
+		return nil, err
+	}
+	return &Candidate{
+		backend: b, cfg: cfg,
+		changed: make(chan struct{}),
+		lost:    make(chan uint64, 1),
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
+	}, nil
+}
+
+// ID returns the candidate ID.
+func (c *Candidate) ID() string { return c.cfg.ID }
+
+// state returns the current state and a channel closed at its next change.
+func (c *Candidate) state() (shared, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cur, c.changed
+}
+
+func (c *Candidate) set(s shared) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cur = s
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// report tells the candidate that an elector found session generation gen
+// lost, so that it renews or replaces it at once.
+func (c *Candidate) report(gen uint64) {
+	select {
+	case c.lost <- gen:
+	default:
+	}
+}
+
+// Run keeps the session alive until ctx ends or Close is called, then
+// closes it, which frees every lock its electors still hold. It returns
+// ctx.Err(), or ErrClosed after Close, and ErrRunning or ErrClosed if
+// called again.
+func (c *Candidate) Run(ctx context.Context) error {
+	c.mu.Lock()
+	switch {
+	case c.closed:
+		c.mu.Unlock()
+		return ErrClosed
+	case c.started:
+		c.mu.Unlock()
+		return ErrRunning
+	}
+	c.started = true
+	c.mu.Unlock()
+	defer close(c.done)
+	err := c.loop(ctx)
+	c.stop()
+	return err
+}
+
+// loop opens the session, renews it every keep-alive interval, and opens a
+// new one when it is lost.
+func (c *Candidate) loop(ctx context.Context) error {
+	next := time.Now()
+	for {
+		timer := time.NewTimer(time.Until(next))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-c.closing:
+			timer.Stop()
+			return ErrClosed
+		case gen := <-c.lost:
+			timer.Stop()
+			if cur, _ := c.state(); gen != cur.gen || cur.sess == nil {
+				continue // already replaced
+			}
+		case <-timer.C:
+		}
+		next = c.tick(ctx)
+	}
+}
+
+// tick opens or renews the session and returns when to tick again.
+func (c *Candidate) tick(ctx context.Context) time.Time {
+	cur, _ := c.state()
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.TTL)
+	defer cancel()
+	if cur.sess == nil {
+		s, err := c.backend.Open(cctx, c.cfg.ID, c.cfg.TTL)
+		if err != nil {
+			c.cfg.Logger.Warn("open session failed", "id", c.cfg.ID, "err", err)
+			return time.Now().Add(c.cfg.RetryPause())
+		}
+		c.set(shared{sess: s, renewed: start, gen: cur.gen + 1})
+		return start.Add(c.cfg.KeepAlive)
+	}
+	err := cur.sess.KeepAlive(cctx)
+	switch {
+	case err == nil:
+		c.set(shared{sess: cur.sess, renewed: start, gen: cur.gen})
+		return start.Add(c.cfg.KeepAlive)
+	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
+		c.cfg.Logger.Warn("session lost", "id", c.cfg.ID, "err", err)
+		c.set(shared{gen: cur.gen + 1})
+		c.closeSession(cur.sess)
+		return time.Now()
+	default:
+		c.cfg.Logger.Warn("keep-alive failed", "id", c.cfg.ID, "err", err)
+		return time.Now().Add(c.cfg.RetryPause())
+	}
+}
+
+// stop ends the session: electors see it gone, and its locks are freed.
+func (c *Candidate) stop() {
+	cur, _ := c.state()
+	c.set(shared{gen: cur.gen + 1})
+	if cur.sess != nil {
+		c.closeSession(cur.sess)
+	}
+}
+
+func (c *Candidate) closeSession(s backends.Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL)
+	defer cancel()
+	_ = s.Close(ctx)
+}
+
+// Close stops Run and waits for it to return. Calling it again, or before
+// Run, is fine; Run then returns ErrClosed.
+func (c *Candidate) Close() error {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		close(c.closing)
+	}
+	started := c.started
+	c.mu.Unlock()
+	if started {
+		<-c.done
+	}
+	return nil
+}
+
+// same reports whether a and b are the same backend; backends of types
+// that cannot be compared are taken on trust.
+func same(a, b backends.Backend) (eq bool) {
+	defer func() {
+		if recover() != nil {
+			eq = true
+		}
+	}()
+	return a == b
+}
