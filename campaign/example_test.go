@@ -68,3 +68,31 @@ func ExampleWhileLeader() {
 	// polling under token 1
 	// WhileLeader: context canceled
 }
+
+// Many campaigns on one shared session: one keep-alive per tick renews all
+// their locks.
+func ExampleCandidate() {
+	b := memory.New()
+	cand, err := campaign.NewCandidate(b, campaign.WithID("node-1"))
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go cand.Run(ctx)
+	defer cand.Close() // after the campaigns: it ends their session
+
+	for _, tenant := range []string{"acme", "globex"} {
+		c, err := campaign.New(b, "rollup/"+tenant, campaign.WithCandidate(cand))
+		if err != nil {
+			panic(err)
+		}
+		go c.Run(ctx)
+		defer c.Close()
+		e := <-c.Events()
+		fmt.Println(e.Name, e.Kind, e.Holder)
+	}
+	// Output:
+	// rollup/acme elected node-1
+	// rollup/globex elected node-1
+}
