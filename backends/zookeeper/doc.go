@@ -8,11 +8,13 @@
 //	<root>/locks/<name>             one container node per lock name
 //	<root>/locks/<name>/<sid>-<seq> ephemeral sequential: a session's place in the queue
 //	<root>/locks/<name>/hold        persistent, while a release's hold lasts
+//	<root>/groups/<group>           one container node per registry group
+//	<root>/groups/<group>/<sid>     ephemeral: a session's registry entry
 //
-// A lock name becomes one path segment through url.PathEscape: '/', '%',
-// spaces and every non-ASCII byte are written as %XX (and the names "." and
-// ".." as %2E), so every name that backends.ValidateName accepts is stored;
-// none is rejected for its characters.
+// A lock or group name becomes one path segment through url.PathEscape:
+// '/', '%', spaces and every non-ASCII byte are written as %XX (and the
+// names "." and ".." as %2E), so every name that backends.ValidateName
+// accepts is stored; none is rejected for its characters.
 //
 // # Sessions
 //
@@ -47,6 +49,12 @@
 // Acquire returns its token. With a lease the node is deleted again and the
 // lease counts from the Acquire that wins.
 //
+// Sessions implement backends.Dequeuer: Dequeue deletes the session's node
+// for a name unless an Acquire returned that node's token. A node the queue
+// made the holder without an Acquire telling the session is deleted too,
+// which frees the lock and wakes the next waiter. Group campaigns call it
+// for the slots they did not win, so that no candidate holds two slots.
+//
 // ZooKeeper expires nodes only with their session (TTL nodes need the
 // server's extendedTypesEnabled), so leases and holds are ended lazily,
 // with the server's clock: a lock child records its lease, counted from its
@@ -56,6 +64,26 @@
 // looks next (Acquire, Holder) reads the server's clock by writing the
 // lock's parent and deletes what has ended, with version checks, so that a
 // renewal or a new holder that came first wins.
+//
+// # Registry
+//
+// Backend implements backends.Registry and its sessions
+// backends.Registrar. A session's entry in a group is the node
+// <root>/groups/<group>/<sid>, holding the candidate's ID, score, weight and
+// metadata as JSON. Its order is the node's czxid, the zxid of its
+// creation: global and strictly increasing, so a later registration sorts
+// after every earlier one in the group, even after the group's container
+// node was deleted and made again. Register creates the node (in a
+// transaction that also writes the group's node, whose new stat gives the
+// czxid) at the session's first registration and sets its data on updates,
+// keeping the order; Deregister deletes it. Entries die with their session
+// as locks do: Close deletes them with the session node; an entry whose
+// session node is gone, or whose session's TTL has passed on the server's
+// clock, is dead, left out by Members, and deleted by the Members call
+// that finds it (with the expired session node, unless a renewal came
+// first). The server deletes them all when the conn's ZooKeeper session
+// ends. Members costs a listing, two reads per entry and one write to read
+// the server's clock.
 //
 // # Wake-ups
 //
@@ -87,8 +115,9 @@
 // # Concurrency and channels
 //
 // Backend and every Session are safe for concurrent use. A Session runs
-// one Acquire or Release per lock name at a time; calls for different names
-// run in parallel. Each Watch starts one goroutine, which owns the returned
+// one Acquire, Release or Dequeue per lock name, and one Register or
+// Deregister per group, at a time; calls for different names run in
+// parallel. Each Watch starts one goroutine, which owns the returned
 // channel and closes it when the watch's context ends (once a request in
 // flight returns) or the watch breaks: the ZooKeeper session expired, the
 // conn closed, or a new watch could not be set. A watch whose node never
@@ -104,8 +133,9 @@
 // early. A lock whose holder's process lives on but stops renewing is freed
 // only when someone looks after its TTL, not by an event. A Close that
 // cannot reach the server leaves the session's nodes behind: its lock nodes
-// are deleted by whoever finds them expired, its session node (if no lock
-// leads to it) stays until the conn's ZooKeeper session ends. Each lock
-// name keeps a small container node, which the server deletes some time
-// (60 s by default) after its last child.
+// and registry entries are deleted by whoever finds them expired, its
+// session node (if nothing leads to it) stays until the conn's ZooKeeper
+// session ends. Each lock name and group keeps a small container node,
+// which the server deletes some time (60 s by default) after its last
+// child.
 package zookeeper

@@ -19,6 +19,8 @@ import (
 //	<root>/locks/<encoded name>    container, one per lock name
 //	    <sid>-<10-digit sequence>  ephemeral sequential, lockData; the oldest live one holds
 //	    hold                       persistent, holdData, while a release's hold lasts
+//	<root>/groups/<encoded group>  container, one per registry group
+//	    <sid>                      ephemeral, entryData; its czxid is the entry's order
 
 // holdNode is the name of the hold marker among a lock's children.
 const holdNode = "hold"
@@ -96,6 +98,14 @@ type holdData struct {
 	ID    string `json:"id"`
 	Token uint64 `json:"token"`
 	Hold  int64  `json:"hold"` // ms after the marker's ctime
+}
+
+// entryData is a registry entry's data; the entry's czxid is its order.
+type entryData struct {
+	ID     string            `json:"id"`
+	Score  float64           `json:"score,omitempty"`
+	Weight float64           `json:"weight,omitempty"`
+	Meta   map[string]string `json:"meta,omitempty"`
 }
 
 // encode returns v as JSON; the types above always encode.

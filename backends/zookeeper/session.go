@@ -33,6 +33,7 @@ type session struct {
 	closed  bool
 	lost    error // set once the session is known to be lost
 	locks   map[string]*lock
+	entries map[string]string // group → the path of the session's registry entry
 }
 
 // lock is the session's node for one lock name: queued, or holding.
@@ -77,6 +78,7 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 		busy:      make(map[string]chan struct{}),
 		expires:   start.Add(ttl),
 		locks:     make(map[string]*lock),
+		entries:   make(map[string]string),
 	}
 	create := func() error {
 		_, err := b.conn.Create(s.path, s.data, zk.FlagEphemeral, b.acl)
@@ -126,10 +128,11 @@ func (s *session) KeepAlive(ctx context.Context) error {
 	return nil
 }
 
-// Close deletes the session node and every lock node of the session in
-// one transaction, which wakes their watchers. Hold markers stay. If the
-// server cannot be reached the session is closed all the same and its
-// nodes are left to expire: others delete them once the TTL has passed.
+// Close deletes the session node, every lock node of the session and its
+// registry entries in one transaction, which wakes their watchers. Hold
+// markers stay. If the server cannot be reached the session is closed all
+// the same and its nodes are left to expire: others delete them once the
+// TTL has passed.
 func (s *session) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -138,9 +141,9 @@ func (s *session) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	lost := s.lost
-	locks := s.takeLocks()
+	nodes := s.takeNodes()
 	s.mu.Unlock()
-	err := s.b.remove(ctx, s.path, locks)
+	err := s.b.remove(ctx, nodes)
 	if lost != nil {
 		return nil
 	}
@@ -202,9 +205,9 @@ func (s *session) markLost(ctx context.Context, why error) error {
 	}
 	s.lost = fmt.Errorf("zookeeper: session of %s: %w: %w", s.id, backends.ErrSessionLost, why)
 	err := s.lost
-	locks := s.takeLocks()
+	nodes := s.takeNodes()
 	s.mu.Unlock()
-	_ = s.b.remove(ctx, s.path, locks)
+	_ = s.b.remove(ctx, nodes)
 	return err
 }
 
@@ -222,16 +225,21 @@ func (s *session) fail(ctx context.Context, what string, err error) error {
 	return err
 }
 
-// takeLocks empties the session's locks and returns them. s.mu must be
-// held.
-func (s *session) takeLocks() []*lock {
-	locks := make([]*lock, 0, len(s.locks))
+// takeNodes empties the session's locks and registry entries and returns
+// the paths of all its nodes, the session node first. s.mu must be held.
+func (s *session) takeNodes() []string {
+	nodes := make([]string, 0, 1+len(s.locks)+len(s.entries))
+	nodes = append(nodes, s.path)
 	for _, l := range s.locks {
-		locks = append(locks, l)
+		nodes = append(nodes, l.path)
 		s.b.untrack(l.name, l.child)
 	}
+	for _, p := range s.entries {
+		nodes = append(nodes, p)
+	}
 	s.locks = make(map[string]*lock)
-	return locks
+	s.entries = make(map[string]string)
+	return nodes
 }
 
 // lockOf returns the session's node for name, or nil.
@@ -304,15 +312,11 @@ func (s *session) leave(name string) {
 // the connection.
 const removeBatch = 500
 
-// remove deletes the session node p and the nodes of locks, in
-// transactions of up to removeBatch nodes, the session node first: once it
-// is gone, others treat the rest as dead. A transaction that fails because
-// a node is already gone is done again one node at a time.
-func (b *Backend) remove(ctx context.Context, p string, locks []*lock) error {
-	paths := []string{p}
-	for _, l := range locks {
-		paths = append(paths, l.path)
-	}
+// remove deletes the nodes of a session (see takeNodes), in transactions
+// of up to removeBatch nodes, the session node first: once it is gone,
+// others treat the rest as dead. A transaction that fails because a node
+// is already gone is done again one node at a time.
+func (b *Backend) remove(ctx context.Context, paths []string) error {
 	for batch := range slices.Chunk(paths, removeBatch) {
 		if err := b.removeAll(ctx, batch); err != nil {
 			return err

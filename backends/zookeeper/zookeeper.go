@@ -13,8 +13,12 @@ import (
 )
 
 var (
-	_ backends.Backend = (*Backend)(nil)
-	_ backends.Watcher = (*Backend)(nil)
+	_ backends.Backend   = (*Backend)(nil)
+	_ backends.Watcher   = (*Backend)(nil)
+	_ backends.Registry  = (*Backend)(nil)
+	_ backends.Session   = (*session)(nil)
+	_ backends.Registrar = (*session)(nil)
+	_ backends.Dequeuer  = (*session)(nil)
 )
 
 // Defaults of the options.
@@ -38,10 +42,10 @@ type optionFunc func(*Backend)
 func (f optionFunc) apply(b *Backend) { f(b) }
 
 // WithRoot sets the node under which the Backend keeps its sessions
-// (root/sessions) and locks (root/locks). Backends that share a root share
-// their locks. It must be an absolute ZooKeeper path without a trailing
-// slash, outside /zookeeper. Default "/hustings". The root and its two
-// children are created when first needed.
+// (root/sessions), locks (root/locks) and registry (root/groups). Backends
+// that share a root share their locks and registry. It must be an absolute
+// ZooKeeper path without a trailing slash, outside /zookeeper. Default
+// "/hustings". The root and its children are created when first needed.
 func WithRoot(root string) Option { return optionFunc(func(b *Backend) { b.root = root }) }
 
 // WithSessionTimeout tells the Backend the session timeout of its conn:
@@ -146,6 +150,9 @@ func (b *Backend) sessionsPath() string { return b.root + "/sessions" }
 
 // lockPath is the parent node of the lock name.
 func (b *Backend) lockPath(name string) string { return b.root + "/locks/" + encodeName(name) }
+
+// groupPath is the parent node of the registry entries of group.
+func (b *Backend) groupPath(group string) string { return b.root + "/groups/" + encodeName(group) }
 
 // track records child, a node of one of b's sessions queued on name, so
 // that Watch watches its predecessor.

@@ -1,0 +1,223 @@
+package zookeeper_test
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/zookeeper"
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/group"
+	"github.com/hustings/hustings/strategy"
+)
+
+// The tests below reproduce problems of the group engine with a backend
+// that queues waiters; they fail until internal/elector is fixed, so they
+// run only with HUSTINGS_ENGINE_REPROS=1.
+func engineRepro(t *testing.T) {
+	if os.Getenv("HUSTINGS_ENGINE_REPROS") == "" {
+		t.Skip("reproduces a known problem of internal/elector; set HUSTINGS_ENGINE_REPROS=1 to run")
+	}
+}
+
+// TestGroupLeavesEarlierLines: a group candidate that found both slots
+// held waits in both lines; when the first frees, it takes it and must
+// leave the other line, or the second slot's release makes it the holder
+// of two slots. The engine leaves only the lines it tried in the round it
+// won, before the slot it won.
+func TestGroupLeavesEarlierLines(t *testing.T) {
+	engineRepro(t)
+	f := newTwoSlots(t)
+	// "c" hashes to slot 0 of 2: it tries slot 0 first, and wins it at the
+	// first try of its second round.
+	g := f.run(t, campaign.WithID("c"))
+	f.waitQueued(t)
+	f.release(t, 0)
+	waitUntil(t, "c elected to slot 0", func() bool { s := g.State(); return s.Leader && s.Slot == 0 })
+	f.release(t, 1)
+	if h, err := f.b.Holder(t.Context(), f.slot(1)); err != nil || !h.Free() {
+		t.Fatalf("Holder(slot 1) after its release = %+v, %v; want free: c, leading slot 0, was left in slot 1's line", h, err)
+	}
+}
+
+// TestGroupUnpreferredWaiter: a candidate that queued while the strategy
+// preferred it, and is preferred no more, is made a slot's holder by its
+// line but never calls Acquire again, so it never learns it: the slot
+// stays held by a candidate that does not lead.
+func TestGroupUnpreferredWaiter(t *testing.T) {
+	engineRepro(t)
+	f := newTwoSlots(t)
+	g := f.run(t, campaign.WithID("n"), group.WithStrategy(strategy.Score()), group.WithScore(1))
+	f.waitQueued(t)
+	for _, id := range []string{"x", "y"} { // two better candidates, registered without a campaign
+		s := f.open(t, id)
+		if _, err := s.(backends.Registrar).Register(t.Context(), g.Name(), strategy.Candidate{Score: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Second) // n ranks again: out of the top 2
+	f.release(t, 0)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		h, err := f.b.Holder(t.Context(), f.slot(0))
+		s := g.State()
+		if err == nil && (h.Free() || h.ID == "n" && s.Leader && s.Slot == 0) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("5s after slot 0's release: Holder(slot 0) = %+v, %v; n leads: %v (slot %d): n holds slot 0 without knowing", h, err, s.Leader, s.Slot)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSharedSessionLeavesLineOnClose: a campaign on a shared session
+// (campaign.WithCandidate) that waits in a lock's line and is closed must
+// leave the line: the session lives on, and the lock's release would make
+// it the holder of a lock no campaign wants.
+func TestSharedSessionLeavesLineOnClose(t *testing.T) {
+	engineRepro(t)
+	f := newTwoSlots(t)
+	k, err := campaign.NewCandidate(f.b, campaign.WithID("k"), campaign.WithTTL(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := campaign.New(f.b, f.slot(0), campaign.WithCandidate(k), campaign.WithRetry(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { c.Close(); _ = k.Close(); wg.Wait() })
+	wg.Go(func() { _ = k.Run(context.Background()) })
+	wg.Go(func() { _ = c.Run(context.Background()) })
+	wg.Go(func() {
+		for range c.Events() {
+		}
+	})
+	waitUntil(t, "k queued on slot 0", func() bool { return f.queued(t, 0) })
+	c.Close()
+	f.release(t, 0)
+	if h, err := f.b.Holder(t.Context(), f.slot(0)); err != nil || !h.Free() {
+		t.Fatalf("Holder after the closed campaign's lock was released = %+v, %v; want free: the shared session stayed in line", h, err)
+	}
+}
+
+// twoSlots is a group of two slots whose locks two sessions, a and b, hold
+// before the candidate under test runs. The sessions it opens are
+// renewed until the test ends.
+type twoSlots struct {
+	b       *zookeeper.Backend
+	conn    *zk.Conn
+	name    string
+	holders [2]backends.Session
+	tokens  [2]events.Token
+
+	mu       sync.Mutex
+	sessions []backends.Session
+}
+
+func newTwoSlots(t *testing.T) *twoSlots {
+	const timeout = 4 * time.Second
+	conn := dial(t, server(t).Addr(), timeout)
+	f := &twoSlots{b: newBackend(t, conn, timeout), conn: conn, name: "two"}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go f.renew(stop, done)
+	t.Cleanup(func() { close(stop); <-done })
+	for i, id := range []string{"a", "b"} {
+		f.holders[i] = f.open(t, id)
+		tok, err := f.holders[i].Acquire(t.Context(), f.slot(i), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.tokens[i] = tok
+	}
+	return f
+}
+
+// slot is the lock name of slot i (see group.Group.Name).
+func (f *twoSlots) slot(i int) string { return f.name + "/slot-" + string(rune('0'+i)) }
+
+func (f *twoSlots) open(t *testing.T, id string) backends.Session {
+	s, err := f.b.Open(t.Context(), id, 4*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	f.mu.Lock()
+	f.sessions = append(f.sessions, s)
+	f.mu.Unlock()
+	return s
+}
+
+// renew keeps the sessions of f alive until stop is closed.
+func (f *twoSlots) renew(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+		f.mu.Lock()
+		sessions := slices.Clone(f.sessions)
+		f.mu.Unlock()
+		for _, s := range sessions {
+			_ = s.KeepAlive(context.Background())
+		}
+	}
+}
+
+// run runs a group candidate on the two slots until the test ends.
+func (f *twoSlots) run(t *testing.T, opts ...campaign.Option) *group.Group {
+	opts = append(opts, campaign.WithTTL(2*time.Second), campaign.WithRetry(500*time.Millisecond))
+	g, err := group.New(f.b, f.name, 2, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = g.Run(context.Background()) })
+	wg.Go(func() {
+		for range g.Events() {
+		}
+	})
+	t.Cleanup(func() { g.Close(); wg.Wait() })
+	return g
+}
+
+// waitQueued waits until the candidate waits in both slots' lines.
+func (f *twoSlots) waitQueued(t *testing.T) {
+	waitUntil(t, "the candidate queued on both slots", func() bool { return f.queued(t, 0) && f.queued(t, 1) })
+}
+
+// queued reports whether a second node waits in slot i's line.
+func (f *twoSlots) queued(t *testing.T, i int) bool {
+	kids, _, err := f.conn.Children(root(t) + "/locks/" + url.PathEscape(f.slot(i)))
+	return err == nil && len(kids) == 2
+}
+
+// release releases slot i by its first holder.
+func (f *twoSlots) release(t *testing.T, i int) {
+	if err := f.holders[i].Release(t.Context(), f.slot(i), f.tokens[i], 0); err != nil {
+		t.Fatalf("Release(slot %d): %v", i, err)
+	}
+}
+
+// waitUntil polls cond every 20 ms, failing the test after 10 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not so after 10s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
