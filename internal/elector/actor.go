@@ -42,6 +42,8 @@ type actor struct {
 	gen           uint64     // the shared session's generation in use
 	sharedChanged <-chan struct{}
 	releaseAt     time.Time // no release before this (after a failed one, shared)
+	candidateGone bool      // the shared candidate is stopping: leave
+	renewWanted   bool      // elect found the deadline spent: try again after a renewal
 
 	wake, deadline *time.Timer
 }
@@ -58,6 +60,10 @@ func newActor(e *Elector, ctx context.Context) *actor {
 func (a *actor) run() error {
 	defer a.wg.Wait()
 	for {
+		if a.candidateGone {
+			a.shutdown(events.ErrResigned)
+			return ErrClosed
+		}
 		a.startDue()
 		ch, e := a.e.out.Ready()
 		select {
@@ -86,74 +92,86 @@ func (a *actor) run() error {
 	}
 }
 
-// startDue starts the backend call that is due, if the op slot is free, or
-// sets the wake timer for the next one.
+// startDue starts the backend call that is due, if the op slot is free,
+// or arms the wake timer once, for the earliest of the calls not yet due.
 func (a *actor) startDue() {
 	if a.op != nil {
 		return
 	}
-	now := time.Now()
-	switch {
-	case len(a.releases) > 0 && a.due(now, a.releaseAt):
+	w := waker{now: time.Now(), next: never}
+	defer w.arm(a.wake)
+	if len(a.releases) > 0 && w.due(a.releaseAt) {
 		a.startRelease()
-	case a.sess == nil:
-		if a.shared == nil && a.due(now, a.openAt) {
+		return
+	}
+	if a.sess == nil {
+		if a.shared == nil && w.due(a.openAt) {
 			a.startOpen()
 		}
-	case a.gate != nil && !a.gate.registered && !now.Before(a.gate.registerAt):
+		return // a shared session arrives through sharedChanged
+	}
+	switch {
+	case a.gate != nil && !a.gate.registered && w.due(a.gate.registerAt):
 		a.startRegister()
-	case a.due(now, a.keepAt):
+	case a.shared == nil && w.due(a.keepAt):
 		a.startKeepAlive()
-	case a.term == nil && len(a.releases) == 0 && a.due(now, later(a.tryAt, a.backoffUntil)):
-		a.startTry(now)
-	case a.term != nil && a.gate != nil && a.gate.preempt > 0 && a.due(now, a.gate.rankedAt.Add(a.cfg.Retry)):
+	case a.term == nil && len(a.releases) == 0 && w.due(later(a.tryAt, a.backoffUntil)) && a.startTry(&w):
+	case a.term != nil && a.gate != nil && a.gate.preempt > 0 && w.due(a.gate.rankedAt.Add(a.cfg.Retry)):
 		a.startRank()
-	default:
-		next := a.keepAt
-		if a.term == nil {
-			next = earlier(next, later(a.tryAt, a.backoffUntil))
-		} else if a.gate != nil && a.gate.preempt > 0 {
-			next = earlier(next, a.gate.rankedAt.Add(a.cfg.Retry))
-		}
-		if a.gate != nil && !a.gate.registered {
-			next = earlier(next, a.gate.registerAt)
-		}
-		if len(a.releases) > 0 {
-			next = earlier(next, a.releaseAt)
-		}
-		a.due(now, next)
 	}
 }
 
 // startTry starts what a try for the lock needs next: a watch, a fresh
-// rank (with a strategy), or the acquire itself. A candidate the strategy
-// does not prefer waits for its next chance instead.
-func (a *actor) startTry(now time.Time) {
+// rank (with a strategy), or the acquire itself, and reports whether it
+// started a call. A candidate the strategy does not prefer waits for its
+// next chance instead.
+func (a *actor) startTry(w *waker) bool {
 	g := a.gate
 	switch {
-	case a.needWatch(now):
+	case a.needWatch(w.now):
 		a.startWatch()
-	case g != nil && (!g.fresh || !now.Before(g.rankedAt.Add(a.cfg.Retry))):
+	case g != nil && (!g.fresh || !w.now.Before(g.rankedAt.Add(a.cfg.Retry))):
 		a.startRank()
-	case g != nil && !g.eligible(now):
+	case g != nil && !g.eligible(w.now):
 		next := g.rankedAt.Add(a.cfg.RetryPause())
 		if !g.freeSince.IsZero() {
 			next = earlier(next, g.freeSince.Add(g.patience))
 		}
 		a.tryAt, g.fresh = next, false
-		a.due(now, next)
+		w.due(next)
+		return false
+	case a.shared != nil && a.shared.orphaned(a.e.slots):
+		a.tryAt = w.now.Add(a.cfg.RetryPause()) // an earlier release of ours is pending
+		w.due(a.tryAt)
+		return false
 	default:
 		a.startAcquire()
 	}
+	return true
 }
 
-// due reports whether t has come; if not it sets the wake timer for it.
-func (a *actor) due(now, t time.Time) bool {
-	if !now.Before(t) {
+// waker finds the earliest time something not yet due becomes due.
+type waker struct {
+	now, next time.Time
+}
+
+// due reports whether t has come; if not, t is a candidate for the wake
+// timer.
+func (w *waker) due(t time.Time) bool {
+	if !w.now.Before(t) {
 		return true
 	}
-	a.wake.Reset(t.Sub(now))
+	w.next = earlier(w.next, t)
 	return false
+}
+
+// arm sets timer for the earliest time noted, or stops it if none.
+func (w *waker) arm(timer *time.Timer) {
+	if w.next.Equal(never) {
+		timer.Stop()
+		return
+	}
+	timer.Reset(w.next.Sub(w.now))
 }
 
 // elect starts a term with the token the backend confirmed.
@@ -163,6 +181,11 @@ func (a *actor) elect(slot int, token events.Token) {
 	if !deadline.After(now) {
 		// The session is about to run out: renew first, then acquire again
 		// (the same session gets the same token back).
+		if a.shared != nil {
+			a.renewWanted, a.tryAt = true, now.Add(a.cfg.RetryPause())
+			a.shared.report(a.gen)
+			return
+		}
 		a.keepAt, a.tryAt = now, now
 		return
 	}

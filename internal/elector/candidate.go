@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
 )
 
 // Candidate is one candidate's session on a backend, shared by many
@@ -19,14 +21,25 @@ type Candidate struct {
 	backend backends.Backend
 	cfg     Config
 
-	mu      sync.Mutex
-	cur     shared
-	changed chan struct{} // closed and replaced at every change
-	lost    chan uint64   // electors report a generation they found lost
-	started bool
-	closed  bool
-	closing chan struct{}
-	done    chan struct{}
+	mu       sync.Mutex
+	cur      shared
+	changed  chan struct{}     // closed and replaced at every change
+	lost     chan uint64       // electors report a generation they found lost
+	claims   map[string]bool   // lock names electors on the candidate run for
+	orphans  map[string]orphan // locks left held by a failed release, by name
+	attached int               // electors running on the candidate
+	detached chan struct{}     // signalled (buffer 1) when one detaches
+	started  bool
+	closed   bool
+	closing  chan struct{}
+	done     chan struct{}
+}
+
+// orphan is a lock an elector could not release on the shared session; the
+// candidate releases it at its next successful renewal.
+type orphan struct {
+	token events.Token
+	gen   uint64
 }
 
 // shared is the state electors read: the session, the start of its last
@@ -36,6 +49,7 @@ type shared struct {
 	sess    backends.Session
 	renewed time.Time
 	gen     uint64
+	closing bool // the candidate is stopping: electors end their terms and leave
 }
 
 // NewCandidate validates the options (ID, TTL, keep-alive, retry) and
@@ -50,10 +64,13 @@ func NewCandidate(b backends.Backend, opts ...Option) (*Candidate, error) {
 	}
 	return &Candidate{
 		backend: b, cfg: cfg,
-		changed: make(chan struct{}),
-		lost:    make(chan uint64, 1),
-		closing: make(chan struct{}),
-		done:    make(chan struct{}),
+		changed:  make(chan struct{}),
+		lost:     make(chan uint64, 1),
+		claims:   map[string]bool{},
+		orphans:  map[string]orphan{},
+		detached: make(chan struct{}, 1),
+		closing:  make(chan struct{}),
+		done:     make(chan struct{}),
 	}, nil
 }
 
@@ -149,6 +166,7 @@ func (c *Candidate) tick(ctx context.Context) time.Time {
 	switch {
 	case err == nil:
 		c.set(shared{sess: cur.sess, renewed: start, gen: cur.gen})
+		c.releaseOrphans(cctx, cur)
 		return start.Add(c.cfg.KeepAlive)
 	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
 		c.cfg.Logger.Warn("session lost", "id", c.cfg.ID, "err", err)
@@ -161,10 +179,29 @@ func (c *Candidate) tick(ctx context.Context) time.Time {
 	}
 }
 
-// stop ends the session: electors see it gone, and its locks are freed.
+// stop asks the electors on the candidate to end their terms gracefully
+// and leave, waits for them (bounded by the grace period and the TTL), and
+// only then closes the session, which frees whatever is still held.
 func (c *Candidate) stop() {
 	cur, _ := c.state()
-	c.set(shared{gen: cur.gen + 1})
+	cur.closing = true
+	c.set(cur)
+	limit := time.NewTimer(c.cfg.Grace + c.cfg.TTL)
+	defer limit.Stop()
+	for c.attachedCount() > 0 {
+		select {
+		case <-c.detached:
+		case <-limit.C:
+			c.cfg.Logger.Warn("campaigns still running on a closed candidate", "id", c.cfg.ID, "campaigns", c.attachedCount())
+			c.closeAndForget(cur)
+			return
+		}
+	}
+	c.closeAndForget(cur)
+}
+
+func (c *Candidate) closeAndForget(cur shared) {
+	c.set(shared{gen: cur.gen + 1, closing: true})
 	if cur.sess != nil {
 		c.closeSession(cur.sess)
 	}
@@ -177,7 +214,8 @@ func (c *Candidate) closeSession(s backends.Session) {
 }
 
 // Close stops Run and waits for it to return. Calling it again, or before
-// Run, is fine; Run then returns ErrClosed.
+// Run, is fine; Run then returns ErrClosed, and so do the Runs of electors
+// on the candidate.
 func (c *Candidate) Close() error {
 	c.mu.Lock()
 	if !c.closed {
@@ -188,8 +226,98 @@ func (c *Candidate) Close() error {
 	c.mu.Unlock()
 	if started {
 		<-c.done
+		return nil
+	}
+	cur, _ := c.state()
+	if !cur.closing {
+		cur.closing = true
+		c.set(cur)
 	}
 	return nil
+}
+
+// attach claims names for an elector about to run on the candidate. It
+// fails if another elector on the candidate runs for one of them (both
+// would be told they hold it, with one token), or if the candidate is
+// closed.
+func (c *Candidate) attach(names []string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur.closing || c.closed {
+		return ErrClosed
+	}
+	for _, n := range names {
+		if c.claims[n] {
+			return fmt.Errorf("%w: another campaign on candidate %s already runs for %q", ErrInvalid, c.cfg.ID, n)
+		}
+	}
+	for _, n := range names {
+		c.claims[n] = true
+	}
+	c.attached++
+	return nil
+}
+
+// detach gives the names back once the elector's Run is over.
+func (c *Candidate) detach(names []string) {
+	c.mu.Lock()
+	for _, n := range names {
+		delete(c.claims, n)
+	}
+	c.attached--
+	c.mu.Unlock()
+	select {
+	case c.detached <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Candidate) attachedCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.attached
+}
+
+// orphan records a lock an elector failed to release on session
+// generation gen; the candidate retries the release at each renewal.
+func (c *Candidate) orphan(name string, token events.Token, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.orphans[name] = orphan{token: token, gen: gen}
+}
+
+// orphaned reports whether one of names waits for such a release: no
+// elector may acquire it before, or it would get the old token back.
+func (c *Candidate) orphaned(names []string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range names {
+		if o, ok := c.orphans[n]; ok && o.gen == c.cur.gen {
+			return true
+		}
+	}
+	return false
+}
+
+// releaseOrphans retries the releases electors could not make on the
+// current session; those of older sessions went with them.
+func (c *Candidate) releaseOrphans(ctx context.Context, cur shared) {
+	c.mu.Lock()
+	todo := maps.Clone(c.orphans)
+	c.mu.Unlock()
+	for name, o := range todo {
+		var err error
+		if o.gen == cur.gen {
+			err = cur.sess.Release(ctx, name, o.token, 0)
+		}
+		if err == nil || errors.Is(err, backends.ErrNotHeld) {
+			c.mu.Lock()
+			if c.orphans[name] == o {
+				delete(c.orphans, name)
+			}
+			c.mu.Unlock()
+		}
+	}
 }
 
 // same reports whether a and b are the same backend; backends of types

@@ -218,6 +218,12 @@ func (e *Elector) Run(ctx context.Context) error {
 	defer e.feed.Close()
 	defer e.out.Close()
 
+	if c := e.cfg.Candidate; c != nil {
+		if err := c.attach(e.slots); err != nil {
+			return err
+		}
+		defer c.detach(e.slots)
+	}
 	a := newActor(e, ctx)
 	return a.run()
 }

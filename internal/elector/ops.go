@@ -25,6 +25,7 @@ const (
 // op is one backend call in flight.
 type op struct {
 	kind   opKind
+	sess   backends.Session // the session the call was made on
 	start  time.Time
 	cancel context.CancelFunc
 	done   chan result // buffer 1: the call never blocks on the actor
@@ -69,7 +70,7 @@ func (a *actor) call(kind opKind, timeout time.Duration, f func(ctx context.Cont
 		parent = context.WithoutCancel(a.ctx)
 	}
 	ctx, cancel := context.WithTimeout(parent, timeout)
-	o := &op{kind: kind, start: time.Now(), cancel: cancel, done: make(chan result, 1)}
+	o := &op{kind: kind, sess: a.sess, start: time.Now(), cancel: cancel, done: make(chan result, 1)}
 	a.op = o
 	a.wg.Go(func() {
 		defer cancel()
@@ -107,17 +108,19 @@ func (a *actor) startAcquire() {
 	})
 }
 
-// leaveLines takes the session out of the lines of the slots it tried
-// before winning one (tries slots first, first+1, … first+tried-1), on
-// backends that queue waiters, so a candidate never comes to hold two
-// slots. Failures are ignored: the session's end clears its lines anyway.
-func leaveLines(ctx context.Context, s backends.Session, slots []string, first, tried int) {
+// leaveLines takes the session out of the lines of every slot but the one
+// it won, on backends that queue waiters, so a candidate never comes to
+// hold two slots: earlier rounds may have left it in any line. Failures are
+// ignored: the session's end clears its lines anyway.
+func leaveLines(ctx context.Context, s backends.Session, slots []string, won int) {
 	d, ok := s.(backends.Dequeuer)
-	if !ok {
+	if !ok || len(slots) < 2 {
 		return
 	}
-	for i := range tried {
-		_ = d.Dequeue(ctx, slots[(first+i)%len(slots)])
+	for i, name := range slots {
+		if i != won {
+			_ = d.Dequeue(ctx, name)
+		}
 	}
 }
 
@@ -134,7 +137,7 @@ func acquireAny(ctx context.Context, s backends.Session, slots []string, id stri
 		slot := (first + i) % len(slots)
 		tok, e := s.Acquire(ctx, slots[slot], 0)
 		if e == nil {
-			leaveLines(ctx, s, slots, first, i)
+			leaveLines(ctx, s, slots, slot)
 			return slot, tok, nil
 		}
 		err = e
@@ -185,8 +188,8 @@ func (a *actor) startRelease() {
 func (a *actor) finish(r result) {
 	o := a.op
 	a.op = nil
-	if o.stale {
-		a.cleanUp(r)
+	if o.stale || (o.sess != a.sess && o.kind != opOpen && o.kind != opRelease) {
+		a.cleanUp(r, o)
 		return
 	}
 	switch o.kind {
@@ -207,8 +210,19 @@ func (a *actor) finish(r result) {
 	}
 }
 
-// cleanUp frees what a call the actor gave up on still returned.
-func (a *actor) cleanUp(r result) {
+// cleanUp frees what a call the actor gave up on still returned: a
+// session it opened, a watch, a lock acquired on a session that is no
+// longer the actor's (released, so no later term reuses its token), and a
+// pending reply.
+func (a *actor) cleanUp(r result, o *op) {
+	if o.kind == opAcquire && r.err == nil && o.sess != nil {
+		s, name, tok := o.sess, a.e.slots[r.slot], r.token
+		a.background(func(ctx context.Context) { _ = s.Release(ctx, name, tok, 0) })
+		a.tryAt = time.Now()
+	}
+	if o.kind == opRank && a.gate != nil {
+		a.gate.fresh = false
+	}
 	if r.sess != nil {
 		s := r.sess
 		a.background(func(ctx context.Context) { _ = s.Close(ctx) })

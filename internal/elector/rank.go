@@ -106,7 +106,7 @@ type verdict struct {
 
 // judge ranks the view for candidate me of a group of n slots. It is pure.
 func judge(s strategy.Strategy, group string, v view, me strategy.Candidate, n int) (verdict, error) {
-	members := dedupe(append(v.members, me))
+	members := dedupe(append(rankable(s, group, v.members), me))
 	ranked, err := s.Rank(group, v.epoch, members)
 	if err != nil {
 		return verdict{}, err
@@ -125,6 +125,19 @@ func judge(s strategy.Strategy, group string, v view, me strategy.Candidate, n i
 	}
 	vd.outranked = holding[me.ID] && !vd.preferred && topWithoutSlot
 	return vd, nil
+}
+
+// rankable drops the entries the strategy cannot rank (a peer registered
+// without a weight under Weighted, say, during a rolling change of
+// strategy), so that one bad entry cannot stop the group from ranking.
+func rankable(s strategy.Strategy, group string, cs []strategy.Candidate) []strategy.Candidate {
+	out := make([]strategy.Candidate, 0, len(cs))
+	for _, c := range cs {
+		if _, err := s.Rank(group, 0, []strategy.Candidate{c}); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // dedupe keeps one entry per ID, the earliest registered; me, appended

@@ -77,7 +77,8 @@ func (a *actor) ranked(v view, err error) {
 	vd, err := judge(a.gate.strategy, a.e.name, v, a.e.entry(), len(a.e.slots))
 	if err != nil {
 		a.fail("rank", err)
-		a.gate.rankedAt = now
+		a.gate.fresh, a.gate.rankedAt = true, now
+		a.tryAt = now.Add(a.cfg.RetryPause())
 		return
 	}
 	a.succeed()

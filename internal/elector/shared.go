@@ -2,9 +2,11 @@ package elector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
 )
 
@@ -21,6 +23,9 @@ func (a *actor) adopt() {
 	cur, changed := a.shared.state()
 	a.sharedChanged = changed
 	a.keepAt, a.openAt = never, never
+	if cur.closing {
+		a.candidateGone = true
+	}
 	if cur.gen != a.gen || (a.sess == nil && cur.sess != nil) {
 		if a.term != nil && cur.gen != a.gen {
 			a.revoke(sessionLost("the shared session was replaced"))
@@ -38,6 +43,9 @@ func (a *actor) adopt() {
 	a.renewed = cur.renewed
 	if a.term != nil && cur.sess != nil {
 		a.extend(cur.renewed.Add(a.cfg.TTL - a.cfg.MarginFor(a.cfg.TTL)))
+	}
+	if a.renewWanted && a.term == nil {
+		a.renewWanted, a.tryAt = false, time.Now()
 	}
 }
 
@@ -60,8 +68,21 @@ func (a *actor) releaseShared() {
 		if r.sess == nil || r.sess != a.sess {
 			continue
 		}
+		name, token := a.e.slots[r.term.event.Slot], r.term.event.Token
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.TTL)
-		_ = r.sess.Release(ctx, a.e.slots[r.term.event.Slot], r.term.event.Token, 0)
+		err := r.sess.Release(ctx, name, token, 0)
 		cancel()
+		if err != nil && !errors.Is(err, backends.ErrNotHeld) {
+			// The session outlives this campaign: leave the release to
+			// the candidate, which retries it at each renewal.
+			a.shared.orphan(name, token, a.gen)
+		}
+	}
+	if a.gate != nil && a.gate.own == nil {
+		if r, ok := a.sess.(backends.Registrar); ok {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.TTL)
+			_ = r.Deregister(ctx, a.e.name) // the entry would outlive the campaign
+			cancel()
+		}
 	}
 }
