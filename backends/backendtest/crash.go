@@ -148,3 +148,13 @@ func (s *crashSession) Deregister(ctx context.Context, group string) error {
 	}
 	return r.Deregister(ctx, group)
 }
+
+func (s *crashSession) Dequeue(ctx context.Context, name string) error {
+	if err := s.c.gate(ctx); err != nil {
+		return err
+	}
+	if d, ok := s.Session.(backends.Dequeuer); ok {
+		return d.Dequeue(ctx, name)
+	}
+	return nil // a backend that does not queue has no lines to leave
+}

@@ -26,25 +26,5 @@ func TestContract(t *testing.T) { backendtest.Run(t, harness(t)) }
 // TestGroups runs the group scenario: 8 candidates on 3 slots, ranked by
 // FIFO through the registry, with crashes and resignations.
 func TestGroups(t *testing.T) {
-	h := harness(t)
-	if !crashableDequeues(t, h) {
-		// The group engine finds Dequeue by a type assertion on the
-		// session, which backendtest.Crashable's wrapper fails: candidates
-		// then stay in the lines of slots they did not win and come to
-		// hold two slots.
-		t.Skip("backendtest.Crashable's sessions do not pass backends.Dequeuer on")
-	}
-	backendtest.RunGroups(t, h)
-}
-
-// crashableDequeues reports whether a session opened through
-// backendtest.Crashable, as RunGroups opens them, is a backends.Dequeuer.
-func crashableDequeues(t *testing.T, h backendtest.Harness) bool {
-	s, err := backendtest.NewCrashable(h.New(t)).Open(t.Context(), "probe", h.TTL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(t.Context())
-	_, ok := s.(backends.Dequeuer)
-	return ok
+	backendtest.RunGroups(t, harness(t))
 }

@@ -3,7 +3,6 @@ package zookeeper_test
 import (
 	"context"
 	"net/url"
-	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -19,14 +18,8 @@ import (
 	"github.com/hustings/hustings/strategy"
 )
 
-// The tests below reproduce problems of the group engine with a backend
-// that queues waiters; they fail until internal/elector is fixed, so they
-// run only with HUSTINGS_ENGINE_REPROS=1.
-func engineRepro(t *testing.T) {
-	if os.Getenv("HUSTINGS_ENGINE_REPROS") == "" {
-		t.Skip("reproduces a known problem of internal/elector; set HUSTINGS_ENGINE_REPROS=1 to run")
-	}
-}
+// The tests below check the group engine with a backend that queues
+// waiters: a candidate must never come to hold a slot it does not know of.
 
 // TestGroupLeavesEarlierLines: a group candidate that found both slots
 // held waits in both lines; when the first frees, it takes it and must
@@ -34,7 +27,6 @@ func engineRepro(t *testing.T) {
 // of two slots. The engine leaves only the lines it tried in the round it
 // won, before the slot it won.
 func TestGroupLeavesEarlierLines(t *testing.T) {
-	engineRepro(t)
 	f := newTwoSlots(t)
 	// "c" hashes to slot 0 of 2: it tries slot 0 first, and wins it at the
 	// first try of its second round.
@@ -53,7 +45,6 @@ func TestGroupLeavesEarlierLines(t *testing.T) {
 // line but never calls Acquire again, so it never learns it: the slot
 // stays held by a candidate that does not lead.
 func TestGroupUnpreferredWaiter(t *testing.T) {
-	engineRepro(t)
 	f := newTwoSlots(t)
 	g := f.run(t, campaign.WithID("n"), group.WithStrategy(strategy.Score()), group.WithScore(1))
 	f.waitQueued(t)
@@ -84,7 +75,6 @@ func TestGroupUnpreferredWaiter(t *testing.T) {
 // leave the line: the session lives on, and the lock's release would make
 // it the holder of a lock no campaign wants.
 func TestSharedSessionLeavesLineOnClose(t *testing.T) {
-	engineRepro(t)
 	f := newTwoSlots(t)
 	k, err := campaign.NewCandidate(f.b, campaign.WithID("k"), campaign.WithTTL(2*time.Second))
 	if err != nil {

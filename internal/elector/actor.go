@@ -33,6 +33,7 @@ type actor struct {
 	backoffUntil          time.Time // no acquire before this (after Resign)
 	watchAt               time.Time // no new watch before this
 	woken                 bool      // a watch signal came while an acquire was in flight
+	inLines               bool      // a failed acquire may have left the session in lines
 
 	watch       <-chan struct{}
 	watchCancel context.CancelFunc
@@ -132,6 +133,8 @@ func (a *actor) startTry(w *waker) bool {
 		a.startWatch()
 	case g != nil && (!g.fresh || !w.now.Before(g.rankedAt.Add(a.cfg.Retry))):
 		a.startRank()
+	case g != nil && !g.eligible(w.now) && a.inLines && isDequeuer(a.sess):
+		a.startLeave()
 	case g != nil && !g.eligible(w.now):
 		next := g.rankedAt.Add(a.cfg.RetryPause())
 		if !g.freeSince.IsZero() {
@@ -148,6 +151,11 @@ func (a *actor) startTry(w *waker) bool {
 		a.startAcquire()
 	}
 	return true
+}
+
+func isDequeuer(s backends.Session) bool {
+	_, ok := s.(backends.Dequeuer)
+	return ok
 }
 
 // waker finds the earliest time something not yet due becomes due.

@@ -20,6 +20,7 @@ const (
 	opRelease
 	opRegister
 	opRank
+	opLeave
 )
 
 // op is one backend call in flight.
@@ -105,6 +106,23 @@ func (a *actor) startAcquire() {
 	a.call(opAcquire, a.cfg.TTL, func(ctx context.Context) result {
 		slot, tok, err := acquireAny(ctx, s, slots, id)
 		return result{slot: slot, token: tok, err: err}
+	})
+}
+
+// startLeave takes the session out of every slot's line: a candidate the
+// strategy no longer prefers stops trying, so a line must not make it a
+// holder it would never learn of.
+func (a *actor) startLeave() {
+	s, slots := a.sess, a.e.slots
+	a.call(opLeave, a.cfg.TTL, func(ctx context.Context) result {
+		d := s.(backends.Dequeuer)
+		var err error
+		for _, name := range slots {
+			if e := d.Dequeue(ctx, name); e != nil {
+				err = e
+			}
+		}
+		return result{err: err}
 	})
 }
 
@@ -207,6 +225,8 @@ func (a *actor) finish(r result) {
 		a.registeredResult(r.err)
 	case opRank:
 		a.ranked(r.view, r.err)
+	case opLeave:
+		a.inLines = r.err != nil // try again at the next chance
 	}
 }
 
@@ -242,7 +262,7 @@ func (a *actor) opened(start time.Time, r result) {
 		return
 	}
 	a.succeed()
-	a.sess, a.renewed = r.sess, start
+	a.sess, a.renewed, a.inLines = r.sess, start, false
 	a.keepAt = start.Add(a.cfg.KeepAlive)
 	a.tryAt = time.Now()
 	if a.gate != nil {
@@ -272,9 +292,11 @@ func (a *actor) acquired(slot int, token events.Token, err error) {
 	switch {
 	case err == nil:
 		a.succeed()
+		a.inLines = false // acquireAny left the other lines
 		a.elect(slot, token)
 	case errors.Is(err, backends.ErrHeld):
 		a.succeed()
+		a.inLines = true
 		a.tryAt = time.Now().Add(a.cfg.RetryPause())
 		if a.gate != nil {
 			a.gate.fresh = false

@@ -33,7 +33,7 @@ func (a *actor) adopt() {
 		if cur.gen != a.gen {
 			a.dropReleases() // the old session's locks went with it
 		}
-		a.sess, a.gen, a.renewed = cur.sess, cur.gen, cur.renewed
+		a.sess, a.gen, a.renewed, a.inLines = cur.sess, cur.gen, cur.renewed, false
 		a.tryAt = time.Now()
 		if a.gate != nil {
 			a.gate.registered, a.gate.fresh = false, false
@@ -77,6 +77,13 @@ func (a *actor) releaseShared() {
 			// the candidate, which retries it at each renewal.
 			a.shared.orphan(name, token, a.gen)
 		}
+	}
+	if a.inLines && isDequeuer(a.sess) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.TTL)
+		for _, name := range a.e.slots {
+			_ = a.sess.(backends.Dequeuer).Dequeue(ctx, name) // the session lives on: leave its lines
+		}
+		cancel()
 	}
 	if a.gate != nil && a.gate.own == nil {
 		if r, ok := a.sess.(backends.Registrar); ok {
