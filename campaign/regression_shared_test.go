@@ -3,13 +3,11 @@ package campaign_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
@@ -79,44 +77,6 @@ func TestCandidateStopWaitsForTermWork(t *testing.T) {
 	})
 }
 
-// wrap lets a test delay Acquire results and fail KeepAlive calls.
-type wrap struct {
-	*memory.Backend
-	acqDelay atomic.Int64
-	failKA   atomic.Bool
-	failRel  atomic.Int32
-}
-type wrapSess struct {
-	backends.Session
-	w *wrap
-}
-
-func (w *wrap) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
-	s, err := w.Backend.Open(ctx, id, ttl)
-	if err != nil {
-		return nil, err
-	}
-	return &wrapSess{s, w}, nil
-}
-func (s *wrapSess) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
-	d := time.Duration(s.w.acqDelay.Load())
-	tok, err := s.Session.Acquire(ctx, name, lease)
-	time.Sleep(d)
-	return tok, err
-}
-func (s *wrapSess) KeepAlive(ctx context.Context) error {
-	if s.w.failKA.Load() {
-		return fmt.Errorf("%w: injected", backends.ErrUnavailable)
-	}
-	return s.Session.KeepAlive(ctx)
-}
-func (s *wrapSess) Release(ctx context.Context, name string, tok events.Token, hold time.Duration) error {
-	if s.w.failRel.Add(-1) >= 0 {
-		return fmt.Errorf("%w: injected", backends.ErrUnavailable)
-	}
-	return s.Session.Release(ctx, name, tok, hold)
-}
-
 // Found in review: an acquire made on generation g of the shared session returns after
 // the candidate replaced the session (g+2). The campaign elects with the
 // deadline of the new session's renewal, though the lock was held by the
@@ -124,7 +84,7 @@ func (s *wrapSess) Release(ctx context.Context, name string, tok events.Token, h
 func TestAcquireOnReplacedSessionIsNotElected(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 3 * time.Second
-		w := &wrap{Backend: memory.New()}
+		w := &faulty{Backend: memory.New()}
 		// B holds the lock first.
 		bs, _ := w.Backend.Open(t.Context(), "b", time.Hour)
 		btok, _ := bs.Acquire(t.Context(), "lock", 0)
@@ -134,12 +94,12 @@ func TestAcquireOnReplacedSessionIsNotElected(t *testing.T) {
 		c, _ := campaign.New(w, "lock", campaign.WithCandidate(cand))
 		go c.Run(context.Background())
 		time.Sleep(500 * time.Millisecond)
-		w.failKA.Store(true)                     // keep-alives stop reaching the backend
-		w.acqDelay.Store(int64(8 * time.Second)) // answers to acquires come late
-		bs.Release(t.Context(), "lock", btok, 0) // watch wakes a: acquire on gen 1
-		time.Sleep(3500 * time.Millisecond)      // gen 1 expired at the backend
-		w.failKA.Store(false)                    // next keep-alive: session lost -> gen 3
-		w.acqDelay.Store(0)
+		w.failKeepAlive.Store(true)                     // keep-alives stop reaching the backend
+		w.acquireDelayAll.Store(int64(8 * time.Second)) // answers to acquires come late
+		bs.Release(t.Context(), "lock", btok, 0)        // watch wakes a: acquire on gen 1
+		time.Sleep(3500 * time.Millisecond)             // gen 1 expired at the backend
+		w.failKeepAlive.Store(false)                    // next keep-alive: session lost -> gen 3
+		w.acquireDelayAll.Store(0)
 		e := next(t, c.Events())
 		if e.Kind != events.Elected {
 			t.Fatalf("got %s", e)
@@ -164,14 +124,14 @@ func TestAcquireOnReplacedSessionIsNotElected(t *testing.T) {
 // later campaign on the candidate is elected with the same token.
 func TestSharedReleaseFailureIsRetriedByCandidate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := &wrap{Backend: memory.New()}
+		w := &faulty{Backend: memory.New()}
 		cand, _ := campaign.NewCandidate(w, campaign.WithID("a"), campaign.WithTTL(ttl))
 		cd := make(chan error, 1)
 		go func() { cd <- cand.Run(context.Background()) }()
 		c1, _ := campaign.New(w, "lock", campaign.WithCandidate(cand))
 		go c1.Run(context.Background())
 		e1 := next(t, c1.Events())
-		w.failRel.Store(1)
+		w.failRelease.Store(1)
 		c1.Close()
 		time.Sleep(time.Minute)
 		if h, _ := w.Holder(t.Context(), "lock"); !h.Free() {
@@ -194,14 +154,14 @@ func TestSharedReleaseFailureIsRetriedByCandidate(t *testing.T) {
 // retry waits for the candidate's next tick (TTL/3), not a retry interval.
 func TestSharedReleaseRetryWakesOnTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		w := &wrap{Backend: memory.New()}
+		w := &faulty{Backend: memory.New()}
 		cand, _ := campaign.NewCandidate(w, campaign.WithID("a"), campaign.WithTTL(60*time.Second))
 		cd := make(chan error, 1)
 		go func() { cd <- cand.Run(context.Background()) }()
 		c, _ := campaign.New(w, "lock", campaign.WithCandidate(cand), campaign.WithRetry(time.Second))
 		go c.Run(context.Background())
 		next(t, c.Events())
-		w.failRel.Store(1)
+		w.failRelease.Store(1)
 		start := time.Now()
 		if err := c.Resign(t.Context()); err != nil {
 			t.Fatal(err)

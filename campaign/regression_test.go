@@ -22,8 +22,12 @@ type faulty struct {
 	acquireDelay map[string]time.Duration // slept after the real Acquire returned
 	openDelay    map[string]time.Duration // slept after the real Open returned
 	failRelease  atomic.Int32             // Release calls that fail with ErrUnavailable
-	closedWatch  bool                     // Watch returns an already-closed channel
-	holders      atomic.Int64
+	// acquireDelayAll is slept after every real Acquire, in nanoseconds;
+	// failKeepAlive fails every KeepAlive with ErrUnavailable.
+	acquireDelayAll atomic.Int64
+	failKeepAlive   atomic.Bool
+	closedWatch     bool // Watch returns an already-closed channel
+	holders         atomic.Int64
 }
 
 type faultySession struct {
@@ -56,8 +60,15 @@ func (f *faulty) Watch(ctx context.Context, name string) (<-chan struct{}, error
 
 func (s *faultySession) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
 	tok, err := s.Session.Acquire(ctx, name, lease)
-	time.Sleep(s.f.acquireDelay[s.ID()])
+	time.Sleep(s.f.acquireDelay[s.ID()] + time.Duration(s.f.acquireDelayAll.Load()))
 	return tok, err
+}
+
+func (s *faultySession) KeepAlive(ctx context.Context) error {
+	if s.f.failKeepAlive.Load() {
+		return fmt.Errorf("%w: injected", backends.ErrUnavailable)
+	}
+	return s.Session.KeepAlive(ctx)
 }
 
 func (s *faultySession) Release(ctx context.Context, name string, tok events.Token, hold time.Duration) error {
