@@ -179,3 +179,27 @@ func TestWithCandidateRejectsAnotherBackend(t *testing.T) {
 	}
 	cand.Close()
 }
+
+func TestCandidateRunsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cand, err := campaign.NewCandidate(memory.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- cand.Run(ctx) }()
+		synctest.Wait()
+		if err := cand.Run(t.Context()); !errors.Is(err, campaign.ErrRunning) {
+			t.Fatalf("Run while running = %v, want ErrRunning", err)
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run = %v, want context.Canceled", err)
+		}
+		if err := cand.Run(t.Context()); !errors.Is(err, campaign.ErrClosed) {
+			t.Fatalf("Run after it ended = %v, want ErrClosed", err)
+		}
+		cand.Close()
+	})
+}

@@ -120,6 +120,9 @@ func (c *Candidate) Run(ctx context.Context) error {
 	defer close(c.done)
 	err := c.loop(ctx)
 	c.stop()
+	c.mu.Lock()
+	c.closed = true // a candidate runs once: its session is gone
+	c.mu.Unlock()
 	return err
 }
 
