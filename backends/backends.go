@@ -154,3 +154,27 @@ type Dequeuer interface {
 	// alone; not being in the line is not an error.
 	Dequeue(ctx context.Context, name string) error
 }
+
+// ValidateAcquire checks the arguments of Session.Acquire: a valid name and
+// a lease ≥ 0. The error matches ErrInvalid.
+func ValidateAcquire(name string, lease time.Duration) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if lease < 0 {
+		return fmt.Errorf("%w: lease %v must be ≥ 0", ErrInvalid, lease)
+	}
+	return nil
+}
+
+// ValidateRelease checks the arguments of Session.Release: a valid name
+// and a hold ≥ 0. The error matches ErrInvalid.
+func ValidateRelease(name string, hold time.Duration) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if hold < 0 {
+		return fmt.Errorf("%w: hold %v must be ≥ 0", ErrInvalid, hold)
+	}
+	return nil
+}

@@ -25,11 +25,8 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	if err := s.usable(); err != nil {
 		return 0, err
 	}
-	if err := backends.ValidateName(name); err != nil {
+	if err := backends.ValidateAcquire(name, lease); err != nil {
 		return 0, err
-	}
-	if lease < 0 {
-		return 0, fmt.Errorf("%w: lease %v must be ≥ 0", backends.ErrInvalid, lease)
 	}
 	if err := ctxErr(ctx, "acquire"); err != nil {
 		return 0, err
@@ -124,11 +121,8 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	if err := s.usable(); err != nil {
 		return err
 	}
-	if err := backends.ValidateName(name); err != nil {
+	if err := backends.ValidateRelease(name, hold); err != nil {
 		return err
-	}
-	if hold < 0 {
-		return fmt.Errorf("%w: hold %v must be ≥ 0", backends.ErrInvalid, hold)
 	}
 	if token == 0 || token > math.MaxInt64 {
 		return s.notHeld(name, token)

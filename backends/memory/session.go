@@ -36,11 +36,8 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	if err := s.usable(); err != nil {
 		return 0, err
 	}
-	if err := backends.ValidateName(name); err != nil {
+	if err := backends.ValidateAcquire(name, lease); err != nil {
 		return 0, err
-	}
-	if lease < 0 {
-		return 0, fmt.Errorf("%w: lease %v must be ≥ 0", backends.ErrInvalid, lease)
 	}
 	if err := s.b.reach(ctx, s.id); err != nil {
 		return 0, err
@@ -83,11 +80,8 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	if err := s.usable(); err != nil {
 		return err
 	}
-	if err := backends.ValidateName(name); err != nil {
+	if err := backends.ValidateRelease(name, hold); err != nil {
 		return err
-	}
-	if hold < 0 {
-		return fmt.Errorf("%w: hold %v must be ≥ 0", backends.ErrInvalid, hold)
 	}
 	if err := s.b.reach(ctx, s.id); err != nil {
 		return err
