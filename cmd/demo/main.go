@@ -1,128 +1,73 @@
-// Command demo shows Hustings at work on the embedded memory backend, with
-// no server: three candidates campaign for one lock, the leader resigns and
-// another takes over in milliseconds, then the new leader "crashes" (its
-// backend calls hang) and is revoked at its local deadline, before a third
-// takes over. It prints the events as a timeline and exits by itself.
+// Command demo shows Hustings at work. With no arguments it runs a scripted
+// show on the embedded memory backend, no server needed; "demo node" runs
+// one candidate per process for multi-process tests, printing its events as
+// JSON lines; "demo scenario NAME" runs one of the real-world scenarios.
+// Every command takes --backend URL (see "demo --help").
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"sync"
+	"strings"
 	"syscall"
-	"time"
-
-	"github.com/hustings/hustings/backends/memory"
-	"github.com/hustings/hustings/campaign"
-	"github.com/hustings/hustings/events"
 )
 
-const (
-	lockName = "reconcile"
-	ttl      = 2 * time.Second
-	retry    = 250 * time.Millisecond
-)
+// command is one subcommand of the demo.
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"show", "the scripted show (the default): election, reconcile loop, crash, resignation, a weighted group, a slow consumer", runShow},
+		{"node", "one candidate in this process until SIGTERM/SIGINT, one JSON line per event on stdout", runNode},
+		{"scenario", "a real-world scenario: demo scenario NAME, one of " + strings.Join(scenarioNames(), ", "), runScenario},
+	}
+}
 
 func main() {
 	// The only place in Hustings that builds a root context from signals.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Stdout); err != nil {
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-// node is one candidate of the demo.
-type node struct {
-	c    *campaign.Campaign
-	done chan error
+// run dispatches to a subcommand; flags alone go to the show.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
+		usage(stdout)
+		return nil
+	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return runShow(ctx, args, stdout, stderr)
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	usage(stderr)
+	return fmt.Errorf("unknown command %q", args[0])
 }
 
-func run(ctx context.Context, w io.Writer) error {
-	b := memory.New()
-	tl := newTimeline(w)
-	tl.note("three candidates campaign for %q on the memory backend (TTL %v, retry %v)", lockName, ttl, retry)
-	tl.header()
-
-	elected := make(chan events.Event, 16)
-	var readers sync.WaitGroup
-	nodes := map[string]*node{}
-	for _, id := range []string{"alpha", "bravo", "charlie"} {
-		c, err := campaign.New(b, lockName, campaign.WithID(id), campaign.WithTTL(ttl), campaign.WithRetry(retry))
-		if err != nil {
-			return err
-		}
-		n := &node{c: c, done: make(chan error, 1)}
-		nodes[id] = n
-		go func() { n.done <- c.Run(ctx) }()
-		readers.Go(func() {
-			for e := range c.Events() {
-				tl.event(e)
-				if e.Kind == events.Elected {
-					elected <- e
-				}
-			}
-		})
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: demo [command] [--backend URL] [flags]")
+	fmt.Fprintln(w, "\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
-	defer func() {
-		// Followers first, so that nobody takes over from the closing leader.
-		for _, leading := range []bool{false, true} {
-			for _, n := range nodes {
-				if n.c.State().Leader == leading {
-					n.c.Close()
-				}
-			}
-		}
-		for _, n := range nodes {
-			n.c.Close()
-		}
-		readers.Wait()
-	}()
-
-	first, err := await(ctx, elected)
-	if err != nil {
-		return err
-	}
-	tl.note("%s leads; it resigns now", first.Holder)
-	resigned := time.Now()
-	if err := nodes[first.Holder].c.Resign(ctx); err != nil {
-		return err
-	}
-	second, err := await(ctx, elected)
-	if err != nil {
-		return err
-	}
-	tl.note("handover in %v: the waiters were woken by the release, not by polling", since(resigned))
-
-	tl.note("%s crashes: its calls to the backend hang from now on", second.Holder)
-	crashed := time.Now()
-	b.Partition(second.Holder)
-	third, err := await(ctx, elected)
-	if err != nil {
-		return err
-	}
-	b.Heal(second.Holder)
-	tl.note("%s took over %v after the crash (TTL %v + retry); %s had revoked itself at its deadline first",
-		third.Holder, since(crashed), ttl, second.Holder)
-	tl.note("fencing tokens only grow: %d, %d, %d", first.Token, second.Token, third.Token)
-	tl.note("closing every campaign")
-	return nil
+	fmt.Fprintf(w, "\nbackend URLs: %s (default memory)\n", backendUsage)
+	fmt.Fprintln(w, "\"demo COMMAND --help\" lists a command's flags.")
 }
-
-// await returns the next Elected event.
-func await(ctx context.Context, elected <-chan events.Event) (events.Event, error) {
-	select {
-	case e := <-elected:
-		return e, nil
-	case <-time.After(time.Minute):
-		return events.Event{}, fmt.Errorf("nobody was elected within a minute")
-	case <-ctx.Done():
-		return events.Event{}, ctx.Err()
-	}
-}
-
-func since(t time.Time) time.Duration { return time.Since(t).Round(100 * time.Microsecond) }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,18 +14,19 @@ import (
 // timeline prints events and notes as aligned rows, elapsed time first.
 // Safe for concurrent use.
 type timeline struct {
-	mu    sync.Mutex
-	w     io.Writer
-	start time.Time
+	mu     sync.Mutex
+	w      io.Writer
+	start  time.Time
+	groups map[string]bool // names of groups, whose events show a slot
 }
 
 func newTimeline(w io.Writer) *timeline { return &timeline{w: w, start: time.Now()} }
 
 func (t *timeline) header() {
-	t.row("elapsed", "candidate", "event", "token", "detail")
+	t.row("elapsed", "candidate", "event", "lock", "token", "detail")
 }
 
-// event prints one campaign event.
+// event prints one campaign event; group events name their slot.
 func (t *timeline) event(e events.Event) {
 	detail := ""
 	switch e.Kind {
@@ -33,7 +35,27 @@ func (t *timeline) event(e events.Event) {
 	case events.Revoked:
 		detail = reason(e.Reason)
 	}
-	t.row(t.elapsed(e.Time), e.Holder, e.Kind.String(), fmt.Sprint(e.Token), detail)
+	lock := e.Name[strings.LastIndex(e.Name, "/")+1:]
+	if t.isGroup(e.Name) {
+		lock = fmt.Sprintf("%s[%d]", lock, e.Slot)
+	}
+	t.row(t.elapsed(e.Time), e.Holder, e.Kind.String(), lock, fmt.Sprint(e.Token), detail)
+}
+
+// group marks name as a group's, so its events show their slot.
+func (t *timeline) group(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.groups == nil {
+		t.groups = map[string]bool{}
+	}
+	t.groups[name] = true
+}
+
+func (t *timeline) isGroup(name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.groups[name]
 }
 
 // note prints a line of narration.
@@ -43,10 +65,10 @@ func (t *timeline) note(format string, args ...any) {
 	fmt.Fprintf(t.w, "%10s  # %s\n", t.elapsedLocked(time.Now()), fmt.Sprintf(format, args...))
 }
 
-func (t *timeline) row(elapsed, who, kind, token, detail string) {
+func (t *timeline) row(elapsed, who, kind, lock, token, detail string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	fmt.Fprintf(t.w, "%10s  %-9s  %-8s  %5s  %s\n", elapsed, who, kind, token, detail)
+	fmt.Fprintf(t.w, "%10s  %-9s  %-8s  %-12s  %5s  %s\n", elapsed, who, kind, lock, token, detail)
 }
 
 func (t *timeline) elapsed(at time.Time) string {

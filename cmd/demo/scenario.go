@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// scenario is one real-world use of leader election, told in its own file
+// (scenario_NAME.go) as a short tutorial.
+type scenario struct {
+	name, summary string
+	run           func(ctx context.Context, env *scenarioEnv) error
+}
+
+// scenarioEnv is what a scenario runs with.
+type scenarioEnv struct {
+	backendURL string    // for scenarios that open their own connections
+	out        io.Writer // the scenario's narration
+	tl         *timeline
+}
+
+// scenarios lists every scenario, in the order the help shows them.
+var scenarios = []scenario{}
+
+func scenarioNames() []string {
+	var names []string
+	for _, s := range scenarios {
+		names = append(names, s.name)
+	}
+	return names
+}
+
+// runScenario runs "demo scenario NAME [--backend URL]".
+func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(stdout, "usage: demo scenario NAME [--backend URL]\n\nscenarios:")
+		for _, s := range scenarios {
+			fmt.Fprintf(stdout, "  %-13s %s\n", s.name, s.summary)
+		}
+		if len(args) == 0 {
+			return fmt.Errorf("name a scenario")
+		}
+		return nil
+	}
+	for _, s := range scenarios {
+		if s.name != args[0] {
+			continue
+		}
+		fs := flag.NewFlagSet("demo scenario "+s.name, flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		backendURL := fs.String("backend", "memory", "backend URL: "+backendUsage)
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return s.run(ctx, &scenarioEnv{backendURL: *backendURL, out: stdout, tl: newTimeline(stdout)})
+	}
+	return fmt.Errorf("unknown scenario %q (want one of %v)", args[0], scenarioNames())
+}
