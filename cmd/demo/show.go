@@ -74,7 +74,13 @@ type stage struct {
 	mu      sync.Mutex
 	tokens  []events.Token // of the reconcile lock, as elected
 	wg      sync.WaitGroup
-	closers []func()
+	closers []closer
+}
+
+// closer closes one campaign; leading tells whether it leads now.
+type closer struct {
+	leading func() bool
+	close   func()
 }
 
 // actor is one candidate of the show, behind its own crashable link.
@@ -116,7 +122,7 @@ func (s *stage) enter(ctx context.Context, id string) error {
 	s.cast[id], s.order = a, append(s.order, id)
 	s.follow(ctx, c.Subscribe(ctx))
 	s.wg.Go(func() { _ = campaign.WhileLeader(ctx, c, a.reconcile) })
-	s.closers = append(s.closers, func() { c.Close() })
+	s.closers = append(s.closers, closer{func() bool { return c.State().Leader }, func() { c.Close() }})
 	return nil
 }
 
@@ -206,7 +212,7 @@ func (s *stage) slowConsumer(ctx context.Context) error {
 		return err
 	}
 	s.wg.Go(func() { _ = c.Run(ctx) }) // nobody ever reads c.Events()
-	s.closers = append(s.closers, func() { c.Close() })
+	s.closers = append(s.closers, closer{func() bool { return c.State().Leader }, func() { c.Close() }})
 	if err := waitUntil(ctx, func() bool { return c.State().Leader }); err != nil {
 		return err
 	}
@@ -238,7 +244,7 @@ func (s *stage) weightedGroup(ctx context.Context) error {
 		gs = append(gs, g)
 		s.follow(ctx, g.Subscribe(ctx))
 		s.wg.Go(func() { _ = g.Run(ctx) })
-		s.closers = append(s.closers, func() { g.Close() })
+		s.closers = append(s.closers, closer{func() bool { return g.State().Leader }, func() { g.Close() }})
 	}
 	s.tl.note("a group of 3 slots for 5 candidates weighted 1 to 5 (golf … kilo), strategy weighted")
 	want, err := topByWeight(name, weights, 3)
@@ -282,14 +288,20 @@ func holders(gs []*group.Group) []string {
 	return ids
 }
 
-// closeAll closes every campaign at once (a crashed one takes up to a TTL
-// to give up on its calls) and waits for their goroutines.
+// closeAll closes the followers, then the leaders, so that nobody takes
+// over from a closing leader; each group at once, as a crashed campaign
+// takes up to a TTL to give up on its calls. Then it waits for every
+// goroutine of the show.
 func (s *stage) closeAll() {
-	var closing sync.WaitGroup
-	for _, c := range s.closers {
-		closing.Go(c)
+	for _, leaders := range []bool{false, true} {
+		var closing sync.WaitGroup
+		for _, c := range s.closers {
+			if c.leading() == leaders {
+				closing.Go(c.close)
+			}
+		}
+		closing.Wait()
 	}
-	closing.Wait()
 	s.wg.Wait()
 }
 
