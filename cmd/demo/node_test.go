@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hustings/hustings/backends/redis/redistest"
+)
+
+// nodeProc is one "demo node" process: this test binary run as the demo
+// (see TestMain), its JSON lines collected.
+type nodeProc struct {
+	id    string
+	cmd   *exec.Cmd
+	mu    sync.Mutex
+	lines []nodeEvent
+	read  chan struct{} // closed when stdout is drained
+}
+
+func startNode(t *testing.T, args ...string) *nodeProc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"--", "node"}, args...)...)
+	cmd.Env = append(os.Environ(), "HUSTINGS_DEMO_AS_MAIN=1")
+	cmd.Stderr = io.Discard
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &nodeProc{id: args[len(args)-1], cmd: cmd, read: make(chan struct{})}
+	go p.collect(out)
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // by PID; a no-op once it exited
+		<-p.read
+		_ = cmd.Wait()
+	})
+	return p
+}
+
+// collect parses stdout: every line must be one JSON event.
+func (p *nodeProc) collect(r io.Reader) {
+	defer close(p.read)
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var e nodeEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			e = nodeEvent{Event: "not-json: " + sc.Text()}
+		}
+		p.mu.Lock()
+		p.lines = append(p.lines, e)
+		p.mu.Unlock()
+	}
+}
+
+func (p *nodeProc) events() []nodeEvent {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.lines)
+}
+
+// leads reports whether the node's last event is an election.
+func (p *nodeProc) leads() bool {
+	es := p.events()
+	return len(es) > 0 && es[len(es)-1].Event == "elected"
+}
+
+func waitNodes(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	limit := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(limit) {
+			t.Fatalf("%s: not so after 30s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestNodesFailOverOnRedis starts three node processes on a real Redis,
+// kills the leader with SIGKILL, and checks from their JSON lines that a
+// new leader appears and tokens only grow; then stops the new leader with
+// SIGTERM and checks it resigned gracefully.
+func TestNodesFailOverOnRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	name := fmt.Sprintf("demo-nodes-%x", time.Now().UnixNano())
+	var nodes []*nodeProc
+	for _, id := range []string{"n1", "n2", "n3"} {
+		nodes = append(nodes, startNode(t, "--backend", "redis://"+srv.Addr(), "--name", name, "--ttl", "1s", "--work", "50ms", "--id", id))
+	}
+	leader := func() *nodeProc {
+		for _, n := range nodes {
+			if n.leads() && n.cmd.ProcessState == nil {
+				return n
+			}
+		}
+		return nil
+	}
+	waitNodes(t, "a first leader", func() bool { return leader() != nil })
+	first := leader()
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitNodes(t, "a new leader after SIGKILL", func() bool { l := leader(); return l != nil && l != first })
+	second := leader()
+	if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-second.read
+	if err := second.cmd.Wait(); err != nil {
+		t.Fatalf("node stopped by SIGTERM exited with %v, want 0", err)
+	}
+	es := second.events()
+	if last := es[len(es)-1]; last.Event != "revoked" || last.Reason == "" || last.Node != second.id || last.Name != name {
+		t.Fatalf("last line of the stopped node = %+v, want its revocation with a reason", last)
+	}
+	checkTokensGrow(t, nodes)
+}
+
+// checkTokensGrow fails unless every line is JSON and the tokens of
+// elections, across the nodes in time order, strictly increase.
+func checkTokensGrow(t *testing.T, nodes []*nodeProc) {
+	t.Helper()
+	var elected []nodeEvent
+	for _, n := range nodes {
+		for _, e := range n.events() {
+			switch e.Event {
+			case "elected":
+				elected = append(elected, e)
+			case "revoked":
+			default:
+				t.Fatalf("node %s printed %q", n.id, e.Event)
+			}
+		}
+	}
+	slices.SortFunc(elected, func(a, b nodeEvent) int { return cmp.Compare(a.TimeUnixNano, b.TimeUnixNano) })
+	for i := 1; i < len(elected); i++ {
+		if elected[i].Token <= elected[i-1].Token {
+			t.Fatalf("token %d after %d: %+v", elected[i].Token, elected[i-1].Token, elected)
+		}
+	}
+	if len(elected) < 2 {
+		t.Fatalf("only %d elections", len(elected))
+	}
+}
