@@ -98,21 +98,22 @@ func TestNodesFailOverOnRedis(t *testing.T) {
 	for _, id := range []string{"n1", "n2", "n3"} {
 		nodes = append(nodes, startNode(t, "--backend", "redis://"+srv.Addr(), "--name", name, "--ttl", "1s", "--work", "50ms", "--id", id))
 	}
-	leader := func() *nodeProc {
+	// leader returns a live node whose last line is an election.
+	leader := func(dead *nodeProc) *nodeProc {
 		for _, n := range nodes {
-			if n.leads() && n.cmd.ProcessState == nil {
+			if n != dead && n.leads() {
 				return n
 			}
 		}
 		return nil
 	}
-	waitNodes(t, "a first leader", func() bool { return leader() != nil })
-	first := leader()
+	waitNodes(t, "a first leader", func() bool { return leader(nil) != nil })
+	first := leader(nil)
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitNodes(t, "a new leader after SIGKILL", func() bool { l := leader(); return l != nil && l != first })
-	second := leader()
+	waitNodes(t, "a new leader after SIGKILL", func() bool { return leader(first) != nil })
+	second := leader(first)
 	if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
