@@ -38,7 +38,7 @@ func TestShow(t *testing.T) {
 		"reconciles every",
 		"backend unreachable at the deadline",
 		"after the resignation: woken by the release",
-		"though nobody ever read its channel",
+		"revoked itself on time",
 		"the top 3 of this epoch's weighted draw",
 		"fencing tokens of the reconcile lock only grew: [1 2 3]",
 	} {
