@@ -22,7 +22,14 @@ type scenarioEnv struct {
 }
 
 // scenarios lists every scenario, in the order the help shows them.
-var scenarios = []scenario{}
+var scenarios = []scenario{
+	{"batch", "a nightly job on five replicas under campaign.Every runs exactly once per period", batchScenario},
+	{"migration", "five replicas start at once; one migrates under RunIfLeader, the others wait for its marker", migrationScenario},
+	{"poller", "a webhook poller only the leader runs (WhileLeader); it hands over without overlapping polls", pollerScenario},
+	{"cache-warmer", "a lock per partition: replicas warm partitions in parallel, each exactly once", cacheWarmScenario},
+	{"tenants", "a campaign per tenant, 200 tenants over 4 replicas on shared sessions, each led by exactly one", tenantsScenario},
+	{"operator", "a reconcile loop passes its fencing token; the resource refuses a paused old leader's write", operatorScenario},
+}
 
 func scenarioNames() []string {
 	var names []string

@@ -1,0 +1,165 @@
+package main
+
+// Scenario "operator": a reconcile loop that writes a resource, and why it
+// must pass its fencing token along. A leader can be paused (a long GC, a
+// SIGSTOP, a VM migration) between deciding to write and writing; while it
+// is frozen its lease runs out and another replica leads, and when it wakes
+// it writes anyway: it never got to look at its term. Leader election alone
+// cannot stop that write. The resource can: it remembers the highest token
+// it has seen and refuses any lower one.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hustings/hustings/backends/backendtest"
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
+)
+
+const (
+	operatorTTL      = time.Second
+	operatorRetry    = 100 * time.Millisecond
+	operatorEvery    = 100 * time.Millisecond // between reconcile passes
+	operatorFreezeAt = 3                      // the first leader freezes in this pass
+)
+
+// errOperatorStale is the resource's answer to a stale token.
+var errOperatorStale = errors.New("stale fencing token")
+
+// operatorResource stands in for what the operator writes (a Kubernetes
+// object, a DNS record, a row): it accepts a write only with a token at
+// least the highest it has seen.
+type operatorResource struct {
+	mu       sync.Mutex
+	highest  events.Token
+	spec, by string
+	rejected int
+}
+
+func (r *operatorResource) write(token events.Token, id, spec string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if token < r.highest {
+		r.rejected++
+		return fmt.Errorf("%w: %d, after %d", errOperatorStale, token, r.highest)
+	}
+	r.highest, r.spec, r.by = token, spec, id
+	return nil
+}
+
+func (r *operatorResource) token() events.Token {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.highest
+}
+
+// operatorFreeze freezes the first leader to reach pass operatorFreezeAt,
+// between reading the spec and writing it, until thaw is closed.
+type operatorFreeze struct {
+	claimed atomic.Bool
+	frozen  chan events.Event // the frozen leader's term; buffered: sent once
+	spec    string            // what it read, set before frozen is sent
+	thaw    chan struct{}
+	wrote   chan error // the frozen leader's write, once it woke; buffered
+}
+
+func operatorScenario(ctx context.Context, env *scenarioEnv) error {
+	b, closeBackend, err := openBackend(ctx, env.backendURL)
+	if err != nil {
+		return err
+	}
+	defer closeBackend()
+	name := fmt.Sprintf("scenario-operator-%x/reconcile", time.Now().UnixNano())
+	res := &operatorResource{}
+	var desired atomic.Int64 // the replicas the user asks for: the spec the operator reads
+	desired.Store(3)
+	fz := &operatorFreeze{frozen: make(chan events.Event, 1), thaw: make(chan struct{}), wrote: make(chan error, 1)}
+
+	var wg, closers sync.WaitGroup // closers: a crashed replica takes a while to close, so close both at once
+	defer wg.Wait()
+	defer closers.Wait()
+	thaw := sync.OnceFunc(func() { close(fz.thaw) })
+	defer thaw() // first of all on an early return: let a frozen leader go
+	links := map[string]*backendtest.Crashable{}
+	for _, id := range []string{"alpha", "bravo"} {
+		// Each replica reaches the backend through a link the scenario can
+		// cut, to freeze its whole process, keep-alives included.
+		links[id] = backendtest.NewCrashable(b)
+		c, err := campaign.New(links[id], name, campaign.WithID(id), campaign.WithTTL(operatorTTL), campaign.WithRetry(operatorRetry))
+		if err != nil {
+			return err
+		}
+		defer closers.Go(func() { c.Close() })
+		wg.Go(func() {
+			for e := range c.Events() {
+				env.tl.event(e)
+			}
+		})
+		wg.Go(func() { _ = campaign.WhileLeader(ctx, c, operatorReconcile(res, &desired, fz)) })
+	}
+	env.tl.note("two operator replicas; the leader reconciles every %v, writing the spec (replicas=%d) to the resource with its fencing token", operatorEvery, desired.Load())
+	env.tl.header()
+
+	var old events.Event
+	select {
+	case old = <-fz.frozen:
+	case <-time.After(time.Minute):
+		return fmt.Errorf("operator: no leader reached pass %d", operatorFreezeAt)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	env.tl.note("%s freezes in pass %d, after reading the spec and before writing it (a long GC pause, say); frozen, it renews nothing either", old.Holder, operatorFreezeAt)
+	links[old.Holder].Crash()
+	desired.Store(5)
+	env.tl.note("meanwhile the user scales the app to replicas=%d", desired.Load())
+	if err := waitUntil(ctx, func() bool { return res.token() > old.Token }); err != nil {
+		return fmt.Errorf("operator: no new leader wrote: %w", err)
+	}
+	res.mu.Lock()
+	env.tl.note("%s leads and writes the resource with token %d; %s is still frozen mid-pass", res.by, res.highest, old.Holder)
+	res.mu.Unlock()
+
+	thaw()
+	werr := <-fz.wrote
+	env.tl.note("%s wakes and finishes its pass: it writes %s with token %d, its term long revoked; the resource answers %q", old.Holder, fz.spec, old.Token, fmt.Sprint(werr))
+	res.mu.Lock()
+	defer res.mu.Unlock()
+	env.tl.note("the resource keeps %s's %s (token %d): %d stale write(s) rejected, and the user's change survived", res.by, res.spec, res.highest, res.rejected)
+	if !errors.Is(werr, errOperatorStale) || res.rejected != 1 {
+		return fmt.Errorf("operator: the stale write was not rejected (write error %v, %d rejections)", werr, res.rejected)
+	}
+	return nil
+}
+
+// operatorReconcile returns the leader's loop: every operatorEvery it
+// reads the desired spec and writes it to res with the term's token.
+func operatorReconcile(res *operatorResource, desired *atomic.Int64, fz *operatorFreeze) func(context.Context, events.Event) error {
+	return func(ctx context.Context, term events.Event) error {
+		t := time.NewTicker(operatorEvery)
+		defer t.Stop()
+		for pass := 1; ; pass++ {
+			select {
+			case <-ctx.Done():
+				return nil // the term ended: stop writing
+			case <-t.C:
+			}
+			spec := fmt.Sprintf("replicas=%d", desired.Load())
+			if pass == operatorFreezeAt && fz.claimed.CompareAndSwap(false, true) {
+				fz.spec = spec
+				fz.frozen <- term
+				<-fz.thaw // frozen: a paused process looks at no context
+				err := res.write(term.Token, term.Holder, spec)
+				fz.wrote <- err
+				return err
+			}
+			if err := res.write(term.Token, term.Holder, spec); err != nil {
+				return err // refused: step down
+			}
+		}
+	}
+}
