@@ -120,3 +120,39 @@ func TestTermBindsNothingWithoutATerm(t *testing.T) {
 	}
 	c.Close()
 }
+
+// The Revoked of a graceful stop reaches the Events reader at once, while
+// the stop still waits for the term's work, not after the release.
+func TestRevokedIsDeliveredBeforeWorkReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		c, err := campaign.New(b, "lock", campaign.WithID("a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			done <- campaign.WhileLeader(t.Context(), c, func(ctx context.Context, term events.Event) error {
+				<-ctx.Done()
+				<-release // cleanup that takes a while
+				return nil
+			})
+		}()
+		if e := <-c.Events(); e.Kind != events.Elected {
+			t.Fatalf("got %s", e)
+		}
+		go c.Close()
+		synctest.Wait()
+		select {
+		case e := <-c.Events():
+			if e.Kind != events.Revoked {
+				t.Fatalf("got %s, want revoked", e)
+			}
+		default:
+			t.Fatal("no Revoked on the channel while the stop waits for the work")
+		}
+		close(release)
+		<-done
+	})
+}

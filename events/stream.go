@@ -83,6 +83,22 @@ func (s *Stream) publish(e Event, history []Event) {
 	if e.Kind == Revoked && sameTerm(e, s.delivered) {
 		s.owed = e
 	}
+	s.offer()
+}
+
+// offer puts the next event in the buffer if it is free, so that a reader
+// gets news even while the owner is busy elsewhere (a graceful stop waiting
+// for work); it never blocks.
+func (s *Stream) offer() {
+	ch, e := s.Ready()
+	if ch == nil {
+		return
+	}
+	select {
+	case ch <- e:
+		s.Sent()
+	default:
+	}
 }
 
 // Ready returns the channel and the event to offer next, or a nil channel
