@@ -21,6 +21,7 @@ import (
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/zookeeper"
+	"github.com/hustings/hustings/backends/zookeeper/zktest"
 )
 
 // errBackendURL is wrapped by every error about a --backend URL.
@@ -126,6 +127,11 @@ func openZooKeeper(u *url.URL) (backends.Backend, func(), error) {
 	}
 	conn, _, err := zk.Connect(list, zkSessionTimeout, zk.WithLogInfo(false))
 	if err != nil {
+		return nil, nil, fmt.Errorf("zookeeper at %s: %w", u.Host, err)
+	}
+	// Connect returns before the session exists; one-shot runs need it.
+	if err := zktest.WaitSession(conn, 10*time.Second); err != nil {
+		conn.Close()
 		return nil, nil, fmt.Errorf("zookeeper at %s: %w", u.Host, err)
 	}
 	opts := []zookeeper.Option{zookeeper.WithSessionTimeout(zkSessionTimeout)}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hustings/hustings/backends/redis/redistest"
+	"github.com/hustings/hustings/backends/zookeeper/zktest"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 )
@@ -58,7 +59,8 @@ func elect(t *testing.T, url string) {
 
 func TestBackendURLsConnect(t *testing.T) {
 	srv := redistest.Start(t)
-	for _, url := range []string{"memory", "redis://" + srv.Addr() + "/0", "etcd-embedded"} {
+	zks := zktest.Start(t)
+	for _, url := range []string{"memory", "redis://" + srv.Addr() + "/0", "etcd-embedded", "zk://" + zks.Addr() + "/demo-test"} {
 		t.Run(url, func(t *testing.T) { elect(t, url) })
 	}
 }
