@@ -34,6 +34,11 @@ func WhileLeader(ctx context.Context, c *Campaign, fn func(ctx context.Context, 
 // candidates whose clocks or schedules run late skip that window. A node
 // more than half a period late for a window skips it by itself.
 //
+// The window's minimum hold ends a safety margin before the next window;
+// on backends whose leases are coarse (etcd counts whole seconds and
+// expires up to about half a second late) short periods need a larger
+// margin (WithSafetyMargin of a second or more), or windows are lost.
+//
 // fn's context ends with the lease (default: the period). Errors from fn
 // are logged and the loop goes on; backend errors too. Every returns
 // ctx.Err() when ctx ends, or an error for bad input.
