@@ -46,6 +46,17 @@
 // not an error) and ActionFailed (fn returned an error) apart. Every runs
 // fn at most once per period window across the candidates.
 //
+// # When the backend fails
+//
+// A one-shot run whose backend fails (unreachable, timed out, erroring)
+// follows its failure mode (WithFailureMode): Rethrow (the default)
+// returns the error; Skip reports Skipped with Reason BackendError;
+// FailOpenRun runs fn without the lock, token 0. Fail-open is wrong for
+// payments, migrations and anything that must run at most once: every
+// replica that loses the backend runs it. A lock held by another candidate
+// is never a failure, and never runs fn. Each backend call of a one-shot
+// run is bounded by its lease.
+//
 // # Errors
 //
 // Bad input is rejected with ErrInvalid before anything runs. Backend

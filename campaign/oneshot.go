@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hustings/hustings/backends"
@@ -45,8 +46,12 @@ type Result[T any] struct {
 	Slot int
 	// Token is the fencing token fn ran under; 0 when Skipped.
 	Token events.Token
-	// Err is fn's error when ActionFailed.
+	// Err is fn's error when ActionFailed, or the backend's error when
+	// Skipped with Reason BackendError.
 	Err error
+	// Reason says why the run was Skipped (Contention, BackendError), or
+	// that fn ran without the lock (FailOpenForced); NoReason otherwise.
+	Reason Reason
 }
 
 // Ran reports whether fn ran (Elected or ActionFailed).
@@ -75,8 +80,11 @@ func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 		return Result[T]{}, err
 	}
 	h, err := elector.LockOnce(ctx, b, elector.SlotNames(full, cfg.Slots), &cfg)
-	if err != nil || h == nil {
-		return Result[T]{Outcome: Skipped}, err
+	switch {
+	case h == nil && err == nil:
+		return Result[T]{Outcome: Skipped, Reason: Contention}, nil
+	case err != nil:
+		return onFailure(ctx, &cfg, fn, err)
 	}
 	fctx, cancel := context.WithDeadline(ctx, h.Deadline)
 	v, ferr := fn(fctx, h.Token)
@@ -87,6 +95,30 @@ func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 		res.Outcome, res.Err = ActionFailed, ferr
 	}
 	return res, ctx.Err()
+}
+
+// onFailure applies the failure mode to a backend error. Context errors and
+// invalid input are returned as they are, whatever the mode.
+func onFailure[T any](ctx context.Context, cfg *elector.Config, fn func(context.Context, events.Token) (T, error), err error) (Result[T], error) {
+	if ctx.Err() != nil || errors.Is(err, backends.ErrInvalid) {
+		return Result[T]{}, err
+	}
+	switch FailureMode(cfg.FailureMode) {
+	case Skip:
+		cfg.Logger.Warn("backend failed; skipping", "err", err)
+		return Result[T]{Outcome: Skipped, Reason: BackendError, Err: err}, nil
+	case FailOpenRun:
+		cfg.Logger.Warn("backend failed; running without the lock", "err", err)
+		fctx, cancel := context.WithTimeout(ctx, cfg.Lease-cfg.MarginFor(cfg.Lease))
+		v, ferr := fn(fctx, 0)
+		cancel()
+		res := Result[T]{Outcome: Elected, Value: v, Reason: FailOpenForced}
+		if ferr != nil {
+			res.Outcome, res.Err = ActionFailed, ferr
+		}
+		return res, ctx.Err()
+	}
+	return Result[T]{}, err
 }
 
 // validateRun checks the arguments of a one-shot run and returns the full

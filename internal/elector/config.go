@@ -75,6 +75,9 @@ type Config struct {
 	// Candidate, when set, supplies a session shared with other electors
 	// instead of one of the elector's own; its ID and TTL win.
 	Candidate *Candidate
+	// FailureMode says what a one-shot run does when the backend fails:
+	// 0 returns the error, 1 skips, 2 runs without the lock.
+	FailureMode int
 }
 
 // Registry is a candidate registry that is not the backend's: it lists a
@@ -170,6 +173,8 @@ func (c *Config) ValidateOneShot() error {
 		return fmt.Errorf("%w: wait %v must be ≥ 0", ErrInvalid, c.Wait)
 	case c.MinHold < 0:
 		return fmt.Errorf("%w: minimum hold %v must be ≥ 0", ErrInvalid, c.MinHold)
+	case c.FailureMode < 0 || c.FailureMode > 2:
+		return fmt.Errorf("%w: unknown failure mode %d", ErrInvalid, c.FailureMode)
 	}
 	return c.ValidateCommon(c.Lease)
 }

@@ -25,14 +25,20 @@ type Held struct {
 // returns nil, nil when skipped.
 func LockOnce(ctx context.Context, b backends.Backend, names []string, cfg *Config) (*Held, error) {
 	start := time.Now()
-	s, err := b.Open(ctx, cfg.ID, cfg.Lease)
+	// Each call is bounded by the lease: a backend that hangs is a backend
+	// failure, for the failure mode to decide, not a wait forever.
+	octx, cancel := context.WithTimeout(ctx, cfg.Lease)
+	s, err := b.Open(octx, cfg.ID, cfg.Lease)
+	cancel()
 	if err != nil {
 		return nil, ctxOr(ctx, fmt.Errorf("campaign: open session: %w", err))
 	}
 	w := newWaiter(ctx, b, names, cfg, start)
 	defer w.stop()
 	for {
-		slot, tok, err := acquireAny(ctx, s, names, cfg.ID)
+		actx, cancel := context.WithTimeout(ctx, cfg.Lease)
+		slot, tok, err := acquireAny(actx, s, names, cfg.ID)
+		cancel()
 		if err == nil {
 			return w.held(s, names[slot], slot, tok)
 		}
