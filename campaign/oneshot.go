@@ -105,10 +105,10 @@ func onFailure[T any](ctx context.Context, cfg *elector.Config, fn func(context.
 	}
 	switch FailureMode(cfg.FailureMode) {
 	case Skip:
-		cfg.Logger.Warn("backend failed; skipping", "err", err)
+		cfg.Logger.Warn("backend failed; skipping", "id", cfg.ID, "err", err)
 		return Result[T]{Outcome: Skipped, Reason: BackendError, Err: err}, nil
 	case FailOpenRun:
-		cfg.Logger.Warn("backend failed; running without the lock", "err", err)
+		cfg.Logger.Warn("backend failed; running without the lock", "id", cfg.ID, "err", err)
 		fctx, cancel := context.WithTimeout(ctx, cfg.Lease-cfg.MarginFor(cfg.Lease))
 		v, ferr := fn(fctx, 0)
 		cancel()

@@ -239,7 +239,7 @@ func (a *actor) revoke(reason error) *term {
 	if errors.Is(reason, events.ErrResigned) || errors.Is(reason, events.ErrCanceled) {
 		level = slog.LevelInfo
 	}
-	a.cfg.Logger.Log(context.Background(), level, "revoked", "name", a.e.name, "id", a.cfg.ID, "token", e.Token, "reason", reason)
+	a.cfg.Logger.Log(context.Background(), level, "revoked", "name", a.e.name, "id", a.cfg.ID, "slot", e.Slot, "token", e.Token, "reason", reason)
 	return t
 }
 
@@ -282,7 +282,11 @@ func (a *actor) lose(err error) {
 func (a *actor) fail(what string, err error) {
 	a.lastErr = err
 	a.e.setState(func(s *State) { s.Err = err })
-	a.cfg.Logger.Warn(what+" failed", "name", a.e.name, "id", a.cfg.ID, "err", err)
+	attrs := []any{"name", a.e.name, "id", a.cfg.ID, "err", err}
+	if a.term != nil {
+		attrs = append(attrs, "slot", a.term.event.Slot, "token", a.term.event.Token, "deadline", a.term.deadline)
+	}
+	a.cfg.Logger.Warn(what+" failed", attrs...)
 }
 
 // succeed clears the last failure.
