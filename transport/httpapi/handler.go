@@ -1,0 +1,95 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
+)
+
+// Source is what the Handler observes; *campaign.Campaign and *group.Group
+// satisfy it.
+type Source interface {
+	Name() string
+	ID() string
+	State() campaign.State
+	Subscribe(ctx context.Context) <-chan events.Event
+}
+
+// Handler is a read-only http.Handler over the sources registered with it.
+// The zero Handler is not ready to use; call New.
+type Handler struct {
+	mu      sync.Mutex
+	sources []Source
+}
+
+// New returns a Handler with no sources.
+func New() *Handler { return &Handler{} }
+
+// Register adds s to the handler, after those already there. Registering
+// nil, or a source already registered, does nothing. s must be comparable
+// (a pointer, as campaigns and groups are).
+func (h *Handler) Register(s Source) {
+	if s == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !slices.Contains(h.sources, s) {
+		h.sources = append(h.sources, s)
+	}
+}
+
+// Unregister removes s; streams already subscribed to it keep it until they
+// end. Removing a source not registered does nothing.
+func (h *Handler) Unregister(s Source) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sources = slices.DeleteFunc(h.sources, func(x Source) bool { return x == s })
+}
+
+func (h *Handler) registered() []Source {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.sources)
+}
+
+// ServeHTTP serves the routes listed in the package doc.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var serve func(http.ResponseWriter, *http.Request)
+	switch r.URL.Path {
+	case "/", "", "/campaigns":
+		serve = h.serveSnapshot
+	case "/events":
+		serve = h.serveEvents
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, "httpapi: read-only: decide to run through the lock, not from this view", http.StatusMethodNotAllowed)
+		return
+	}
+	serve(w, r)
+}
+
+func (h *Handler) serveSnapshot(w http.ResponseWriter, _ *http.Request) {
+	sources := h.registered()
+	snaps := make([]Snapshot, 0, len(sources))
+	for _, s := range sources {
+		snaps = append(snaps, NewSnapshot(s.State()))
+	}
+	body, err := json.Marshal(snaps)
+	if err != nil {
+		http.Error(w, "httpapi: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store") // stale the moment it is sent
+	w.Write(append(body, '\n'))
+}
