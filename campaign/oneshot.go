@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
@@ -79,15 +80,17 @@ func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	if err := ctx.Err(); err != nil {
 		return Result[T]{}, err
 	}
-	h, err := elector.LockOnce(ctx, b, elector.SlotNames(full, cfg.Slots), &cfg)
+	h, err := elector.LockOnce(ctx, b, full, elector.SlotNames(full, cfg.Slots), &cfg)
 	switch {
 	case h == nil && err == nil:
 		return Result[T]{Outcome: Skipped, Reason: Contention}, nil
 	case err != nil:
-		return onFailure(ctx, &cfg, fn, err)
+		return onFailure(ctx, &cfg, full, elector.BackendLabel(b), fn, err)
 	}
 	fctx, cancel := context.WithDeadline(ctx, h.Deadline)
+	began := time.Now()
 	v, ferr := fn(fctx, h.Token)
+	cfg.Observer.Action(full, elector.BackendLabel(b), time.Since(began), ferr)
 	cancel()
 	h.Unlock(ctx, &cfg)
 	res := Result[T]{Outcome: Elected, Value: v, Slot: h.Slot, Token: h.Token}
@@ -99,10 +102,15 @@ func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 
 // onFailure applies the failure mode to a backend error. Context errors and
 // invalid input are returned as they are, whatever the mode.
-func onFailure[T any](ctx context.Context, cfg *elector.Config, fn func(context.Context, events.Token) (T, error), err error) (Result[T], error) {
+func onFailure[T any](ctx context.Context, cfg *elector.Config, name, label string, fn func(context.Context, events.Token) (T, error), err error) (Result[T], error) {
 	if ctx.Err() != nil || errors.Is(err, backends.ErrInvalid) {
 		return Result[T]{}, err
 	}
+	reason := "backend-error"
+	if FailureMode(cfg.FailureMode) == FailOpenRun {
+		reason = "fail-open-forced"
+	}
+	cfg.Observer.NotAcquired(name, label, reason)
 	switch FailureMode(cfg.FailureMode) {
 	case Skip:
 		cfg.Logger.Warn("backend failed; skipping", "id", cfg.ID, "err", err)
@@ -110,7 +118,9 @@ func onFailure[T any](ctx context.Context, cfg *elector.Config, fn func(context.
 	case FailOpenRun:
 		cfg.Logger.Warn("backend failed; running without the lock", "id", cfg.ID, "err", err)
 		fctx, cancel := context.WithTimeout(ctx, cfg.Lease-cfg.MarginFor(cfg.Lease))
+		began := time.Now()
 		v, ferr := fn(fctx, 0)
+		cfg.Observer.Action(name, label, time.Since(began), ferr)
 		cancel()
 		res := Result[T]{Outcome: Elected, Value: v, Reason: FailOpenForced}
 		if ferr != nil {

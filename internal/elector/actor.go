@@ -212,6 +212,7 @@ func (a *actor) elect(slot int, token events.Token) {
 	case a.e.elected <- struct{}{}:
 	default:
 	}
+	a.cfg.Observer.TermStarted(a.e.name, a.e.label)
 	a.cfg.Logger.Info("elected", "name", a.e.name, "slot", slot, "id", a.cfg.ID, "token", token, "deadline", deadline)
 }
 
@@ -235,6 +236,7 @@ func (a *actor) revoke(reason error) *term {
 		s.Leader, s.Holder, s.LastEvent = false, "", e
 	})
 	a.e.publish(e)
+	a.cfg.Observer.TermEnded(a.e.name, a.e.label, RevokeReason(reason))
 	level := slog.LevelWarn
 	if errors.Is(reason, events.ErrResigned) || errors.Is(reason, events.ErrCanceled) {
 		level = slog.LevelInfo

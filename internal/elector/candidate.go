@@ -166,6 +166,7 @@ func (c *Candidate) tick(ctx context.Context) time.Time {
 		return start.Add(c.cfg.KeepAlive)
 	}
 	err := cur.sess.KeepAlive(cctx)
+	c.cfg.Observer.KeepAlive(BackendLabel(c.backend), time.Since(start), err)
 	switch {
 	case err == nil:
 		c.set(shared{sess: cur.sess, renewed: start, gen: cur.gen})

@@ -78,6 +78,9 @@ type Config struct {
 	// FailureMode says what a one-shot run does when the backend fails:
 	// 0 returns the error, 1 skips, 2 runs without the lock.
 	FailureMode int
+	// Observer is told what happens, for metrics; never nil after
+	// NewConfig.
+	Observer Observer
 }
 
 // Registry is a candidate registry that is not the backend's: it lists a
@@ -126,6 +129,9 @@ func (c *Config) defaults() {
 	}
 	if c.Patience == 0 {
 		c.Patience = 2 * c.Retry
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
 	}
 }
 

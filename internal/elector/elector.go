@@ -19,6 +19,7 @@ type Elector struct {
 	backend backends.Backend
 	name    string   // the lock's or the group's full name, as events say
 	slots   []string // the lock name of each slot; one for a single lock
+	label   string   // the backend's name, for metrics
 	cfg     Config
 	out     *events.Stream // owned by Run's goroutine once Run starts
 	feed    events.Feed    // for Subscribe
@@ -99,6 +100,7 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 		backend: b,
 		name:    full,
 		slots:   SlotNames(full, cfg.Slots),
+		label:   BackendLabel(b),
 		cfg:     cfg,
 		out:     events.NewStream(),
 		state:   State{Name: full, ID: cfg.ID},

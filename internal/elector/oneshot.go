@@ -23,7 +23,21 @@ type Held struct {
 // LockOnce opens a session whose TTL is the lease and tries to acquire one
 // of names (a group's slots, or one lock), waiting up to cfg.Wait. It
 // returns nil, nil when skipped.
-func LockOnce(ctx context.Context, b backends.Backend, names []string, cfg *Config) (*Held, error) {
+func LockOnce(ctx context.Context, b backends.Backend, name string, names []string, cfg *Config) (*Held, error) {
+	label := BackendLabel(b)
+	cfg.Observer.Attempt(name, label)
+	h, err := lockOnce(ctx, b, names, cfg)
+	switch {
+	case err != nil: // the caller's failure mode says which reason
+	case h == nil:
+		cfg.Observer.NotAcquired(name, label, "contention")
+	default:
+		cfg.Observer.Acquired(name, label)
+	}
+	return h, err
+}
+
+func lockOnce(ctx context.Context, b backends.Backend, names []string, cfg *Config) (*Held, error) {
 	start := time.Now()
 	// Each call is bounded by the lease: a backend that hangs is a backend
 	// failure, for the failure mode to decide, not a wait forever.

@@ -103,6 +103,7 @@ func (a *actor) startAcquire() {
 	s := a.sess
 	a.woken = false
 	slots, id := a.e.slots, a.cfg.ID
+	a.cfg.Observer.Attempt(a.e.name, a.e.label)
 	a.call(opAcquire, a.cfg.TTL, func(ctx context.Context) result {
 		slot, tok, err := acquireAny(ctx, s, slots, id)
 		return result{slot: slot, token: tok, err: err}
@@ -271,6 +272,7 @@ func (a *actor) opened(start time.Time, r result) {
 }
 
 func (a *actor) keptAlive(start time.Time, err error) {
+	a.cfg.Observer.KeepAlive(a.e.label, time.Since(start), err)
 	switch {
 	case err == nil:
 		a.succeed()
@@ -293,9 +295,11 @@ func (a *actor) acquired(slot int, token events.Token, err error) {
 	case err == nil:
 		a.succeed()
 		a.inLines = false // acquireAny left the other lines
+		a.cfg.Observer.Acquired(a.e.name, a.e.label)
 		a.elect(slot, token)
 	case errors.Is(err, backends.ErrHeld):
 		a.succeed()
+		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, "contention")
 		a.inLines = true
 		a.tryAt = time.Now().Add(a.cfg.RetryPause())
 		if a.gate != nil {
@@ -306,9 +310,11 @@ func (a *actor) acquired(slot int, token events.Token, err error) {
 		}
 		a.cfg.Logger.Debug("lock held by another candidate", "name", a.e.name, "id", a.cfg.ID, "err", err)
 	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
+		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, "backend-error")
 		a.fail("acquire", err)
 		a.lose(err)
 	default:
+		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, "backend-error")
 		a.fail("acquire", err)
 		a.tryAt = time.Now().Add(a.cfg.RetryPause())
 	}

@@ -1,0 +1,119 @@
+package campaign
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hustings/hustings/internal/elector"
+)
+
+// Metrics counts what campaigns, groups and one-shot runs do, as
+// Prometheus metrics (all named hustings_*, labelled by lock name and
+// backend). Make one with NewMetrics, registered on your Registerer, and
+// hand it to every campaign with WithMetrics. Safe for concurrent use.
+type Metrics struct {
+	label func(string) string
+
+	attempts, acquired, won, actionFailures *prometheus.CounterVec
+	notAcquired, revoked                    *prometheus.CounterVec
+	active                                  *prometheus.GaugeVec
+	action                                  *prometheus.HistogramVec
+	keepAlive                               *prometheus.HistogramVec
+	keepAliveFailures                       *prometheus.CounterVec
+}
+
+// MetricsOption configures NewMetrics.
+type MetricsOption func(*Metrics)
+
+// WithNameLabel maps lock names to the name label, so that names with
+// unbounded parts (tenant IDs) do not explode the metrics' cardinality:
+// for example func(n string) string { return strings.SplitN(n, "/", 2)[0] }.
+// Default: the full name.
+func WithNameLabel(f func(name string) string) MetricsOption {
+	return func(m *Metrics) { m.label = f }
+}
+
+// NewMetrics makes the metrics and registers them on reg; nothing is
+// registered globally. It returns the registration's error, for example
+// when the metrics are already registered on reg.
+func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) (*Metrics, error) {
+	nb := []string{"name", "backend"}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hustings_" + name, Help: help}, labels)
+	}
+	m := &Metrics{
+		label:             func(n string) string { return n },
+		attempts:          counter("attempts_total", "Tries for a lock.", nb...),
+		acquired:          counter("acquired_total", "Tries that got the lock.", nb...),
+		won:               counter("elections_won_total", "Terms begun by campaigns and groups.", nb...),
+		notAcquired:       counter("not_acquired_total", "Tries that did not get the lock, by reason (contention, backend-error, fail-open-forced).", "name", "backend", "reason"),
+		revoked:           counter("revoked_total", "Terms ended, by reason (resigned, lease-expired, session-lost, unreachable, canceled).", "name", "backend", "reason"),
+		actionFailures:    counter("action_failures_total", "One-shot runs whose function returned an error.", nb...),
+		keepAliveFailures: counter("keepalive_failures_total", "Session renewals that failed.", "backend"),
+		active:            prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hustings_active_terms", Help: "Terms in force."}, nb),
+		action: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hustings_action_duration_seconds",
+			Help: "How long one-shot functions ran.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, nb),
+		keepAlive: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hustings_keepalive_duration_seconds",
+			Help: "How long session renewals took.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"backend"}),
+	}
+	for _, o := range opts {
+		o(m)
+	}
+	for _, c := range []prometheus.Collector{m.attempts, m.acquired, m.won, m.notAcquired, m.revoked,
+		m.actionFailures, m.keepAliveFailures, m.active, m.action, m.keepAlive} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// WithMetrics makes a campaign, group or one-shot run report to m.
+// Default: no metrics.
+func WithMetrics(m *Metrics) Option {
+	return elector.OptionFunc(func(c *elector.Config) {
+		if m != nil {
+			c.Observer = metricsObserver{m}
+		}
+	})
+}
+
+// metricsObserver feeds Metrics from the engine.
+type metricsObserver struct{ m *Metrics }
+
+func (o metricsObserver) Attempt(name, backend string) {
+	o.m.attempts.WithLabelValues(o.m.label(name), backend).Inc()
+}
+
+func (o metricsObserver) Acquired(name, backend string) {
+	o.m.acquired.WithLabelValues(o.m.label(name), backend).Inc()
+}
+
+func (o metricsObserver) NotAcquired(name, backend, reason string) {
+	o.m.notAcquired.WithLabelValues(o.m.label(name), backend, reason).Inc()
+}
+
+func (o metricsObserver) TermStarted(name, backend string) {
+	o.m.won.WithLabelValues(o.m.label(name), backend).Inc()
+	o.m.active.WithLabelValues(o.m.label(name), backend).Inc()
+}
+
+func (o metricsObserver) TermEnded(name, backend, reason string) {
+	o.m.active.WithLabelValues(o.m.label(name), backend).Dec()
+	o.m.revoked.WithLabelValues(o.m.label(name), backend, reason).Inc()
+}
+
+func (o metricsObserver) Action(name, backend string, d time.Duration, err error) {
+	o.m.action.WithLabelValues(o.m.label(name), backend).Observe(d.Seconds())
+	if err != nil {
+		o.m.actionFailures.WithLabelValues(o.m.label(name), backend).Inc()
+	}
+}
+
+func (o metricsObserver) KeepAlive(backend string, d time.Duration, err error) {
+	o.m.keepAlive.WithLabelValues(backend).Observe(d.Seconds())
+	if err != nil {
+		o.m.keepAliveFailures.WithLabelValues(backend).Inc()
+	}
+}

@@ -1,0 +1,72 @@
+package elector
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
+)
+
+// Observer is told what campaigns and one-shot runs do, for metrics. Its
+// methods are called from the campaigns' goroutines and must not block.
+type Observer interface {
+	// Attempt: a try for the lock began.
+	Attempt(name, backend string)
+	// Acquired: the backend confirmed the lock (a term or a one-shot run).
+	Acquired(name, backend string)
+	// NotAcquired: a try ended without the lock, for reason
+	// ("contention", "backend-error", "fail-open-forced").
+	NotAcquired(name, backend, reason string)
+	// TermStarted and TermEnded bracket a campaign's term; reason is the
+	// revocation's ("resigned", "lease-expired", "session-lost",
+	// "unreachable", "canceled").
+	TermStarted(name, backend string)
+	TermEnded(name, backend, reason string)
+	// Action: a one-shot run's fn returned after d, with err.
+	Action(name, backend string, d time.Duration, err error)
+	// KeepAlive: a session renewal took d and returned err.
+	KeepAlive(backend string, d time.Duration, err error)
+}
+
+// nopObserver is the default: it does nothing.
+type nopObserver struct{}
+
+func (nopObserver) Attempt(string, string)                      {}
+func (nopObserver) Acquired(string, string)                     {}
+func (nopObserver) NotAcquired(string, string, string)          {}
+func (nopObserver) TermStarted(string, string)                  {}
+func (nopObserver) TermEnded(string, string, string)            {}
+func (nopObserver) Action(string, string, time.Duration, error) {}
+func (nopObserver) KeepAlive(string, time.Duration, error)      {}
+
+// BackendLabel names a backend for metrics by its package: "memory",
+// "redis", "etcd", "zookeeper".
+func BackendLabel(b backends.Backend) string {
+	t := strings.TrimPrefix(fmt.Sprintf("%T", b), "*")
+	if i := strings.IndexByte(t, '.'); i > 0 {
+		return t[:i]
+	}
+	return t
+}
+
+// RevokeReason names a revocation reason for metrics.
+func RevokeReason(err error) string {
+	for _, r := range []struct {
+		err  error
+		name string
+	}{
+		{events.ErrResigned, "resigned"},
+		{events.ErrUnreachable, "unreachable"},
+		{events.ErrLeaseExpired, "lease-expired"},
+		{events.ErrSessionLost, "session-lost"},
+		{events.ErrCanceled, "canceled"},
+	} {
+		if errors.Is(err, r.err) {
+			return r.name
+		}
+	}
+	return "other"
+}
