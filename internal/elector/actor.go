@@ -207,13 +207,13 @@ func (a *actor) elect(slot int, token events.Token) {
 	a.e.state.Leader, a.e.state.Slot, a.e.state.Token, a.e.state.Holder = true, slot, token, a.cfg.ID
 	a.e.state.Deadline, a.e.state.LastEvent = deadline, e
 	a.e.mu.Unlock()
+	a.cfg.Observer.TermStarted(a.e.name, a.e.label)
+	a.cfg.Logger.Info("elected", "name", a.e.name, "slot", slot, "id", a.cfg.ID, "token", token, "deadline", deadline)
 	a.e.publish(e)
 	select {
 	case a.e.elected <- struct{}{}:
 	default:
 	}
-	a.cfg.Observer.TermStarted(a.e.name, a.e.label)
-	a.cfg.Logger.Info("elected", "name", a.e.name, "slot", slot, "id", a.cfg.ID, "token", token, "deadline", deadline)
 }
 
 // extend moves the term's deadline after a successful renewal.
@@ -235,13 +235,14 @@ func (a *actor) revoke(reason error) *term {
 	a.e.setState(func(s *State) {
 		s.Leader, s.Holder, s.LastEvent = false, "", e
 	})
-	a.e.publish(e)
+	// Metrics and logs first: whoever reads the event may look at them.
 	a.cfg.Observer.TermEnded(a.e.name, a.e.label, RevokeReason(reason))
 	level := slog.LevelWarn
 	if errors.Is(reason, events.ErrResigned) || errors.Is(reason, events.ErrCanceled) {
 		level = slog.LevelInfo
 	}
 	a.cfg.Logger.Log(context.Background(), level, "revoked", "name", a.e.name, "id", a.cfg.ID, "slot", e.Slot, "token", e.Token, "reason", reason)
+	a.e.publish(e)
 	return t
 }
 
