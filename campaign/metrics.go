@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,13 +32,20 @@ type MetricsOption func(*Metrics)
 // for example func(n string) string { return strings.SplitN(n, "/", 2)[0] }.
 // Default: the full name.
 func WithNameLabel(f func(name string) string) MetricsOption {
-	return func(m *Metrics) { m.label = f }
+	return func(m *Metrics) {
+		if f != nil {
+			m.label = f
+		}
+	}
 }
 
 // NewMetrics makes the metrics and registers them on reg; nothing is
 // registered globally. It returns the registration's error, for example
 // when the metrics are already registered on reg.
 func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) (*Metrics, error) {
+	if reg == nil {
+		return nil, fmt.Errorf("%w: nil prometheus.Registerer", ErrInvalid)
+	}
 	nb := []string{"name", "backend"}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hustings_" + name, Help: help}, labels)
@@ -47,7 +55,7 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) (*Metrics, err
 		attempts:          counter("attempts_total", "Tries for a lock.", nb...),
 		acquired:          counter("acquired_total", "Tries that got the lock.", nb...),
 		won:               counter("elections_won_total", "Terms begun by campaigns and groups.", nb...),
-		notAcquired:       counter("not_acquired_total", "Tries that did not get the lock, by reason (contention, backend-error, fail-open-forced).", "name", "backend", "reason"),
+		notAcquired:       counter("not_acquired_total", "Tries that did not get the lock, by reason (contention, backend-error, fail-open-forced, canceled, invalid).", "name", "backend", "reason"),
 		revoked:           counter("revoked_total", "Terms ended, by reason (resigned, lease-expired, session-lost, unreachable, canceled).", "name", "backend", "reason"),
 		actionFailures:    counter("action_failures_total", "One-shot runs whose function returned an error.", nb...),
 		keepAliveFailures: counter("keepalive_failures_total", "Session renewals that failed.", "backend"),

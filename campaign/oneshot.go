@@ -103,7 +103,12 @@ func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 // onFailure applies the failure mode to a backend error. Context errors and
 // invalid input are returned as they are, whatever the mode.
 func onFailure[T any](ctx context.Context, cfg *elector.Config, name, label string, fn func(context.Context, events.Token) (T, error), err error) (Result[T], error) {
-	if ctx.Err() != nil || errors.Is(err, backends.ErrInvalid) {
+	if cerr := ctx.Err(); cerr != nil {
+		cfg.Observer.NotAcquired(name, label, "canceled")
+		return Result[T]{}, cerr
+	}
+	if errors.Is(err, backends.ErrInvalid) {
+		cfg.Observer.NotAcquired(name, label, "invalid")
 		return Result[T]{}, err
 	}
 	reason := "backend-error"

@@ -34,6 +34,9 @@ func commands() []command {
 func main() {
 	// The only place in Hustings that builds a root context from signals.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first signal a graceful stop begins; give the signals back
+	// to their default, so that a second one ends the process at once.
+	context.AfterFunc(ctx, stop)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	switch {

@@ -80,8 +80,19 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	// If stdout fails, stop: a node nobody can hear must not go on leading.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	printed := make(chan error, 1)
-	go func() { printed <- printEvents(evs, f.id, stdout) }()
+	go func() {
+		err := printEvents(evs, f.id, stdout)
+		if err != nil {
+			cancel()
+			for range evs { // let the campaign close its channel
+			}
+		}
+		printed <- err
+	}()
 	err = run(ctx)
 	if perr := <-printed; perr != nil {
 		return perr

@@ -49,6 +49,7 @@ func lockOnce(ctx context.Context, b backends.Backend, names []string, cfg *Conf
 	}
 	w := newWaiter(ctx, b, names, cfg, start)
 	defer w.stop()
+	held := false // the backend has said another candidate holds the lock
 	for {
 		actx, cancel := context.WithTimeout(ctx, cfg.Lease)
 		slot, tok, err := acquireAny(actx, s, names, cfg.ID)
@@ -56,21 +57,29 @@ func lockOnce(ctx context.Context, b backends.Backend, names []string, cfg *Conf
 		if err == nil {
 			return w.held(s, names[slot], slot, tok)
 		}
+		held = held || errors.Is(err, backends.ErrHeld)
 		if !errors.Is(err, backends.ErrHeld) || !w.wait() {
-			closeSession(ctx, s, cfg.Lease)
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if errors.Is(err, backends.ErrHeld) {
-				return nil, nil // skipped
-			}
-			return nil, wrapBackend("acquire", err)
+			return contended(ctx, s, cfg, held, wrapBackend("acquire", err))
 		}
 		if err := w.renew(s, false); err != nil {
-			closeSession(ctx, s, cfg.Lease)
-			return nil, ctxOr(ctx, wrapBackend("keep-alive", err))
+			return contended(ctx, s, cfg, held, wrapBackend("keep-alive", err))
 		}
 	}
+}
+
+// contended ends a try that did not get the lock: ctx's error if it ended;
+// a skip if the backend said the lock is held, even when a later call
+// failed (a failure after contention must never count as an outage, or a
+// fail-open run would run beside the holder); else the backend's error.
+func contended(ctx context.Context, s backends.Session, cfg *Config, held bool, err error) (*Held, error) {
+	closeSession(ctx, s, cfg.Lease)
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case held:
+		return nil, nil
+	}
+	return nil, err
 }
 
 // held returns the lock just acquired, renewing the session first if the

@@ -236,6 +236,9 @@ func (a *actor) finish(r result) {
 // longer the actor's (released, so no later term reuses its token), and a
 // pending reply.
 func (a *actor) cleanUp(r result, o *op) {
+	if o.kind == opAcquire {
+		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, "canceled") // its Attempt was counted
+	}
 	if o.kind == opAcquire && r.err == nil && o.sess != nil {
 		s, name, tok := o.sess, a.e.slots[r.slot], r.token
 		a.background(func(ctx context.Context) { _ = s.Release(ctx, name, tok, 0) })

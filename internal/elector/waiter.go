@@ -66,7 +66,9 @@ func (w *waiter) renew(s backends.Session, force bool) error {
 		return nil
 	}
 	start := time.Now()
-	if err := s.KeepAlive(w.ctx); err != nil {
+	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.Lease) // a hung backend is a failure
+	defer cancel()
+	if err := s.KeepAlive(ctx); err != nil {
 		return err
 	}
 	w.renewed = start
