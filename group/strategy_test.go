@@ -54,7 +54,7 @@ func TestStrategyPicksTheTopN(t *testing.T) {
 				for i := range 5 {
 					opts := append(tt.opts(i), group.WithStrategy(tt.s), group.WithPatience(time.Hour), group.WithPreemption(3*time.Second))
 					ms = append(ms, join(t, b, fmt.Sprintf("n%d", i), 2, &h, opts...))
-					time.Sleep(time.Millisecond) // registration order = i
+					synctest.Wait() // registered before the next joins: registration order = i
 				}
 				time.Sleep(30 * time.Second)
 				synctest.Wait()

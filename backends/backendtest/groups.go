@@ -3,6 +3,7 @@ package backendtest
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,7 +71,7 @@ func RunGroups(t *testing.T, h Harness) {
 type groupCandidate struct {
 	g     *group.Group
 	c     *Crashable
-	done  chan struct{}
+	wg    sync.WaitGroup // Run and the event follower
 	ended bool
 }
 
@@ -85,13 +86,9 @@ func newGroupCandidate(t *testing.T, b backends.Backend, name, id string, slots 
 	if err != nil {
 		t.Fatalf("group.New: %v", err)
 	}
-	gc := &groupCandidate{g: g, c: c, done: make(chan struct{})}
-	events := g.Events()
-	go func() {
-		defer close(gc.done)
-		go g.Run(context.Background()) // ends with Close; its channel closes then
-		hist.Follow(events)
-	}()
+	gc := &groupCandidate{g: g, c: c}
+	gc.wg.Go(func() { _ = g.Run(context.Background()) }) // ends with Close
+	gc.wg.Go(func() { hist.Follow(g.Events()) })         // ends when Run closes the channel
 	t.Cleanup(gc.stop)
 	return gc
 }
@@ -107,7 +104,7 @@ func (gc *groupCandidate) stop() {
 	}
 	gc.ended = true
 	gc.g.Close()
-	<-gc.done
+	gc.wg.Wait()
 }
 
 func leading(cs []*groupCandidate) []*groupCandidate {

@@ -19,6 +19,24 @@ import (
 	"github.com/hustings/hustings/transport/httpapi"
 )
 
+// leaderAndWaiter runs two campaigns for "nightly" on b: the first leads
+// (it is elected before the second starts), the second waits.
+func leaderAndWaiter(t *testing.T, b *memory.Backend) (leader, waiting *campaign.Campaign) {
+	t.Helper()
+	leader, err := campaign.New(b, "nightly", opts("a")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, leader)
+	elected(t, leader)
+	waiting, err = campaign.New(b, "nightly", opts("z")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, waiting)
+	return leader, waiting
+}
+
 // opts keep renewals (which move the deadline) out of the tests' way.
 func opts(id string) []campaign.Option {
 	return []campaign.Option{campaign.WithID(id), campaign.WithTTL(time.Minute)}
@@ -26,17 +44,7 @@ func opts(id string) []campaign.Option {
 
 func TestSnapshotMatchesState(t *testing.T) {
 	b := memory.New()
-	leader, err := campaign.New(b, "nightly", opts("a")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start(t, leader)
-	elected(t, leader)
-	waiting, err := campaign.New(b, "nightly", opts("z")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start(t, waiting)
+	leader, waiting := leaderAndWaiter(t, b)
 	slot, err := group.New(b, "pollers", 2, opts("g")...)
 	if err != nil {
 		t.Fatal(err)
@@ -190,17 +198,7 @@ func expect(t *testing.T, sc *bufio.Scanner, kind string) httpapi.Event {
 
 func TestClientGoneEndsStream(t *testing.T) {
 	b := memory.New()
-	leader, err := campaign.New(b, "nightly", opts("a")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start(t, leader)
-	elected(t, leader)
-	waiting, err := campaign.New(b, "nightly", opts("z")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start(t, waiting)
+	leader, waiting := leaderAndWaiter(t, b)
 	h := httpapi.New()
 	h.Register(leader)
 	h.Register(waiting)
