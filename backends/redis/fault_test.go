@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/redis/redistest"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
@@ -47,7 +48,7 @@ func TestFaults(t *testing.T) {
 			checkTerms(t, ks...)
 			logTerms(t, ks...)
 			for _, k := range ks {
-				k.stop()
+				k.Stop()
 				elected = append(elected, electedEvents(k)...)
 			}
 		})
@@ -69,26 +70,26 @@ func blackholedLeader(t *testing.T, srv *redistest.Server) []*candidate {
 	direct := newBackend(t, srv.Addr())
 	const name = faultLock
 
-	a := campaignOn(t, viaLink, "a", name, faultOpts()...)
-	first := a.expect(t, events.Elected, faultWait)
-	b := campaignOn(t, direct, "b", name, faultOpts()...)
+	a := backendtest.Record(t, viaLink, name, "a", faultOpts()...)
+	first := a.Expect(t, events.Elected, faultWait)
+	b := backendtest.Record(t, direct, name, "b", faultOpts()...)
 
 	link.Blackhole()
-	revoked := a.expect(t, events.Revoked, faultTTL+faultWait)
+	revoked := a.Expect(t, events.Revoked, faultTTL+faultWait)
 	if h, err := direct.Holder(t.Context(), name); err != nil || h.ID != "a" || h.Token != first.Token {
 		t.Fatalf("Holder when a published Revoked = %+v, %v; want a's session still alive on the server (a, %d)", h, err, first.Token)
 	}
 	if !errors.Is(revoked.Reason, events.ErrUnreachable) && !errors.Is(revoked.Reason, events.ErrLeaseExpired) {
 		t.Errorf("a revoked with reason %v, want unreachable or lease expired", revoked.Reason)
 	}
-	second := b.expect(t, events.Elected, faultWait)
+	second := b.Expect(t, events.Elected, faultWait)
 	if !second.Time.After(revoked.Time) {
 		t.Fatalf("b elected at %v, before a's Revoked at %v", second.Time, revoked.Time)
 	}
 
 	link.Heal()
-	b.stop()
-	third := a.expect(t, events.Elected, faultWait)
+	b.Stop()
+	third := a.Expect(t, events.Elected, faultWait)
 	if third.Token <= second.Token {
 		t.Fatalf("a's token after the heal = %d, want > %d", third.Token, second.Token)
 	}
@@ -105,16 +106,16 @@ func blackholedLeader(t *testing.T, srv *redistest.Server) []*candidate {
 // loss this package documents, which the tokens make safe.
 func serverRestart(t *testing.T, srv *redistest.Server) []*candidate {
 	const name = faultLock
-	a := campaignOn(t, newBackend(t, srv.Addr()), "a", name, faultOpts()...)
-	b := campaignOn(t, newBackend(t, srv.Addr()), "b", name, faultOpts()...)
+	a := backendtest.Record(t, newBackend(t, srv.Addr()), name, "a", faultOpts()...)
+	b := backendtest.Record(t, newBackend(t, srv.Addr()), name, "b", faultOpts()...)
 	leader, first := electedOf(t, a, b)
 
 	srv.Kill()
-	leader.expect(t, events.Revoked, faultTTL+faultWait)
+	leader.Expect(t, events.Revoked, faultTTL+faultWait)
 	time.Sleep(faultTTL) // a long outage: nobody can be elected
 	for _, k := range []*candidate{a, b} {
-		if s := k.c.State(); s.Leader {
-			t.Fatalf("%s believes it leads while the server is down", k.id)
+		if s := k.C.State(); s.Leader {
+			t.Fatalf("%s believes it leads while the server is down", k.ID)
 		}
 	}
 	if err := srv.Restart(); err != nil {
@@ -128,9 +129,9 @@ func serverRestart(t *testing.T, srv *redistest.Server) []*candidate {
 	if err := srv.Restart(); err != nil { // at once: sessions are gone
 		t.Fatal(err)
 	}
-	revoked := leader.expect(t, events.Revoked, faultTTL+faultWait)
+	revoked := leader.Expect(t, events.Revoked, faultTTL+faultWait)
 	if !errors.Is(revoked.Reason, events.ErrSessionLost) && !errors.Is(revoked.Reason, events.ErrUnreachable) {
-		t.Errorf("%s revoked with reason %v, want session lost or unreachable", leader.id, revoked.Reason)
+		t.Errorf("%s revoked with reason %v, want session lost or unreachable", leader.ID, revoked.Reason)
 	}
 	_, third := electedOf(t, a, b)
 	if third.Token <= second.Token {
@@ -145,14 +146,8 @@ func electedOf(t *testing.T, ks ...*candidate) (*candidate, events.Event) {
 	deadline := time.Now().Add(faultWait)
 	for time.Now().Before(deadline) {
 		for _, k := range ks {
-			k.mu.Lock()
-			var e *events.Event
-			if k.next < len(k.events) {
-				e = &k.events[k.next]
-			}
-			k.mu.Unlock()
-			if e != nil {
-				return k, k.expect(t, events.Elected, 0)
+			if k.Pending() {
+				return k, k.Expect(t, events.Elected, 0)
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -168,12 +163,12 @@ func latency(t *testing.T, srv *redistest.Server) []*candidate {
 	link.Latency(100*time.Millisecond, 0)
 	const name = faultLock
 	opts := []campaign.Option{campaign.WithTTL(3 * time.Second), campaign.WithRetry(200 * time.Millisecond)}
-	a := campaignOn(t, newBackend(t, link.Addr()), "a", name, opts...)
-	first := a.expect(t, events.Elected, faultWait)
-	b := campaignOn(t, newBackend(t, srv.Addr()), "b", name, opts...)
-	a.quiet(t, 5*time.Second)
-	b.quiet(t, 0)
-	if s := a.c.State(); !s.Leader || s.Token != first.Token {
+	a := backendtest.Record(t, newBackend(t, link.Addr()), name, "a", opts...)
+	first := a.Expect(t, events.Elected, faultWait)
+	b := backendtest.Record(t, newBackend(t, srv.Addr()), name, "b", opts...)
+	a.Quiet(t, 5*time.Second)
+	b.Quiet(t, 0)
+	if s := a.C.State(); !s.Leader || s.Token != first.Token {
 		t.Fatalf("a's state after 5s of latency = %+v, want leading with token %d", s, first.Token)
 	}
 	return []*candidate{a, b}
@@ -182,8 +177,8 @@ func latency(t *testing.T, srv *redistest.Server) []*candidate {
 // logTerms logs every event, for the record of a run.
 func logTerms(t *testing.T, ks ...*candidate) {
 	for _, k := range ks {
-		for _, e := range k.recorded() {
-			t.Logf("%s %s %s", e.Time.Format("15:04:05.000"), k.id, e)
+		for _, e := range k.Events() {
+			t.Logf("%s %s %s", e.Time.Format("15:04:05.000"), k.ID, e)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/zookeeper/zktest"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
@@ -33,22 +34,22 @@ func TestBlackholedLeader(t *testing.T) {
 	ba, bb := newBackend(t, connA, timeoutA), newBackend(t, connB, timeoutB)
 	expired := sessionEnd(t, connA, connB) // when the server expires a's ZooKeeper session
 
-	a := runCandidate(t, ba, "job", "a", campaign.WithTTL(timeoutA),
+	a := backendtest.Record(t, ba, "job", "a", campaign.WithTTL(timeoutA),
 		campaign.WithSafetyMargin(700*time.Millisecond), campaign.WithRetry(200*time.Millisecond))
-	first := a.wait(t, events.Elected, 10*time.Second)
-	b := runCandidate(t, bb, "job", "b", campaign.WithTTL(timeoutB), campaign.WithRetry(200*time.Millisecond))
+	first := a.WaitFor(t, events.Elected, 10*time.Second)
+	b := backendtest.Record(t, bb, "job", "b", campaign.WithTTL(timeoutB), campaign.WithRetry(200*time.Millisecond))
 	time.Sleep(500 * time.Millisecond) // b queues behind a and watches a's node
 
 	cut := time.Now()
 	link.Blackhole()
-	revoked := a.wait(t, events.Revoked, 5*time.Second)
+	revoked := a.WaitFor(t, events.Revoked, 5*time.Second)
 	if !errors.Is(revoked.Reason, events.ErrUnreachable) && !errors.Is(revoked.Reason, events.ErrLeaseExpired) {
 		t.Errorf("a revoked for %v, want the deadline (unreachable or lease expired)", revoked.Reason)
 	}
 	if late := revoked.Time.Sub(cut); late > timeoutA+500*time.Millisecond {
 		t.Errorf("a revoked %v after its link went silent, want within its TTL %v", late, timeoutA)
 	}
-	elected := b.wait(t, events.Elected, 15*time.Second)
+	elected := b.WaitFor(t, events.Elected, 15*time.Second)
 	if elected.Token <= first.Token {
 		t.Errorf("b's token %d, want > a's %d", elected.Token, first.Token)
 	}
@@ -64,8 +65,8 @@ func TestBlackholedLeader(t *testing.T) {
 	t.Logf("link cut: a revoked after %v, b elected after %v, the server expired a's session after %v",
 		revoked.Time.Sub(cut), elected.Time.Sub(cut), gone.Sub(cut))
 	link.Heal()
-	b.stop() // releases the lock; a gets it once its client is back
-	again := a.wait(t, events.Elected, 30*time.Second)
+	b.Stop() // releases the lock; a gets it once its client is back
+	again := a.WaitFor(t, events.Elected, 30*time.Second)
 	if again.Token <= elected.Token {
 		t.Errorf("a's token after the heal %d, want > b's %d", again.Token, elected.Token)
 	}
@@ -87,9 +88,9 @@ func TestServerRestart(t *testing.T) {
 	ba := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
 	bb := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
 	opts := []campaign.Option{campaign.WithTTL(timeout), campaign.WithRetry(200 * time.Millisecond)}
-	a := runCandidate(t, ba, "job", "a", opts...)
-	first := a.wait(t, events.Elected, 10*time.Second)
-	b := runCandidate(t, bb, "job", "b", opts...)
+	a := backendtest.Record(t, ba, "job", "a", opts...)
+	first := a.WaitFor(t, events.Elected, 10*time.Second)
+	b := backendtest.Record(t, bb, "job", "b", opts...)
 	probe, err := bb.Open(t.Context(), "probe", timeout)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +103,7 @@ func TestServerRestart(t *testing.T) {
 	if err := probe.KeepAlive(t.Context()); !errors.Is(err, backends.ErrUnavailable) {
 		t.Errorf("KeepAlive while the server is down: %v, want ErrUnavailable", err)
 	}
-	revoked := a.wait(t, events.Revoked, 5*time.Second)
+	revoked := a.WaitFor(t, events.Revoked, 5*time.Second)
 	if late := revoked.Time.Sub(down); late > timeout+500*time.Millisecond {
 		t.Errorf("a revoked %v after the server went down, want within its TTL %v", late, timeout)
 	}
@@ -147,18 +148,18 @@ func TestLatencyNoSpuriousRevoke(t *testing.T) {
 	ba := newBackend(t, dial(t, link.Addr(), timeout), timeout)
 	bb := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
 	opts := []campaign.Option{campaign.WithTTL(timeout), campaign.WithRetry(200 * time.Millisecond)}
-	a := runCandidate(t, ba, "job", "a", opts...)
-	a.wait(t, events.Elected, 15*time.Second)
-	b := runCandidate(t, bb, "job", "b", opts...)
+	a := backendtest.Record(t, ba, "job", "a", opts...)
+	a.WaitFor(t, events.Elected, 15*time.Second)
+	b := backendtest.Record(t, bb, "job", "b", opts...)
 	time.Sleep(5 * time.Second) // almost four keep-alives
-	if n := a.count(events.Revoked); n > 0 {
-		t.Errorf("a was revoked %d times under 100 ms latency: %v", n, a.events())
+	if n := a.Count(events.Revoked); n > 0 {
+		t.Errorf("a was revoked %d times under 100 ms latency: %v", n, a.Events())
 	}
-	if n := b.count(events.Elected); n > 0 {
-		t.Errorf("b was elected %d times while a led: %v", n, b.events())
+	if n := b.Count(events.Elected); n > 0 {
+		t.Errorf("b was elected %d times while a led: %v", n, b.Events())
 	}
-	if !a.c.State().Leader {
-		t.Errorf("a does not lead after 5 s of latency: %+v", a.c.State())
+	if !a.C.State().Leader {
+		t.Errorf("a does not lead after 5 s of latency: %+v", a.C.State())
 	}
 	checkHistory(t, a, b)
 }
@@ -192,7 +193,7 @@ func electedAfter(t *testing.T, since time.Time, timeout time.Duration, cands ..
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		for _, k := range cands {
-			for _, e := range k.events() {
+			for _, e := range k.Events() {
 				if e.Kind == events.Elected && e.Time.After(since) {
 					return e
 				}
@@ -201,7 +202,7 @@ func electedAfter(t *testing.T, since time.Time, timeout time.Duration, cands ..
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, k := range cands {
-		t.Logf("%s: state %+v", k.id, k.c.State())
+		t.Logf("%s: state %+v", k.ID, k.C.State())
 	}
 	t.Fatalf("nobody elected within %v", timeout)
 	return events.Event{}
