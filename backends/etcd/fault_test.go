@@ -1,7 +1,6 @@
 package etcd_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
@@ -25,14 +25,7 @@ const (
 )
 
 // cand is one candidate's campaign, with every event it published.
-type cand struct {
-	id string
-	c  *campaign.Campaign
-	wg sync.WaitGroup
-
-	mu  sync.Mutex
-	evs []events.Event
-}
+type cand = backendtest.Recorder
 
 // history is every candidate of a test, for the checks at its end.
 type history struct {
@@ -44,61 +37,23 @@ type history struct {
 func (h *history) start(t *testing.T, b backends.Backend, id string, opts ...campaign.Option) *cand {
 	t.Helper()
 	opts = append([]campaign.Option{
-		campaign.WithID(id), campaign.WithTTL(faultTTL), campaign.WithSafetyMargin(faultMargin),
+		campaign.WithTTL(faultTTL), campaign.WithSafetyMargin(faultMargin),
 		campaign.WithRetry(200 * time.Millisecond),
 	}, opts...)
-	c, err := campaign.New(b, faultLock, opts...)
-	if err != nil {
-		t.Fatalf("campaign.New(%s): %v", id, err)
-	}
-	k := &cand{id: id, c: c}
-	ch := c.Events()
-	k.wg.Go(func() { _ = c.Run(context.Background()) })
-	k.wg.Go(func() {
-		for e := range ch {
-			k.mu.Lock()
-			k.evs = append(k.evs, e)
-			k.mu.Unlock()
-		}
-	})
-	t.Cleanup(k.stop)
+	k := backendtest.Record(t, b, faultLock, id, opts...)
 	h.mu.Lock()
 	h.cands = append(h.cands, k)
 	h.mu.Unlock()
 	return k
 }
 
-// stop ends the campaign (releasing its lock) and waits for it.
-func (k *cand) stop() {
-	_ = k.c.Close()
-	k.wg.Wait()
-}
-
-// events returns a copy of the events so far.
-func (k *cand) events() []events.Event {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return slices.Clone(k.evs)
-}
-
-// count returns how many events of kind k published.
-func (k *cand) count(kind events.Kind) int {
-	n := 0
-	for _, e := range k.events() {
-		if e.Kind == kind {
-			n++
-		}
-	}
-	return n
-}
-
-// nth waits up to d for the n-th event (from 1) of kind and returns it.
-func (k *cand) nth(t *testing.T, kind events.Kind, n int, d time.Duration) events.Event {
+// nth waits up to d for k's n-th event (from 1) of kind and returns it.
+func nth(t *testing.T, k *cand, kind events.Kind, n int, d time.Duration) events.Event {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
 		seen := 0
-		for _, e := range k.events() {
+		for _, e := range k.Events() {
 			if e.Kind == kind {
 				if seen++; seen == n {
 					return e
@@ -106,7 +61,7 @@ func (k *cand) nth(t *testing.T, kind events.Kind, n int, d time.Duration) event
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: no %s event #%d within %v; events: %v", k.id, kind, n, d, k.events())
+			t.Fatalf("%s: no %s event #%d within %v; events: %v", k.ID, kind, n, d, k.Events())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -128,16 +83,16 @@ func (h *history) check(t *testing.T) {
 	var terms []term
 	for _, k := range h.cands {
 		var open *term
-		for _, e := range k.events() {
+		for _, e := range k.Events() {
 			switch {
 			case e.Kind == events.Elected && open == nil:
-				open = &term{id: k.id, token: e.Token, start: e.Time, end: time.Unix(math.MaxInt32, 0)}
+				open = &term{id: k.ID, token: e.Token, start: e.Time, end: time.Unix(math.MaxInt32, 0)}
 			case e.Kind == events.Revoked && open != nil && e.Token == open.token:
 				open.end = e.Time
 				terms = append(terms, *open)
 				open = nil
 			default:
-				t.Errorf("%s: %s out of order; events: %v", k.id, e, k.events())
+				t.Errorf("%s: %s out of order; events: %v", k.ID, e, k.Events())
 			}
 		}
 		if open != nil {
@@ -197,11 +152,11 @@ func blackholeLeader(t *testing.T, srv *etcdtest.Server, h *history) {
 	link, linked := srv.Linked(t)
 	observer := newBackend(t, srv.Client(t))
 	l := h.start(t, newBackend(t, linked), "blackholed")
-	first := l.nth(t, events.Elected, 1, 15*time.Second)
+	first := nth(t, l, events.Elected, 1, 15*time.Second)
 	f := h.start(t, newBackend(t, srv.Client(t)), "direct")
 
 	link.Blackhole()
-	revoked := l.nth(t, events.Revoked, 1, faultTTL+10*time.Second)
+	revoked := nth(t, l, events.Revoked, 1, faultTTL+10*time.Second)
 	holder, err := observer.Holder(t.Context(), faultLock)
 	if err != nil {
 		t.Fatalf("Holder: %v", err)
@@ -212,18 +167,18 @@ func blackholeLeader(t *testing.T, srv *etcdtest.Server, h *history) {
 	if !errors.Is(revoked.Reason, events.ErrUnreachable) {
 		t.Errorf("Revoked reason = %v, want ErrUnreachable", revoked.Reason)
 	}
-	next := f.nth(t, events.Elected, 1, faultTTL+15*time.Second)
+	next := nth(t, f, events.Elected, 1, faultTTL+15*time.Second)
 	if next.Token <= first.Token {
 		t.Fatalf("direct candidate's token %d, want > %d", next.Token, first.Token)
 	}
 
 	link.Heal()
 	time.Sleep(faultTTL) // the healed candidate campaigns, and meets contention
-	if n := l.count(events.Elected); n != 1 {
+	if n := l.Count(events.Elected); n != 1 {
 		t.Fatalf("healed candidate elected %d times while the other leads", n)
 	}
-	f.stop()
-	again := l.nth(t, events.Elected, 2, faultTTL+15*time.Second)
+	f.Stop()
+	again := nth(t, l, events.Elected, 2, faultTTL+15*time.Second)
 	if again.Token <= next.Token {
 		t.Fatalf("healed candidate's new token %d, want > %d", again.Token, next.Token)
 	}
@@ -241,16 +196,16 @@ func restartServer(t *testing.T, srv *etcdtest.Server, h *history) {
 	stopped := time.Now()
 	srv.Stop()
 	for _, k := range []*cand{a, b} {
-		eventually(t, fmt.Sprintf("%s believes it leads during the outage", k.id), faultTTL+10*time.Second, func() bool {
-			return !k.c.State().Leader
+		eventually(t, fmt.Sprintf("%s believes it leads during the outage", k.ID), faultTTL+10*time.Second, func() bool {
+			return !k.C.State().Leader
 		})
 	}
 	time.Sleep(time.Until(stopped.Add(faultTTL + time.Second)))
-	electedDuring := a.count(events.Elected) + b.count(events.Elected)
+	electedDuring := a.Count(events.Elected) + b.Count(events.Elected)
 	if err := srv.Restart(); err != nil {
 		t.Fatalf("Restart: %v", err)
 	}
-	if n := a.count(events.Elected) + b.count(events.Elected); n != electedDuring || n != 1 {
+	if n := a.Count(events.Elected) + b.Count(events.Elected); n != electedDuring || n != 1 {
 		t.Fatalf("%d elections by the end of the outage, want only the one before it", n)
 	}
 	next := elected(t, 30*time.Second, a, b)
@@ -267,11 +222,11 @@ func slowLink(t *testing.T, srv *etcdtest.Server, h *history) {
 	link.Latency(100*time.Millisecond, 0)
 	const ttl = 3 * time.Second
 	l := h.start(t, newBackend(t, linked), "slow", campaign.WithTTL(ttl), campaign.WithSafetyMargin(ttl/10))
-	l.nth(t, events.Elected, 1, 30*time.Second)
+	nth(t, l, events.Elected, 1, 30*time.Second)
 	h.start(t, newBackend(t, srv.Client(t)), "fast")
 	time.Sleep(2 * ttl)
-	if n := l.count(events.Revoked); n != 0 {
-		t.Fatalf("slow link: %d Revoked events: %v", n, l.events())
+	if n := l.Count(events.Revoked); n != 0 {
+		t.Fatalf("slow link: %d Revoked events: %v", n, l.Events())
 	}
 }
 
@@ -282,7 +237,7 @@ func elected(t *testing.T, d time.Duration, cands ...*cand) events.Event {
 	var got events.Event
 	eventually(t, "a candidate is elected", d, func() bool {
 		for _, k := range cands {
-			if s := k.c.State(); s.Leader {
+			if s := k.C.State(); s.Leader {
 				got = s.LastEvent
 				return got.Kind == events.Elected
 			}
