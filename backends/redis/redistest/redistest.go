@@ -1,7 +1,9 @@
 // Package redistest runs redis-server processes for the tests and
-// benchmarks of package redis: each on a free loopback port, without
-// persistence, stopped by PID. Kill and Restart stand for a crash and for a
-// failover to an empty replica: a restarted server has lost every key.
+// benchmarks of package redis: each on a free loopback port, stopped by
+// PID. By default without persistence: Kill and Restart stand for a crash
+// and for a failover to an empty replica, and a restarted server has lost
+// every key. With Durable, every write is fsynced to an append-only file
+// before it is answered, and a restart keeps every key.
 //
 // A Server is safe for concurrent use. Start stops its server when the test
 // ends; a Server from StartServer must be stopped with Stop.
@@ -34,8 +36,9 @@ const readyTimeout = 15 * time.Second
 // Server is one redis-server process on 127.0.0.1, restartable on the same
 // port.
 type Server struct {
-	dir  string
-	port int
+	dir     string
+	port    int
+	durable bool
 
 	mu      sync.Mutex
 	proc    *testserver.Process // nil while killed
@@ -44,9 +47,9 @@ type Server struct {
 
 // Start starts a server for t in a temporary directory and stops it when
 // the test ends. It fails the test if the server does not start.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	s, err := StartServer(t.TempDir())
+	s, err := StartServer(t.TempDir(), opts...)
 	if err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
@@ -54,10 +57,18 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
+// Option configures a server.
+type Option func(*Server)
+
+// Durable makes the server write every change to an append-only file and
+// fsync it before answering (appendfsync always), so that Kill and Restart
+// lose nothing that was acknowledged.
+func Durable() Option { return func(s *Server) { s.durable = true } }
+
 // StartServer starts a server whose working directory and log
 // (redis-server.log) are in dir, and waits until it answers PING. The
 // caller stops it with Stop.
-func StartServer(dir string) (*Server, error) {
+func StartServer(dir string, opts ...Option) (*Server, error) {
 	if _, err := exec.LookPath(Binary); err != nil {
 		return nil, fmt.Errorf("redistest: %s not found; on Debian: apt-get install redis-server: %w", Binary, err)
 	}
@@ -68,6 +79,9 @@ func StartServer(dir string) (*Server, error) {
 			return nil, err
 		}
 		s := &Server{dir: dir, port: port}
+		for _, o := range opts {
+			o(s)
+		}
 		if last = s.start(); last == nil {
 			return s, nil
 		}
@@ -88,8 +102,9 @@ func (s *Server) Kill() {
 	s.kill()
 }
 
-// Restart kills the server if it runs and starts a new, empty one on the
-// same port: every key is lost, as after a failover to an empty replica.
+// Restart kills the server if it runs and starts a new one on the same
+// port: every key is lost, as after a failover to an empty replica, unless
+// the server is Durable.
 // It returns once the new server answers PING.
 func (s *Server) Restart() error {
 	s.mu.Lock()
@@ -130,9 +145,12 @@ func (s *Server) kill() {
 // start runs a new process on s.port and waits for PING; s.mu must be
 // held, or s not yet shared.
 func (s *Server) start() error {
-	p, err := testserver.Start(s.dir, Binary,
-		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--daemonize", "no")
+	persist := []string{"--appendonly", "no"}
+	if s.durable {
+		persist = []string{"--appendonly", "yes", "--appendfsync", "always"}
+	}
+	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--daemonize", "no"}, persist...)
+	p, err := testserver.Start(s.dir, Binary, args...)
 	if err != nil {
 		return err
 	}

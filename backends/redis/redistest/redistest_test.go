@@ -2,6 +2,7 @@ package redistest_test
 
 import (
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -44,5 +45,25 @@ func TestRestartLosesData(t *testing.T) {
 	srv.Stop()
 	if err := srv.Restart(); err == nil {
 		t.Fatal("Restart after Stop succeeded")
+	}
+}
+
+// TestDurableRestartKeepsData: a Durable server keeps an acknowledged key,
+// and its expiry, across a SIGKILL and restart.
+func TestDurableRestartKeepsData(t *testing.T) {
+	srv := redistest.Start(t, redistest.Durable())
+	client := redistest.Client(t, srv.Addr())
+	ctx := t.Context()
+	if err := client.Set(ctx, "k", "v", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := client.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("after a restart GET k = %q, %v; want v", v, err)
+	}
+	if ttl, err := client.PTTL(ctx, "k").Result(); err != nil || ttl <= 0 || ttl > time.Hour {
+		t.Fatalf("after a restart PTTL k = %v, %v; want its hour", ttl, err)
 	}
 }
