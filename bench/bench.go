@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// config sizes a run.
+type config struct {
+	Quick        bool
+	Samples      int           // latency samples per subject (acquire + release)
+	Window       time.Duration // how long each throughput or contention subject runs
+	Handovers    int           // graceful handovers per subject
+	Failovers    int           // crash failovers per backend
+	EventSamples int           // holder changes per backend (event latency)
+	Scale        []int         // numbers of held campaigns
+	HoldWindow   time.Duration // how long requests are counted while holding
+	FailoverTTL  time.Duration // session TTL in the failover workload
+	FailoverTry  time.Duration // retry interval in the failover workload
+	ScaleTTL     time.Duration // session TTL in the scale workload
+}
+
+func fullConfig() config {
+	return config{
+		Samples: 2000, Window: 5 * time.Second, Handovers: 50, Failovers: 15, EventSamples: 100,
+		Scale: []int{1, 100, 1000, 10000}, HoldWindow: 10 * time.Second,
+		FailoverTTL: time.Second, FailoverTry: 100 * time.Millisecond, ScaleTTL: 3 * time.Second,
+	}
+}
+
+func quickConfig() config {
+	c := fullConfig()
+	c.Quick = true
+	c.Samples, c.Window, c.Handovers, c.Failovers, c.EventSamples = 200, 700*time.Millisecond, 10, 3, 20
+	c.Scale, c.HoldWindow = []int{1, 100, 1000}, 2*time.Second
+	return c
+}
+
+// bench is one run: its systems under test and its report.
+type bench struct {
+	cfg     config
+	out     io.Writer
+	report  *Report
+	systems []*system
+	tmp     string
+}
+
+// workload is one kind of measurement, run on each system in turn.
+type workload struct {
+	id  string
+	run func(b *bench, ctx context.Context, s *system) error
+}
+
+// workloads lists every workload in the order they run and are reported.
+func workloads() []workload {
+	return []workload{
+		{"acquire-release", (*bench).acquireRelease},
+		{"throughput", (*bench).throughput},
+		{"contended", (*bench).contended},
+		{"handover", (*bench).handover},
+		{"failover", (*bench).failover},
+		{"events", (*bench).eventLatency},
+		{"scale", (*bench).scale},
+	}
+}
+
+func workloadIDs() []string {
+	var ids []string
+	for _, w := range workloads() {
+		ids = append(ids, w.id)
+	}
+	return ids
+}
+
+// logf prints a progress line with the time since the start.
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(b.out, "%7.1fs  %s\n", time.Since(b.report.Started).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// start starts a server for each of the named backends in a temporary
+// directory.
+func (b *bench) start(ctx context.Context, names []string) error {
+	tmp, err := os.MkdirTemp("", "hustings-bench-")
+	if err != nil {
+		return err
+	}
+	b.tmp = tmp
+	b.systems, err = startSystems(ctx, tmp, names, b.logf)
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+	}
+	return err
+}
+
+// stop stops every server and removes the temporary directory.
+func (b *bench) stop() {
+	for _, s := range b.systems {
+		b.logf("stopping %s", s.name)
+		s.stop()
+	}
+	b.systems = nil
+	if b.tmp != "" {
+		_ = os.RemoveAll(b.tmp)
+	}
+}
+
+// runAll runs the selected workloads (all if none) on every system. A
+// failed workload is reported and the run goes on; an interrupt ends it.
+func (b *bench) runAll(ctx context.Context, only []string) error {
+	for _, w := range workloads() {
+		if len(only) > 0 && !slices.Contains(only, w.id) {
+			continue
+		}
+		for _, s := range b.systems {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			b.logf("%s on %s", w.id, s.name)
+			if err := w.run(b, ctx, s); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				msg := fmt.Sprintf("%s on %s: %v", w.id, s.name, err)
+				b.logf("FAILED %s", msg)
+				b.report.Errors = append(b.report.Errors, msg)
+			}
+		}
+	}
+	return nil
+}
+
+// newReport starts a report of this machine.
+func newReport(cfg config, args []string) *Report {
+	cmd := "cd bench && go run ."
+	if len(args) > 0 {
+		cmd += " " + strings.Join(args, " ")
+	}
+	return &Report{
+		Started: time.Now(), Command: cmd, Quick: cfg.Quick,
+		Machine: Machine{
+			CPUs: runtime.NumCPU(), CPUModel: cpuModel(), OS: runtime.GOOS + "/" + runtime.GOARCH,
+			GoVersion: runtime.Version(), Redis: redisVersion(),
+		},
+		Settings: settings(cfg),
+	}
+}
+
+// settings states how every subject was configured, for the report.
+func settings(cfg config) map[string]string {
+	return map[string]string{
+		"hustings RunIfLeader":   fmt.Sprintf("lease %v; on a free lock without WithWait; contended: WithWait(%v), retry %v (woken by the backend's watch first)", hustingsLease, contendedWait, hustingsRetry),
+		"hustings campaigns":     fmt.Sprintf("handover: TTL 10 s, retry %v; failover: TTL %v, retry %v (+ jitter, a fifth); scale: TTL %v, keep-alive TTL/3, one shared session (NewCandidate + WithCandidate)", handoverRetry, cfg.FailoverTTL, cfg.FailoverTry, cfg.ScaleTTL),
+		"redislock":              fmt.Sprintf("TTL %v; a waiting candidate calls Obtain with LinearBackoff(%v) in a loop", peerTTL, redislockRetry),
+		"redislock handover":     fmt.Sprintf("the waiter retries every %v (LinearBackoff)", redislockRetry),
+		"redsync":                redsyncNote + "; a waiting candidate loops on Lock",
+		"etcd concurrency":       fmt.Sprintf("Mutex and Election on a session (lease TTL %v) per candidate", peerTTL),
+		"zk Lock":                fmt.Sprintf("go-zookeeper Lock, a conn per candidate, session timeout %v", zkSessionTimeout),
+		"ZooKeeper server":       "tickTime 200 ms (zktest), fsync on",
+		"etcd server":            "embedded, one member, tick 50 ms, election 500 ms (etcdtest), fsync on",
+		"Redis server":           "redis-server, no persistence (redistest)",
+		"scale: redislock peers": fmt.Sprintf("N locks with TTL %v refreshed every TTL/3 by one loop, one Refresh each", cfg.ScaleTTL),
+	}
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func redisVersion() string {
+	out, err := exec.Command("redis-server", "--version").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}

@@ -1,0 +1,77 @@
+// Command bench measures Hustings against the raw backends (memory, Redis,
+// etcd, ZooKeeper) and against the peer lock libraries on each, side by
+// side in one run, and writes tables (results/latest.md), raw numbers
+// (results/latest.json) and charts (results/*.png).
+//
+// It starts its own servers on loopback (redis-server and ZooKeeper
+// processes, etcd embedded), with the helpers the backend tests use, and
+// stops them when it ends, on error or interrupt too. Run it from bench/:
+//
+//	go run .          # the full run, under 20 minutes
+//	go run . -quick   # a smoke run, under 3 minutes
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses args, runs the workloads and writes the results; progress
+// goes to out.
+func run(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	quick := fs.Bool("quick", false, "a short smoke run (under 3 minutes) instead of the full one")
+	dir := fs.String("out", "results", "directory for latest.md, latest.json and the charts")
+	only := fs.String("backends", "memory,redis,etcd,zookeeper", "comma-separated backends to run")
+	workloads := fs.String("workloads", "", "comma-separated workloads to run (default: all): "+strings.Join(workloadIDs(), ","))
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg := fullConfig()
+	if *quick {
+		cfg = quickConfig()
+	}
+	b := &bench{cfg: cfg, out: out, report: newReport(cfg, args)}
+	if err := b.start(ctx, splitList(*only)); err != nil {
+		return err
+	}
+	defer b.stop()
+	err := b.runAll(ctx, splitList(*workloads))
+	b.report.Elapsed = time.Since(b.report.Started).Round(time.Second)
+	b.report.Targets = evaluate(b.report)
+	if werr := b.report.WriteFiles(*dir); werr != nil {
+		return errors.Join(err, werr)
+	}
+	if cerr := writeCharts(b.report, *dir); cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	b.logf("wrote %s/latest.md, latest.json and charts in %v", *dir, b.report.Elapsed)
+	return err
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Markdown renders the report: the targets first, then a table per
+// workload, then the settings every subject ran with.
+func (rep *Report) Markdown() string {
+	var b strings.Builder
+	kind := "full run"
+	if rep.Quick {
+		kind = "quick run (-quick: fewer samples, shorter windows; not for quoting)"
+	}
+	fmt.Fprintf(&b, "# Hustings benchmarks\n\n%s, started %s, took %v: `%s`\n\n", kind, rep.Started.Format("2006-01-02 15:04 MST"), rep.Elapsed, rep.Command)
+	m := rep.Machine
+	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s, %s; %s. Every server on loopback, started by the bench.\n\n", m.CPUs, m.CPUModel, m.OS, m.GoVersion, m.Redis)
+	for _, sec := range sections {
+		rows := rep.Select(sec.workload)
+		if sec.workload != "targets" && len(rows) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "## %s\n\n%s\n\n", sec.title, sec.about)
+		if sec.workload == "targets" {
+			b.WriteString(rep.targetsTable())
+		} else {
+			b.WriteString(sec.render(rows))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("## Settings\n\n")
+	keys := make([]string, 0, len(rep.Settings))
+	for k := range rep.Settings {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "- **%s**: %s\n", k, rep.Settings[k])
+	}
+	if len(rep.Errors) > 0 {
+		b.WriteString("\n## Errors\n\n")
+		for _, e := range rep.Errors {
+			fmt.Fprintf(&b, "- %s\n", e)
+		}
+	}
+	return b.String()
+}
+
+func (rep *Report) targetsTable() string {
+	var rows [][]string
+	for _, t := range rep.Targets {
+		met := "**no**"
+		if t.Met {
+			met = "yes"
+		}
+		rows = append(rows, []string{t.Goal, t.Backend, t.Measured, met, t.Note})
+	}
+	return table([]string{"target", "backend", "measured", "met", "what limits it"}, rows)
+}
+
+// section is one workload's part of latest.md.
+type section struct {
+	workload, title, about string
+	render                 func([]Row) string
+}
+
+var sections = []section{
+	{"targets", "Targets", "The goals of issue #8, reported, not asserted.", nil},
+	{"acquire-release", "Acquire + release of a free lock",
+		"Median (p50), 99th percentile and largest of one acquire and one release, on one open session or client; the plain read and write of the same server, timed in turns with them, are the baselines (× read, × write: p50 over the baseline's p50). `hustings RunIfLeader` also opens and closes a session (its lease) per run.",
+		renderLatencyRatios},
+	{"throughput", "RunIfLeader throughput",
+		"Completed lock + run + unlock per second, from 1 and from 8 goroutines on distinct names through one client; × best peer compares with the fastest peer on the same backend at the same concurrency. RunIfLeader also returns a fencing token; of the peers only etcd's key revision could serve as one.",
+		renderThroughput},
+	{"contended", "Contended: 8 candidates on one name",
+		"Eight candidates, each with a client (and session) of its own, take turns on one lock: completed critical sections per second, and how long a candidate waited from asking to holding.",
+		renderContended},
+	{"handover", "Graceful handover",
+		"Hustings: from the holder's `Resign` to the next candidate's `Elected` event on its channel, two campaigns each on a client of its own. Peers: from the end of the holder's critical section (then unlock) to the start of the waiter's (its lock returned): etcd Election is Resign → Campaign returns; redislock's waiter loops on Obtain, so its retry interval bounds the handover.",
+		renderLatencyBaseline},
+	{"failover", "Crash failover",
+		"The holder's backend calls start to hang (backendtest.Crashable: no keep-alive, no release) while its process lives; a waiting candidate on a client of its own. From the crash to the waiter's `Elected` event. Overlaps counts waiters elected before the crashed holder had revoked its own term (the safety contract: always 0).",
+		renderFailover},
+	{"events", "Event latency",
+		"From the start of the write that changes the holder (a plain session's Acquire or Release, on another client) to the `campaign.Observe` consumer receiving the event.",
+		renderLatencyBaseline},
+	{"scale", "Scale: campaigns held by one process",
+		"N campaigns on one shared session (`NewCandidate` + `WithCandidate`), all elected and holding: live heap + goroutine stacks (after GC) and goroutines added, per campaign, and the server's requests per second while holding (Redis INFO commandstats, etcd gRPC requests counted by a client interceptor, ZooKeeper mntr packets received, which include the conn's pings). redislock: N locks refreshed by one loop every TTL/3.",
+		renderScale},
+}
+
+func latencyCells(d *Dist) []string {
+	if d == nil {
+		return []string{"–", "–", "–", "–"}
+	}
+	return []string{fmtNum(float64(d.N)), fmtDur(d.P50), fmtDur(d.P99), fmtDur(d.Max)}
+}
+
+func renderLatencyRatios(rows []Row) string {
+	var out [][]string
+	for _, r := range rows {
+		cells := append([]string{r.Backend, r.Subject}, latencyCells(r.Latency)...)
+		out = append(out, append(cells, fmtRatio(r.Values["x_read"]), fmtRatio(r.Values["x_write"])))
+	}
+	return table([]string{"backend", "subject", "n", "p50", "p99", "max", "× read", "× write"}, out)
+}
+
+func renderLatencyBaseline(rows []Row) string {
+	var out [][]string
+	for _, r := range rows {
+		cells := append([]string{r.Backend, r.Subject}, latencyCells(r.Latency)...)
+		out = append(out, append(cells, fmtRatio(r.Ratio), r.Note))
+	}
+	return table([]string{"backend", "subject", "n", "p50", "p99", "max", "p50 × Hustings", "note"}, out)
+}
+
+func renderThroughput(rows []Row) string {
+	var out [][]string
+	for _, r := range rows {
+		out = append(out, []string{r.Backend, r.Subject, r.Param, fmtNum(r.Values["ops_per_s"]), fmtRatio(r.Ratio)})
+	}
+	return table([]string{"backend", "subject", "concurrency", "runs/s", "× best peer"}, out)
+}
+
+func renderContended(rows []Row) string {
+	var out [][]string
+	for _, r := range rows {
+		d := r.Latency
+		out = append(out, []string{r.Backend, r.Subject, fmtNum(r.Values["cs_per_s"]), fmtDur(d.P50), fmtDur(d.P99), fmtDur(d.Max), fmtRatio(r.Ratio)})
+	}
+	return table([]string{"backend", "subject", "sections/s", "wait p50", "wait p99", "longest wait", "× best peer"}, out)
+}
+
+func renderFailover(rows []Row) string {
+	var out [][]string
+	for _, r := range rows {
+		cells := append([]string{r.Backend, r.Param}, latencyCells(r.Latency)...)
+		out = append(out, append(cells, fmtRatio(r.Ratio), fmtNum(r.Values["overlaps"])))
+	}
+	return table([]string{"backend", "settings", "n", "p50", "p99", "max", "p99 / TTL", "overlaps"}, out)
+}
+
+func renderScale(rows []Row) string {
+	var out [][]string
+	for _, r := range rows {
+		v := r.Values
+		reqs := "–"
+		if r.Backend != "memory" {
+			reqs = fmt.Sprintf("%.1f", v["requests_per_s"])
+		}
+		out = append(out, []string{r.Backend, r.Subject, fmtNum(v["locks"]), fmtNum(v["bytes_per_campaign"]),
+			fmtNum(v["heap_per_campaign"]), fmtNum(v["stack_per_campaign"]), fmt.Sprintf("%.2f", v["goroutines_per_campaign"]), reqs})
+	}
+	return table([]string{"backend", "subject", "locks", "bytes each", "of which heap", "of which stacks", "goroutines each", "requests/s while holding"}, out)
+}

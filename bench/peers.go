@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/redis/redistest"
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
+)
+
+// Settings of the peer libraries, stated in the report.
+const (
+	peerTTL        = 10 * time.Second      // lock TTL / session TTL of every peer
+	redislockRetry = 10 * time.Millisecond // redislock's LinearBackoff when a caller waits
+	redsyncNote    = "default retry: up to 32 tries, 50–250 ms apart; expiry 10 s"
+	hustingsLease  = 4 * time.Second        // RunIfLeader's lease (≤ the ZooKeeper session timeout)
+	hustingsRetry  = 100 * time.Millisecond // RunIfLeader's poll interval while waiting (watch wakes it first)
+)
+
+// locker is one candidate of a lock library: run holds the lock name while
+// cs runs, waiting for it, the library's way, while another holds it.
+// Safe for concurrent use on distinct names.
+type locker interface {
+	run(ctx context.Context, name string, cs func()) error
+	close()
+}
+
+// peer is a lock library measured beside Hustings on one backend.
+type peer struct {
+	name string
+	note string // its settings, for the report
+	// open returns a new candidate: a client (and session) of its own.
+	open func(ctx context.Context) (locker, error)
+}
+
+// hustingsLocker is campaign.RunIfLeader. With wait > 0 it waits up to
+// wait for a held lock (woken by the backend's watch, polling every
+// hustingsRetry); else it skips a held lock, which the caller reports as
+// an error.
+type hustingsLocker struct {
+	b      backends.Backend
+	wait   time.Duration
+	closer func() // nil: the backend is not the locker's own
+}
+
+func (h hustingsLocker) run(ctx context.Context, name string, cs func()) error {
+	opts := []campaign.Option{campaign.WithLease(hustingsLease), campaign.WithRetry(hustingsRetry)}
+	if h.wait > 0 {
+		opts = append(opts, campaign.WithWait(h.wait))
+	}
+	res, err := campaign.RunIfLeader(ctx, h.b, name, func(context.Context, events.Token) (struct{}, error) {
+		cs()
+		return struct{}{}, nil
+	}, opts...)
+	if err != nil {
+		return err
+	}
+	if res.Outcome != campaign.Elected || res.Token == 0 {
+		return fmt.Errorf("RunIfLeader: %v (token %d): %v", res.Outcome, res.Token, res.Err)
+	}
+	return nil
+}
+
+// contendedWait is how long a contended RunIfLeader waits for the lock.
+const contendedWait = time.Minute
+
+// hustingsPeer makes RunIfLeader candidates of s, each on a backend of its
+// own; with wait they wait for a held lock (WithWait(contendedWait)),
+// else they expect it free.
+func hustingsPeer(s *system, wait bool) peer {
+	p := peer{
+		name: "hustings RunIfLeader",
+		note: fmt.Sprintf("lease %v, skips a held lock", hustingsLease),
+	}
+	var w time.Duration
+	if wait {
+		w = contendedWait
+		p.note = fmt.Sprintf("lease %v, WithWait(%v), retry %v (woken by the backend's watch first)", hustingsLease, contendedWait, hustingsRetry)
+	}
+	p.open = func(context.Context) (locker, error) {
+		b, closer, err := s.fresh()
+		if err != nil {
+			return nil, err
+		}
+		return hustingsLocker{b: b, wait: w, closer: closer}, nil
+	}
+	return p
+}
+
+func (h hustingsLocker) close() {
+	if h.closer != nil {
+		h.closer()
+	}
+}
+
+func redisPeers(addr string) []peer {
+	return []peer{
+		{
+			name: "redislock",
+			note: fmt.Sprintf("Obtain with LinearBackoff(%v) while waiting, TTL %v", redislockRetry, peerTTL),
+			open: func(context.Context) (locker, error) {
+				c := goredis.NewClient(redistest.Options(addr))
+				return redislockLocker{c: c, rl: redislock.New(c)}, nil
+			},
+		},
+		{
+			name: "redsync",
+			note: redsyncNote,
+			open: func(context.Context) (locker, error) {
+				c := goredis.NewClient(redistest.Options(addr))
+				return redsyncLocker{c: c, rs: redsync.New(redsyncgoredis.NewPool(c))}, nil
+			},
+		},
+	}
+}
+
+type redislockLocker struct {
+	c  *goredis.Client
+	rl *redislock.Client
+}
+
+func (r redislockLocker) run(ctx context.Context, name string, cs func()) error {
+	opts := &redislock.Options{RetryStrategy: redislock.LinearBackoff(redislockRetry)}
+	for {
+		// Obtain gives up after the TTL when ctx has no deadline: a
+		// waiting candidate loops.
+		l, err := r.rl.Obtain(ctx, "peer:redislock:"+name, peerTTL, opts)
+		if errors.Is(err, redislock.ErrNotObtained) || (err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		cs()
+		return l.Release(ctx)
+	}
+}
+
+func (r redislockLocker) close() { _ = r.c.Close() }
+
+type redsyncLocker struct {
+	c  *goredis.Client
+	rs *redsync.Redsync
+}
+
+func (r redsyncLocker) run(ctx context.Context, name string, cs func()) error {
+	m := r.rs.NewMutex("peer:redsync:"+name, redsync.WithExpiry(peerTTL))
+	for {
+		err := m.LockContext(ctx)
+		var taken *redsync.ErrTaken
+		if errors.Is(err, redsync.ErrFailed) || errors.As(err, &taken) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			continue // gave up after its tries: a waiting candidate loops
+		}
+		if err != nil {
+			return err
+		}
+		cs()
+		_, err = m.UnlockContext(ctx)
+		return err
+	}
+}
+
+func (r redsyncLocker) close() { _ = r.c.Close() }

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Target is one performance goal of issue #8, with what this run measured.
+type Target struct {
+	Goal     string `json:"goal"`
+	Backend  string `json:"backend"`
+	Measured string `json:"measured"`
+	Met      bool   `json:"met"`
+	Note     string `json:"note,omitempty"` // what limits a miss
+}
+
+// Goals, as the issue states them.
+const (
+	goalAcquire   = "acquire + release ≤ 1.3× two plain writes"
+	goalRunIf     = "RunIfLeader throughput ≥ best peer"
+	goalHandover  = "graceful handover p99 < 10 ms"
+	goalFailover  = "crash failover p99 < TTL + 300 ms"
+	goalBytes     = "held campaign < 8 KiB (heap + stacks)"
+	goalGoroutine = "held campaign ≤ 1 goroutine"
+	goalTraffic   = "keep-alive traffic independent of the number of locks"
+)
+
+// evaluate checks every goal against the rows of rep.
+func evaluate(rep *Report) []Target {
+	var out []Target
+	for _, backend := range backendsIn(rep) {
+		out = append(out, acquireTargets(rep, backend)...)
+		out = append(out, throughputTargets(rep, backend)...)
+		if r := rep.Find("handover", backend, "hustings Resign → Elected", ""); r != nil {
+			out = append(out, Target{Goal: goalHandover, Backend: backend, Measured: "p99 " + fmtDur(r.Latency.P99), Met: r.Latency.P99 < 10*time.Millisecond})
+		}
+		if r := rep.Find("failover", backend, "hustings crash → Elected", ""); r != nil {
+			ttl := time.Duration(r.Values["ttl_ns"])
+			out = append(out, Target{Goal: goalFailover, Backend: backend,
+				Measured: fmt.Sprintf("p99 %s (TTL %v)", fmtDur(r.Latency.P99), ttl), Met: r.Latency.P99 < ttl+300*time.Millisecond})
+		}
+		out = append(out, scaleTargets(rep, backend)...)
+	}
+	for i := range out {
+		if !out[i].Met {
+			out[i].Note = missNotes[out[i].Goal+"/"+out[i].Backend]
+		}
+	}
+	return out
+}
+
+func acquireTargets(rep *Report, backend string) []Target {
+	h := rep.Find("acquire-release", backend, "hustings Acquire + Release", "")
+	if h == nil || h.Values == nil {
+		return nil
+	}
+	// The write baseline is the row whose x_write is 1.
+	var w *Row
+	for i, r := range rep.Rows {
+		if r.Workload == "acquire-release" && r.Backend == backend && r.Values["x_write"] == 1 {
+			w = &rep.Rows[i]
+		}
+	}
+	if w == nil {
+		return nil
+	}
+	x := ratio(float64(h.Latency.P50), 2*float64(w.Latency.P50))
+	return []Target{{Goal: goalAcquire, Backend: backend, Met: x <= 1.3,
+		Measured: fmt.Sprintf("p50 %s = %.2f× two %s (%s each)", fmtDur(h.Latency.P50), x, w.Subject, fmtDur(w.Latency.P50))}}
+}
+
+func throughputTargets(rep *Report, backend string) []Target {
+	var out []Target
+	for _, r := range rep.Select("throughput") {
+		if r.Backend != backend || r.Subject != "hustings RunIfLeader" || r.Baseline == "" {
+			continue
+		}
+		peer := rep.Find("throughput", backend, r.Baseline, r.Param)
+		out = append(out, Target{Goal: goalRunIf + " (" + r.Param + ")", Backend: backend, Met: r.Ratio >= 1,
+			Measured: fmt.Sprintf("%s runs/s vs %s %s: %.2f×", fmtNum(r.Values["ops_per_s"]), r.Baseline, fmtNum(peer.Values["ops_per_s"]), r.Ratio)})
+	}
+	return out
+}
+
+func scaleTargets(rep *Report, backend string) []Target {
+	var rows []Row
+	for _, r := range rep.Select("scale") {
+		if r.Backend == backend && r.Subject == "hustings campaigns" {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	first, last := rows[0], rows[len(rows)-1]
+	n := fmtNum(last.Values["locks"])
+	bytes, gor := last.Values["bytes_per_campaign"], last.Values["goroutines_per_campaign"]
+	out := []Target{
+		{Goal: goalBytes, Backend: backend, Measured: fmt.Sprintf("%s B each at %s", fmtNum(bytes), n), Met: bytes < 8192},
+		{Goal: goalGoroutine, Backend: backend, Measured: fmt.Sprintf("%.2f each at %s", gor, n), Met: gor <= 1},
+	}
+	if rep.Find("scale", backend, "hustings campaigns", "") != nil && first.Values["locks"] != last.Values["locks"] {
+		r1, rn := first.Values["requests_per_s"], last.Values["requests_per_s"]
+		if backend != "memory" {
+			out = append(out, Target{Goal: goalTraffic, Backend: backend, Met: rn <= 1.5*r1+1,
+				Measured: fmt.Sprintf("%s requests/s at %s locks, %s at %s", fmtNum(r1), fmtNum(first.Values["locks"]), fmtNum(rn), n)})
+		}
+	}
+	return out
+}
+
+// backendsIn lists the backends of rep's rows in their first order.
+func backendsIn(rep *Report) []string {
+	var out []string
+	for _, r := range rep.Rows {
+		if !slices.Contains(out, r.Backend) {
+			out = append(out, r.Backend)
+		}
+	}
+	return out
+}
+
+// missNotes say what limits a goal that is missed, by goal/backend, from
+// what the backends do (see their package docs and DESIGN.md).
+var missNotes = map[string]string{}
