@@ -198,7 +198,8 @@ func checkFence(h History, r *Report) {
 
 // checkFailover measures, for each SIGKILL or SIGTERM of a leader, the
 // time to its lock's next Elected, and holds it to its bound. A failover
-// during another fault is not measured.
+// during another fault (before the next Elected, or before the bound if
+// that comes first) is not measured.
 func checkFailover(h History, cfg Config, r *Report) {
 	for _, f := range h.Faults {
 		if f.Kind != Kill && f.Kind != Stop {
@@ -212,11 +213,12 @@ func checkFailover(h History, cfg Config, r *Report) {
 		if f.Kind == Stop {
 			bound, rule, into = cfg.Graceful, RuleGraceful, &r.Graceful
 		}
-		if disturbed(h.Faults, f, f.From.Add(bound)) {
-			continue
-		}
 		next, ok := nextElected(h.Events, held.Key, f.From)
-		if ok && disturbed(h.Faults, f, next) {
+		until := next
+		if !ok || next.After(f.From.Add(bound)) {
+			until = f.From.Add(bound)
+		}
+		if disturbed(h.Faults, f, until) {
 			continue
 		}
 		if !ok {

@@ -179,3 +179,14 @@ func TestBeliefsAgree(t *testing.T) {
 		t.Error("two believers of one lock agree with the backend")
 	}
 }
+
+// TestFaultAfterFailover: a fault after the next leader was elected does
+// not stop the failover from being measured.
+func TestFaultAfterFailover(t *testing.T) {
+	h := good()
+	h.Faults = append(h.Faults, Fault{Restart, "", at(3100), at(3200)})
+	r := Check(h, cfg)
+	if len(r.Crash) != 1 || len(r.Violations) != 0 {
+		t.Fatalf("crash failovers %v, violations %v; want one measured, none", r.Crash, r.Violations)
+	}
+}

@@ -1,0 +1,179 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hustings/hustings/chaos/history"
+)
+
+// TestMain runs this binary as a chaos node when nodeEnv is set, else the
+// tests, checking that the harness leaks no goroutine.
+func TestMain(m *testing.M) {
+	if os.Getenv(nodeEnv) == "1" {
+		os.Exit(runNode(os.Args[1:]))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// profile is how long and how strictly a run goes, from the environment:
+//
+//	HUSTINGS_CHAOS=long        10 minutes of faults per backend, the
+//	                           issue's bounds (make chaos); default short:
+//	                           25 s per backend, bounds loose enough for a
+//	                           loaded CI machine (make test)
+//	HUSTINGS_CHAOS_DURATION=D  faults per backend, overriding the profile
+//	HUSTINGS_CHAOS_SEED=N      the schedule's seed (default: the clock)
+//	HUSTINGS_CHAOS_OUT=DIR     where to write each backend's history (JSON)
+//	                           and the summary table
+type profile struct {
+	name     string
+	duration time.Duration
+	ttl      time.Duration
+	seed     int64
+	out      string
+}
+
+func loadProfile(t *testing.T) profile {
+	p := profile{name: "short", duration: 25 * time.Second, ttl: 2 * time.Second, seed: time.Now().UnixNano(), out: os.Getenv("HUSTINGS_CHAOS_OUT")}
+	if os.Getenv("HUSTINGS_CHAOS") == "long" {
+		p.name, p.duration = "long", 10*time.Minute
+	}
+	if s := os.Getenv("HUSTINGS_CHAOS_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("HUSTINGS_CHAOS_DURATION: %v", err)
+		}
+		p.duration = d
+	}
+	if s := os.Getenv("HUSTINGS_CHAOS_SEED"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("HUSTINGS_CHAOS_SEED: %v", err)
+		}
+		p.seed = n
+	}
+	return p
+}
+
+// bounds are the checker's limits for backend b: the in the long
+// profile; in the short one, a second more for failovers, which share a
+// 2-core machine with the rest of the test suite.
+func (p profile) bounds(b backend) history.Config {
+	retry := p.ttl / 8
+	c := history.Config{
+		Crash:    p.ttl + retry + retry/5 + b.slack,
+		Graceful: 50 * time.Millisecond,
+		Settle:   2 * p.ttl,
+	}
+	if p.name == "short" {
+		c.Crash += time.Second
+		c.Graceful += time.Second
+	}
+	return c
+}
+
+// TestChaos runs the fault schedule against every real backend: 5
+// candidate processes on one lock and 8 on a group of 3 slots, each behind
+// its own link, and checks the history of each run.
+func TestChaos(t *testing.T) {
+	p := loadProfile(t)
+	t.Logf("profile %s: %v of faults per backend, TTL %v, seed %d (HUSTINGS_CHAOS_SEED=%d to replay the schedule)", p.name, p.duration, p.ttl, p.seed, p.seed)
+	var rows []string
+	for _, b := range backendsUnderTest {
+		t.Run(b.name, func(t *testing.T) {
+			r := runBackend(t, b, p)
+			rows = append(rows, row(b.name, p, r))
+		})
+	}
+	table := summary(p, rows)
+	t.Log("\n" + table)
+	if p.out != "" {
+		if err := os.WriteFile(filepath.Join(p.out, "summary.md"), []byte(table), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// runBackend runs one backend's schedule and checks its history.
+func runBackend(t *testing.T, b backend, p profile) history.Report {
+	c := newCluster(t, b, p)
+	start := time.Now()
+	c.settle(start)
+	if c.settles[0].Agreed.IsZero() {
+		t.Fatalf("the first leaders were not elected: %s", c.settles[0].Detail)
+	}
+	c.settles = nil // the first elections are not a heal
+	c.run(p.duration)
+	c.finish()
+	h := c.history()
+	r := history.Check(h, c.bounds)
+	if p.out != "" {
+		save(t, filepath.Join(p.out, b.name+".json"), h)
+	}
+	for _, v := range r.Violations {
+		t.Errorf("%s", v)
+	}
+	if len(r.Violations) > 0 {
+		t.Logf("node logs are in %s", c.dir)
+	}
+	return r
+}
+
+// save writes h as JSON to path.
+func save(t *testing.T, path string, h history.History) {
+	data, err := json.MarshalIndent(h, "", " ")
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil {
+		t.Errorf("save history: %v", err)
+	}
+}
+
+// row is one backend's line of the summary table.
+func row(name string, p profile, r history.Report) string {
+	return fmt.Sprintf("| %s | %v | %s | %d | %d | %d | %d | %s | %s | %d |",
+		name, p.duration, joinKinds(r.Faults), len(r.Terms), len(r.Violations), r.Excused, r.StaleRejected,
+		percentiles(r.Crash), percentiles(r.Graceful), r.Leaked)
+}
+
+func summary(p profile, rows []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "chaos profile %s, seed %d, TTL %v\n\n", p.name, p.seed, p.ttl)
+	b.WriteString("| backend | faults for | faults injected | terms | violations | overlaps excused by a pause | stale writes refused | crash failover p50 / p99 | handover p50 / p99 | goroutines leaked |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		b.WriteString(r + "\n")
+	}
+	return b.String()
+}
+
+// percentiles formats the p50 and p99 of ds (nearest rank), and n.
+func percentiles(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "–"
+	}
+	s := slices.Sorted(slices.Values(ds))
+	rank := func(q float64) time.Duration {
+		i := int(q*float64(len(s))+0.999999) - 1
+		return s[max(0, min(i, len(s)-1))]
+	}
+	return fmt.Sprintf("%v / %v (n=%d)", round(rank(0.5)), round(rank(0.99)), len(s))
+}
+
+func round(d time.Duration) time.Duration {
+	if d < 10*time.Millisecond {
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
+}

@@ -1,0 +1,222 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/dial"
+	"github.com/hustings/hustings/chaos/history"
+)
+
+// The candidates of a run: lockNodes on one lock, groupNodes on a group of
+// groupSlots slots.
+const (
+	lockName   = "lock"
+	groupName  = "grp"
+	lockNodes  = 5
+	groupNodes = 8
+	groupSlots = 3
+)
+
+// cluster is one backend's run: its server, the fenced resource, every
+// node ever started, and what was injected.
+type cluster struct {
+	t      *testing.T
+	srv    server
+	fence  *fence
+	dir    string
+	ttl    time.Duration
+	rng    *rand.Rand
+	direct backends.Backend // reaches the server without a link
+
+	nodes   []*proc
+	seq     map[string]int
+	faults  []history.Fault
+	settles []history.Settle
+	bounds  history.Config
+}
+
+// newCluster starts the server, the fence and every node.
+func newCluster(t *testing.T, b backend, p profile) *cluster {
+	c := &cluster{
+		t: t, srv: b.start(t), fence: startFence(t), dir: t.TempDir(), ttl: p.ttl,
+		rng: rand.New(rand.NewPCG(uint64(p.seed), uint64(len(b.name)))), seq: map[string]int{},
+		bounds: p.bounds(b),
+	}
+	direct, closeDirect, err := dial.Open(t.Context(), c.srv.url(c.srv.addr))
+	if err != nil {
+		t.Fatalf("open %s: %v", b.name, err)
+	}
+	t.Cleanup(closeDirect)
+	c.direct = direct
+	for range lockNodes {
+		c.add(lockName)
+	}
+	for range groupNodes {
+		c.add(groupName)
+	}
+	return c
+}
+
+// add starts one more candidate for name.
+func (c *cluster) add(name string) *proc {
+	c.seq[name]++
+	slots := 1
+	if name == groupName {
+		slots = groupSlots
+	}
+	id := fmt.Sprintf("%s-%d", name, c.seq[name])
+	p, err := spawn(c.t, c.dir, id, name, slots, c.ttl, c.srv.addr, c.srv.url, c.fence.URL())
+	if err != nil {
+		c.t.Fatalf("start node %s: %v", id, err)
+	}
+	c.nodes = append(c.nodes, p)
+	return p
+}
+
+// live returns the nodes whose processes run.
+func (c *cluster) live() []*proc {
+	var out []*proc
+	for _, p := range c.nodes {
+		if p.Alive() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// leaders returns the live nodes that believe they lead.
+func (c *cluster) leaders() []*proc {
+	var out []*proc
+	for _, p := range c.live() {
+		if p.Leads() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// keys are the locks of a run, as the backend names them.
+func keys() map[string]history.Key {
+	m := map[string]history.Key{lockName: {Name: lockName}}
+	for i := range groupSlots {
+		m[fmt.Sprintf("%s/slot-%d", groupName, i)] = history.Key{Name: groupName, Slot: i}
+	}
+	return m
+}
+
+// agree reports whether the live nodes' beliefs match the backend, every
+// lock held; if not, it says how they differ.
+func (c *cluster) agree() (bool, string) {
+	before := history.Beliefs(c.liveEvents())
+	ctx, cancel := context.WithTimeout(c.t.Context(), 2*time.Second)
+	defer cancel()
+	holders := map[history.Key]history.Holding{}
+	for name, k := range keys() {
+		h, err := c.direct.Holder(ctx, name)
+		if err != nil {
+			return false, fmt.Sprintf("Holder(%s): %v", name, err)
+		}
+		if !h.Free() {
+			holders[k] = history.Holding{Node: h.ID, Token: h.Token}
+		}
+	}
+	after := history.Beliefs(c.liveEvents())
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		return false, "beliefs changed while the backend was read"
+	}
+	if err := history.Agree(after, holders); err != nil {
+		return false, err.Error()
+	}
+	if len(holders) != len(keys()) {
+		return false, fmt.Sprintf("only %d of %d locks held", len(holders), len(keys()))
+	}
+	return true, ""
+}
+
+// liveEvents returns the live nodes' events.
+func (c *cluster) liveEvents() []history.Event {
+	h := history.History{Leaks: map[string]int{}}
+	for _, p := range c.live() {
+		p.record(&h)
+	}
+	return h.Events
+}
+
+// settle waits, after a heal at healed, until beliefs match the backend,
+// and records how long that took; it gives up a little after the bound.
+func (c *cluster) settle(healed time.Time) {
+	limit := healed.Add(c.bounds.Settle + 2*time.Second)
+	detail := ""
+	for {
+		at := time.Now()
+		ok, why := c.agree()
+		if ok {
+			c.settles = append(c.settles, history.Settle{Healed: healed, Agreed: at})
+			return
+		}
+		detail = why
+		if at.After(limit) {
+			c.settles = append(c.settles, history.Settle{Healed: healed, Detail: detail})
+			c.t.Logf("not settled: %s", detail)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// finish stops every live node gracefully, all at once, and records a
+// violation for any that does not exit with status 0.
+func (c *cluster) finish() {
+	live := c.live()
+	for _, p := range live {
+		_ = p.signal(sigterm)
+	}
+	for _, p := range live {
+		if !p.stop(15 * time.Second) {
+			c.t.Errorf("node %s did not exit with status 0 after SIGTERM", p.id)
+		}
+	}
+}
+
+// history assembles the run's record.
+func (c *cluster) history() history.History {
+	h := history.History{Faults: slices.Clone(c.faults), Writes: c.fence.Writes(), Settles: c.settles, Leaks: map[string]int{}}
+	for _, p := range c.nodes {
+		p.record(&h)
+	}
+	return h
+}
+
+// describe names a node's role for the progress log.
+func describe(p *proc) string {
+	for _, l := range slices.Backward(p.Lines()) {
+		if l.Event == "elected" {
+			return fmt.Sprintf("%s (leader of %s[%d])", p.id, l.Name, l.Slot)
+		}
+		if l.Event == "revoked" {
+			break
+		}
+	}
+	return p.id
+}
+
+// pick returns a random element of ps.
+func pick[T any](rng *rand.Rand, ps []T) T { return ps[rng.IntN(len(ps))] }
+
+// joinKinds formats fault counts in a fixed order.
+func joinKinds(m map[history.FaultKind]int) string {
+	var parts []string
+	for _, k := range faultOrder {
+		if m[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,160 @@
+package chaos
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hustings/hustings/chaos/history"
+	"github.com/hustings/hustings/internal/faultlink"
+)
+
+// proc is one candidate node: this test binary re-run as a node (see
+// TestMain), behind its own link to the server, its lines collected.
+type proc struct {
+	id   string
+	name string // the lock or group it campaigns for
+	cmd  *exec.Cmd
+	link *faultlink.Link
+	read chan struct{} // closed when stdout is drained
+
+	mu     sync.Mutex
+	lines  []line
+	dead   bool // killed, or exited
+	exitOK bool // exited with status 0
+}
+
+// spawn starts a node for name (slots 1: one lock) whose backend URL is
+// url(link address); its stderr goes to dir/id.log.
+func spawn(t *testing.T, dir, id, name string, slots int, ttl time.Duration, upstream string, url func(string) string, fenceURL string) (*proc, error) {
+	link := faultlink.NewLink(t, upstream)
+	cmd := exec.Command(os.Args[0],
+		"--backend", url(link.Addr()), "--name", name, "--id", id, "--fence", fenceURL,
+		"--ttl", ttl.String(), "--slots", fmt.Sprint(slots))
+	cmd.Env = append(os.Environ(), nodeEnv+"=1")
+	logf, err := os.Create(filepath.Join(dir, id+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = logf
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	p := &proc{id: id, name: name, cmd: cmd, link: link, read: make(chan struct{})}
+	go p.collect(out, logf)
+	t.Cleanup(func() { p.kill() })
+	return p, nil
+}
+
+// collect reads the node's lines until it exits, then reaps it.
+func (p *proc) collect(r io.Reader, logf *os.File) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var l line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			l = line{TimeUnixNano: time.Now().UnixNano(), Node: p.id, Event: "garbage: " + sc.Text()}
+		}
+		p.mu.Lock()
+		p.lines = append(p.lines, l)
+		p.mu.Unlock()
+	}
+	err := p.cmd.Wait()
+	logf.Close()
+	p.mu.Lock()
+	p.dead, p.exitOK = true, err == nil
+	p.mu.Unlock()
+	close(p.read)
+}
+
+// Lines returns what the node printed so far.
+func (p *proc) Lines() []line {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.lines)
+}
+
+// Alive reports whether the process still runs.
+func (p *proc) Alive() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.dead
+}
+
+// Leads reports whether the node's last election event is an Elected.
+func (p *proc) Leads() bool {
+	ls := p.Lines()
+	for i := len(ls) - 1; i >= 0; i-- {
+		switch ls[i].Event {
+		case "elected":
+			return true
+		case "revoked":
+			return false
+		}
+	}
+	return false
+}
+
+// signal sends sig to the process by PID.
+func (p *proc) signal(sig syscall.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// kill ends the process with SIGKILL and waits until it is reaped. Calling
+// it on a dead process does nothing.
+func (p *proc) kill() {
+	if p.Alive() {
+		_ = p.signal(syscall.SIGKILL) // ends a stopped (SIGSTOP) process too
+	}
+	<-p.read
+	p.link.Close()
+}
+
+// stop sends SIGTERM and waits up to d for a graceful exit; it reports
+// whether the node exited with status 0 in time (if not, it is killed).
+func (p *proc) stop(d time.Duration) bool {
+	_ = p.signal(syscall.SIGTERM)
+	select {
+	case <-p.read:
+	case <-time.After(d):
+		p.kill()
+		return false
+	}
+	p.link.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exitOK
+}
+
+// record adds the node's lines to h: its elections and revocations, its
+// stalls as faults, its leak count if it exited gracefully.
+func (p *proc) record(h *history.History) {
+	for _, l := range p.Lines() {
+		at := time.Unix(0, l.TimeUnixNano)
+		switch l.Event {
+		case "elected", "revoked":
+			h.Events = append(h.Events, history.Event{
+				Time: at, Node: p.id, Key: history.Key{Name: l.Name, Slot: l.Slot},
+				Kind: history.Kind(l.Event), Token: l.Token, Deadline: time.Unix(0, l.DeadlineUnixNano), Reason: l.Reason,
+			})
+		case "stall":
+			h.Faults = append(h.Faults, history.Fault{Kind: history.Stall, Node: p.id, From: at.Add(-time.Duration(l.GapNanos)), To: at})
+		case "exit":
+			h.Leaks[p.id] = l.Leaked
+		default:
+			h.Events = append(h.Events, history.Event{Time: at, Node: p.id, Kind: history.Kind(l.Event)})
+		}
+	}
+}
