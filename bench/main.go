@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -38,6 +39,7 @@ func run(args []string, out io.Writer) error {
 	quick := fs.Bool("quick", false, "a short smoke run (under 3 minutes) instead of the full one")
 	dir := fs.String("out", "results", "directory for latest.md, latest.json and the charts")
 	only := fs.String("backends", "memory,redis,etcd,zookeeper", "comma-separated backends to run")
+	rev := fs.String("rev", gitRev(), "the library revision measured, for the report")
 	workloads := fs.String("workloads", "", "comma-separated workloads to run (default: all): "+strings.Join(workloadIDs(), ","))
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -49,6 +51,7 @@ func run(args []string, out io.Writer) error {
 		cfg = quickConfig()
 	}
 	b := &bench{cfg: cfg, out: out, report: newReport(cfg, args)}
+	b.report.Revision = *rev
 	if err := b.start(ctx, splitList(*only)); err != nil {
 		return err
 	}
@@ -74,4 +77,18 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// gitRev returns the short commit of the repository around the working
+// directory, with "+dirty" when files differ from it; "" outside git.
+func gitRev() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	rev := strings.TrimSpace(string(out))
+	if err := exec.Command("git", "diff", "--quiet", "HEAD", "--", "..").Run(); err != nil {
+		rev += "+dirty"
+	}
+	return rev
 }

@@ -14,7 +14,11 @@ func (rep *Report) Markdown() string {
 	if rep.Quick {
 		kind = "quick run (-quick: fewer samples, shorter windows; not for quoting)"
 	}
-	fmt.Fprintf(&b, "# Hustings benchmarks\n\n%s, started %s, took %v: `%s`\n\n", kind, rep.Started.Format("2006-01-02 15:04 MST"), rep.Elapsed, rep.Command)
+	fmt.Fprintf(&b, "# Hustings benchmarks\n\n%s, started %s, took %v: `%s`", kind, rep.Started.Format("2006-01-02 15:04 MST"), rep.Elapsed, rep.Command)
+	if rep.Revision != "" {
+		fmt.Fprintf(&b, " (library at %s)", rep.Revision)
+	}
+	b.WriteString("\n\n")
 	m := rep.Machine
 	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s, %s; %s. Every server on loopback, started by the bench.\n\n", m.CPUs, m.CPUModel, m.OS, m.GoVersion, m.Redis)
 	for _, sec := range sections {

@@ -39,6 +39,7 @@ type Report struct {
 	Started  time.Time         `json:"started"`
 	Elapsed  time.Duration     `json:"elapsed_ns"`
 	Command  string            `json:"command"`
+	Revision string            `json:"revision,omitempty"` // of the library measured
 	Quick    bool              `json:"quick"`
 	Machine  Machine           `json:"machine"`
 	Settings map[string]string `json:"settings"`

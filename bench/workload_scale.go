@@ -174,6 +174,7 @@ func scaleRow(s *system, subject string, n int, before, held footprint, rate flo
 			"heap_per_campaign":       float64(held.heap-before.heap) / float64(n),
 			"stack_per_campaign":      float64(held.stacks-before.stacks) / float64(n),
 			"goroutines_per_campaign": float64(held.goroutines-before.goroutines) / float64(n),
+			"goroutines":              float64(held.goroutines - before.goroutines),
 			"requests_per_s":          rate,
 		}}
 }

@@ -28,6 +28,9 @@ func subjectsOf(s *system, wait bool) []peer {
 func (b *bench) throughput(ctx context.Context, s *system) error {
 	for _, g := range throughputGoroutines {
 		param := fmt.Sprintf("%d goroutines", g)
+		if g == 1 {
+			param = "1 goroutine"
+		}
 		for _, p := range subjectsOf(s, false) {
 			ops, err := b.loop(ctx, p, g)
 			if err != nil {
