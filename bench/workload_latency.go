@@ -9,11 +9,10 @@ import (
 )
 
 // subject is one thing timed in the acquire + release workload: op runs
-// once per sample; between samples, chores (a keep-alive) run untimed.
+// once per sample.
 type subject struct {
-	name   string
-	op     func(ctx context.Context) error
-	chores func(ctx context.Context) error
+	name string
+	op   func(ctx context.Context) error
 }
 
 // rounds splits each subject's samples into rounds that take turns, so a
@@ -25,7 +24,7 @@ const rounds = 4
 // each peer's lock + unlock, and reports each against the read and the
 // write.
 func (b *bench) acquireRelease(ctx context.Context, s *system) error {
-	subjects, cleanup, err := b.latencySubjects(ctx, s)
+	subjects, chores, cleanup, err := b.latencySubjects(ctx, s)
 	defer cleanup()
 	if err != nil {
 		return err
@@ -35,10 +34,8 @@ func (b *bench) acquireRelease(ctx context.Context, s *system) error {
 	for range rounds {
 		for i, sub := range subjects {
 			for j := range per {
-				if sub.chores != nil {
-					if err := sub.chores(ctx); err != nil {
-						return fmt.Errorf("%s: %w", sub.name, err)
-					}
+				if err := chores(ctx); err != nil {
+					return fmt.Errorf("keep-alive: %w", err)
 				}
 				start := time.Now()
 				if err := sub.op(ctx); err != nil {
@@ -68,31 +65,32 @@ func (b *bench) acquireRelease(ctx context.Context, s *system) error {
 	return nil
 }
 
-// latencySubjects sets up what acquireRelease times on s; cleanup undoes
-// it, also after an error.
-func (b *bench) latencySubjects(ctx context.Context, s *system) ([]subject, func(), error) {
+// latencySubjects sets up what acquireRelease times on s; chores, run
+// untimed before every sample, keep the session alive (a ZooKeeper TTL is
+// shorter than a run); cleanup undoes it all, also after an error.
+func (b *bench) latencySubjects(ctx context.Context, s *system) (subjects []subject, chores func(context.Context) error, cleanup func(), err error) {
 	var closers []func()
-	cleanup := func() {
+	cleanup = func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
 		}
 	}
 	sess, err := s.backend.Open(ctx, "bench-latency", s.maxTTL)
 	if err != nil {
-		return nil, cleanup, err
+		return nil, nil, cleanup, err
 	}
 	closers = append(closers, func() { _ = sess.Close(context.WithoutCancel(ctx)) })
 	renewed := time.Now()
-	subjects := []subject{{
+	chores = func(ctx context.Context) error {
+		if time.Since(renewed) < s.maxTTL/4 {
+			return nil
+		}
+		renewed = time.Now()
+		return sess.KeepAlive(ctx)
+	}
+	subjects = []subject{{
 		name: "hustings Acquire + Release",
 		op:   func(ctx context.Context) error { return acquireRelease(ctx, sess, "bench-latency") },
-		chores: func(ctx context.Context) error { // long runs outlive a ZooKeeper TTL
-			if time.Since(renewed) < s.maxTTL/3 {
-				return nil
-			}
-			renewed = time.Now()
-			return sess.KeepAlive(ctx)
-		},
 	}}
 	one := hustingsLocker{b: s.backend}
 	waiting := hustingsLocker{b: s.backend, wait: contendedWait}
@@ -109,7 +107,7 @@ func (b *bench) latencySubjects(ctx context.Context, s *system) ([]subject, func
 	for _, p := range s.peers {
 		l, err := p.open(ctx)
 		if err != nil {
-			return nil, cleanup, fmt.Errorf("%s: %w", p.name, err)
+			return nil, nil, cleanup, fmt.Errorf("%s: %w", p.name, err)
 		}
 		closers = append(closers, l.close)
 		subjects = append(subjects, subject{
@@ -120,10 +118,10 @@ func (b *bench) latencySubjects(ctx context.Context, s *system) ([]subject, func
 	// One untimed pass: connections, cached scripts, parent nodes.
 	for _, sub := range subjects {
 		if err := sub.op(ctx); err != nil {
-			return nil, cleanup, fmt.Errorf("%s: warm-up: %w", sub.name, err)
+			return nil, nil, cleanup, fmt.Errorf("%s: warm-up: %w", sub.name, err)
 		}
 	}
-	return subjects, cleanup, nil
+	return subjects, chores, cleanup, nil
 }
 
 // acquireRelease takes the free lock name and releases it.
