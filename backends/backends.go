@@ -131,13 +131,24 @@ func ValidateName(name string) error {
 }
 
 // ValidateSession checks the arguments of Open: a non-empty candidate ID
-// and a TTL > 0. The error matches ErrInvalid.
+// and a TTL ValidateTTL accepts. The error matches ErrInvalid.
 func ValidateSession(id string, ttl time.Duration) error {
 	if id == "" {
 		return fmt.Errorf("%w: empty candidate ID", ErrInvalid)
 	}
-	if ttl <= 0 {
-		return fmt.Errorf("%w: TTL %v must be > 0", ErrInvalid, ttl)
+	return ValidateTTL("TTL", ttl)
+}
+
+// MaxTTL is the longest TTL or lease a backend takes: far beyond any
+// useful lease, and within every backend's range (Redis and ZooKeeper
+// count milliseconds, etcd seconds).
+const MaxTTL = 7 * 24 * time.Hour
+
+// ValidateTTL checks a TTL or lease: from 1 ms (the finest unit a backend
+// keeps) to MaxTTL. what names it in the error, which matches ErrInvalid.
+func ValidateTTL(what string, d time.Duration) error {
+	if d < time.Millisecond || d > MaxTTL {
+		return fmt.Errorf("%w: %s %v must be from 1ms to %v", ErrInvalid, what, d, MaxTTL)
 	}
 	return nil
 }

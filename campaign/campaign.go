@@ -85,7 +85,7 @@ func (c *Campaign) Run(ctx context.Context) error { return c.e.Run(ctx) }
 // WhileLeader's fn, return an error) rather than call Resign and wait on
 // itself. The campaign stays in the race but waits at least one retry
 // interval before trying again. With no term in force it does nothing and
-// returns nil.
+// returns nil; after Close, or once Run has returned, it returns ErrClosed.
 func (c *Campaign) Resign(ctx context.Context) error { return c.e.Resign(ctx) }
 
 // Close stops the campaign: the term in force ends as in Run's graceful

@@ -3,11 +3,13 @@ package campaign_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
@@ -31,6 +33,14 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"negative retry", b, "x", []campaign.Option{campaign.WithRetry(-1)}, "retry"},
 		{"negative jitter", b, "x", []campaign.Option{campaign.WithJitter(-1)}, "jitter"},
 		{"negative grace", b, "x", []campaign.Option{campaign.WithGrace(-1)}, "grace"},
+		{"zero TTL", b, "x", []campaign.Option{campaign.WithTTL(0)}, "TTL 0s must be from 1ms"},
+		{"TTL under a millisecond", b, "x", []campaign.Option{campaign.WithTTL(time.Microsecond)}, "TTL 1µs must be from 1ms"},
+		{"TTL over MaxTTL", b, "x", []campaign.Option{campaign.WithTTL(backends.MaxTTL + 1)}, "to 168h0m0s"},
+		{"TTL overflowing milliseconds", b, "x", []campaign.Option{campaign.WithTTL(math.MaxInt64)}, "TTL 2562047h47m16.854775807s"},
+		{"zero keep-alive", b, "x", []campaign.Option{campaign.WithKeepAlive(0)}, "keep-alive 0s"},
+		{"zero retry", b, "x", []campaign.Option{campaign.WithRetry(0)}, "retry 0s"},
+		{"oversized name", b, strings.Repeat("n", backends.MaxNameLen+1), nil, "longer than"},
+		{"invalid UTF-8 name", b, "a\xffb", nil, "UTF-8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

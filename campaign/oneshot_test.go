@@ -3,6 +3,7 @@ package campaign_test
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,6 +62,8 @@ func TestRunIfLeaderRejectsBadInput(t *testing.T) {
 		{"nil fn", b, "x", nil, nil},
 		{"empty name", b, "", answer, nil},
 		{"negative lease", b, "x", answer, []campaign.Option{campaign.WithLease(-1)}},
+		{"zero lease", b, "x", answer, []campaign.Option{campaign.WithLease(0)}},
+		{"lease overflowing milliseconds", b, "x", answer, []campaign.Option{campaign.WithLease(math.MaxInt64)}},
 		{"negative wait", b, "x", answer, []campaign.Option{campaign.WithWait(-1)}},
 		{"negative hold", b, "x", answer, []campaign.Option{campaign.WithMinHold(-1)}},
 		{"margin over lease", b, "x", answer, []campaign.Option{campaign.WithLease(time.Second), campaign.WithSafetyMargin(2 * time.Second)}},

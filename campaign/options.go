@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/internal/elector"
 )
 
@@ -31,23 +32,34 @@ func WithPrefix(prefix string) Option {
 }
 
 // WithTTL sets a Campaign's session TTL: how long the backend keeps the lock
-// after the last successful keep-alive. Default 10s.
+// after the last successful keep-alive. Default 10s; from 1ms to
+// backends.MaxTTL (7 days), else New reports ErrInvalid.
 func WithTTL(d time.Duration) Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.TTL = d })
+	return elector.OptionFunc(func(c *elector.Config) {
+		c.TTL = d
+		c.Check("TTL", d, time.Millisecond, backends.MaxTTL)
+	})
 }
 
 // WithKeepAlive sets how often a Campaign renews its session. It must be
 // shorter than the TTL less the safety margin, and should leave room for a
 // retry or two. Default: TTL/3.
 func WithKeepAlive(d time.Duration) Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.KeepAlive = d })
+	return elector.OptionFunc(func(c *elector.Config) {
+		c.KeepAlive = d
+		c.Check("keep-alive", d, time.Nanosecond, backends.MaxTTL)
+	})
 }
 
 // WithRetry sets the pause before trying again after contention or a
 // backend error, before jitter; it bounds failover after a crash. Default
-// 1s. Applies to Campaign, to RunIfLeader's wait, and to Observe's polling.
+// 1s; must be > 0. Applies to Campaign, to RunIfLeader's wait, and to
+// Observe's polling.
 func WithRetry(d time.Duration) Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.Retry = d })
+	return elector.OptionFunc(func(c *elector.Config) {
+		c.Retry = d
+		c.Check("retry", d, time.Nanosecond, backends.MaxTTL)
+	})
 }
 
 // WithJitter sets the most that is added at random to each retry pause, so
@@ -74,9 +86,13 @@ func WithGrace(d time.Duration) Option {
 
 // WithLease sets how long a RunIfLeader run may hold the lock: fn's context
 // ends then, and the backend frees the lock even if this process dies.
-// Default 30s; Every defaults it to the period.
+// Default 30s; Every defaults it to the period. From 1ms to
+// backends.MaxTTL.
 func WithLease(d time.Duration) Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.Lease = d })
+	return elector.OptionFunc(func(c *elector.Config) {
+		c.Lease = d
+		c.Check("lease", d, time.Millisecond, backends.MaxTTL)
+	})
 }
 
 // WithWait makes RunIfLeader wait up to d for a held lock instead of

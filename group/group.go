@@ -101,5 +101,6 @@ func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, ma
 
 // SetScore changes this candidate's score in the registry (for
 // strategy.Score); the group re-ranks at once. It returns ErrInvalid for a
-// NaN or infinite score.
+// NaN or infinite score, and ErrClosed after Close or once Run has
+// returned.
 func (g *Group) SetScore(score float64) error { return g.e.SetScore(score) }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -34,8 +35,9 @@ func (f optionFunc) apply(b *Backend) { f(b) }
 
 // WithPrefix sets the key prefix every key of the Backend starts with, so
 // several services (or tests) can share one etcd cluster. The default is
-// DefaultPrefix, "/hustings/". The prefix is used as given: end it with a
-// "/" to keep it apart from other keys.
+// DefaultPrefix, "/hustings/". It must end with "/", so that it keeps its
+// keys apart from those of a prefix it begins ("/app/" and "/app2/"); New
+// reports ErrInvalid otherwise.
 func WithPrefix(prefix string) Option {
 	return optionFunc(func(b *Backend) { b.prefix = prefix })
 }
@@ -50,7 +52,8 @@ type Backend struct {
 // New returns a Backend that keeps its locks in etcd through client. The
 // Backend never closes client: the caller does, after the last call. New
 // starts no goroutine and makes no request. It returns an error matching
-// backends.ErrInvalid when client is nil.
+// backends.ErrInvalid when client is nil or the prefix does not end with
+// "/".
 func New(client *clientv3.Client, opts ...Option) (*Backend, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: etcd: nil client", backends.ErrInvalid)
@@ -60,6 +63,9 @@ func New(client *clientv3.Client, opts ...Option) (*Backend, error) {
 		if o != nil {
 			o.apply(b)
 		}
+	}
+	if !strings.HasSuffix(b.prefix, "/") {
+		return nil, fmt.Errorf("%w: etcd: prefix %q must end with \"/\"", backends.ErrInvalid, b.prefix)
 	}
 	return b, nil
 }

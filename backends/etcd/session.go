@@ -25,6 +25,9 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 	if err := ctxErr(ctx, "open session"); err != nil {
 		return nil, err
 	}
+	if b.client.Ctx().Err() != nil {
+		return nil, fmt.Errorf("%w: etcd: open session: the client is closed", backends.ErrInvalid)
+	}
 	lease, err := b.grant(ctx, "open session", ttl)
 	if err != nil {
 		return nil, err

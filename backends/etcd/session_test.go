@@ -3,6 +3,7 @@ package etcd_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,11 +12,53 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
+	"github.com/hustings/hustings/campaign"
 )
 
 func TestNewNilClient(t *testing.T) {
 	if _, err := etcd.New(nil); !errors.Is(err, backends.ErrInvalid) {
 		t.Fatalf("New(nil): %v, want ErrInvalid", err)
+	}
+}
+
+// TestNewRejectsPrefixWithoutSlash: "/app" would share keys with "/app2/".
+func TestNewRejectsPrefixWithoutSlash(t *testing.T) {
+	cli, err := etcdtest.NewClient("127.0.0.1:1") // never dialled
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	for _, p := range []string{"/app", "", "app"} {
+		if _, err := etcd.New(cli, etcd.WithPrefix(p)); !errors.Is(err, backends.ErrInvalid) || !strings.Contains(err.Error(), `must end with "/"`) {
+			t.Errorf("New with prefix %q: %v, want ErrInvalid", p, err)
+		}
+	}
+	if _, err := etcd.New(cli, etcd.WithPrefix("/app/")); err != nil {
+		t.Errorf("New with prefix /app/: %v", err)
+	}
+}
+
+// TestClosedClient: a campaign on a closed client ends Run with ErrInvalid
+// instead of retrying an outage that will never end.
+func TestClosedClient(t *testing.T) {
+	srv := etcdtest.Start(t)
+	cli, err := etcdtest.NewClient(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli.Close()
+	b := newBackend(t, cli)
+	if _, err := b.Open(t.Context(), "a", time.Second); !errors.Is(err, backends.ErrInvalid) {
+		t.Fatalf("Open on a closed client: %v, want ErrInvalid", err)
+	}
+	c, err := campaign.New(b, "lock", campaign.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := c.Run(ctx); !errors.Is(err, campaign.ErrInvalid) || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("Run on a closed client = %v, want ErrInvalid naming the closed client", err)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
 )
@@ -40,10 +42,14 @@ func parseValue(raw string) (value, error) {
 }
 
 // unavailable wraps err, a failure to reach Redis or to get its answer, in
-// backends.ErrUnavailable, and in ctx's error too when ctx ended: a read
+// backends.ErrUnavailable (or ErrInvalid if the client was closed: that
+// failure is for good), and in ctx's error too when ctx ended: a read
 // cut short by the context's deadline is reported by the driver as a
 // network timeout, sometimes a moment before ctx.Err() says so.
 func unavailable(ctx context.Context, op string, err error) error {
+	if errors.Is(err, goredis.ErrClosed) {
+		return fmt.Errorf("%w: redis: %s: %w (the caller closed the client)", backends.ErrInvalid, op, err)
+	}
 	cerr := ctx.Err()
 	if cerr == nil {
 		var ne net.Error

@@ -115,6 +115,12 @@
 // ended meanwhile. A call makes one request, or a few under contention;
 // none starts a goroutine, and none retries on its own.
 //
+// A closed conn cannot be told from a disconnected one (go-zookeeper does
+// not say), so calls on it fail with ErrUnavailable, not ErrInvalid, and a
+// campaign on it retries as through an outage, logging each failure. (The
+// Redis and etcd backends report a closed client as ErrInvalid, and a
+// campaign's Run then returns.)
+//
 // # Concurrency and channels
 //
 // Backend and every Session are safe for concurrent use. A Session runs

@@ -44,7 +44,9 @@ type actor struct {
 	sharedChanged <-chan struct{}
 	releaseAt     time.Time // no release before this (after a failed one, shared)
 	candidateGone bool      // the shared candidate is stopping: leave
+	fatal         error     // a backend error that no retry can cure: Run returns it
 	renewWanted   bool      // elect found the deadline spent: try again after a renewal
+	audit         audit     // checks for duplicate IDs and disagreeing slot counts
 
 	wake, deadline *time.Timer
 }
@@ -64,6 +66,10 @@ func (a *actor) run() error {
 		if a.candidateGone {
 			a.shutdown(events.ErrResigned)
 			return ErrClosed
+		}
+		if a.fatal != nil {
+			a.shutdown(events.ErrSessionLost)
+			return a.fatal
 		}
 		a.startDue()
 		ch, e := a.e.out.Ready()
@@ -116,6 +122,8 @@ func (a *actor) startDue() {
 		a.startRegister()
 	case a.shared == nil && w.due(a.keepAt):
 		a.startKeepAlive()
+	case a.term == nil && !a.audit.at.IsZero() && w.due(a.audit.at):
+		a.startAudit()
 	case a.term == nil && len(a.releases) == 0 && w.due(later(a.tryAt, a.backoffUntil)) && a.startTry(&w):
 	case a.term != nil && a.gate != nil && a.gate.preempt > 0 && w.due(a.gate.rankedAt.Add(a.cfg.Retry)):
 		a.startRank()
@@ -199,13 +207,14 @@ func (a *actor) elect(slot int, token events.Token) {
 	}
 	e := events.Event{Kind: events.Elected, Name: a.e.name, Slot: slot, Token: token, Holder: a.cfg.ID, Time: now, Deadline: deadline}
 	t := newTerm(a.ctx, e)
-	a.term = t
+	a.term, a.audit = t, audit{}
 	a.deadline.Reset(deadline.Sub(now))
 	a.stopWatch()
 	a.e.mu.Lock()
 	a.e.current = t
 	a.e.state.Leader, a.e.state.Slot, a.e.state.Token, a.e.state.Holder = true, slot, token, a.cfg.ID
 	a.e.state.Deadline, a.e.state.LastEvent = deadline, e
+	a.e.state.Err = a.lastErr // an audit's finding, if any, is past
 	a.e.mu.Unlock()
 	a.cfg.Observer.TermStarted(a.e.name, a.e.label)
 	a.cfg.Logger.Info("elected", "name", a.e.name, "slot", slot, "id", a.cfg.ID, "token", token, "deadline", deadline)
@@ -296,7 +305,7 @@ func (a *actor) fail(what string, err error) {
 func (a *actor) succeed() {
 	if a.lastErr != nil {
 		a.lastErr = nil
-		a.e.setState(func(s *State) { s.Err = nil })
+		a.e.setState(func(s *State) { s.Err = a.audit.err }) // a misconfiguration stays shown
 	}
 }
 

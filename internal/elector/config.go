@@ -81,6 +81,24 @@ type Config struct {
 	// Observer is told what happens, for metrics; never nil after
 	// NewConfig.
 	Observer Observer
+	// Bad holds the errors of options given values they reject (see
+	// Check); validation reports the first.
+	Bad []error
+}
+
+// Check records an error if the option what was given d outside [lo, hi].
+// Options call it, so that an explicit zero is an error rather than a
+// silent default.
+func (c *Config) Check(what string, d, lo, hi time.Duration) {
+	switch {
+	case d >= lo && d <= hi:
+	case lo == time.Millisecond && hi == backends.MaxTTL:
+		c.Bad = append(c.Bad, fmt.Errorf("%w: %w", ErrInvalid, backends.ValidateTTL(what, d)))
+	case lo > 0:
+		c.Bad = append(c.Bad, fmt.Errorf("%w: %s %v must be from %v to %v", ErrInvalid, what, d, lo, hi))
+	default:
+		c.Bad = append(c.Bad, fmt.Errorf("%w: %s %v must be ≥ 0 and at most %v", ErrInvalid, what, d, hi))
+	}
 }
 
 // Registry is a candidate registry that is not the backend's: it lists a
@@ -153,6 +171,9 @@ func (c *Config) FullName(name string) string {
 
 // ValidateElector checks the options a long-lived campaign uses.
 func (c *Config) ValidateElector() error {
+	if len(c.Bad) > 0 {
+		return c.Bad[0]
+	}
 	switch {
 	case c.TTL < 0:
 		return fmt.Errorf("%w: TTL %v must be > 0", ErrInvalid, c.TTL)
@@ -172,6 +193,9 @@ func (c *Config) ValidateElector() error {
 
 // ValidateOneShot checks the options a one-shot run uses.
 func (c *Config) ValidateOneShot() error {
+	if len(c.Bad) > 0 {
+		return c.Bad[0]
+	}
 	switch {
 	case c.Lease < 0:
 		return fmt.Errorf("%w: lease %v must be > 0", ErrInvalid, c.Lease)

@@ -135,8 +135,12 @@ func (e *Elector) SetScore(score float64) error {
 		return fmt.Errorf("%w: score %v is not a finite number", ErrInvalid, score)
 	}
 	e.mu.Lock()
+	over := e.ended || e.closed
 	e.me.Score = score
 	e.mu.Unlock()
+	if over {
+		return ErrClosed
+	}
 	select {
 	case e.updates <- struct{}{}:
 	default:
@@ -244,9 +248,12 @@ func (e *Elector) Resign(ctx context.Context) error {
 
 func (e *Elector) resign(ctx context.Context, token events.Token) error {
 	e.mu.Lock()
-	running := e.started && !e.ended && !e.closed
+	started, over := e.started, e.ended || e.closed
 	e.mu.Unlock()
-	if !running {
+	switch {
+	case over:
+		return ErrClosed
+	case !started:
 		return nil
 	}
 	req := resignReq{token: token, done: make(chan error, 1)}

@@ -3,6 +3,7 @@ package elector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"time"
 
@@ -21,6 +22,7 @@ const (
 	opRegister
 	opRank
 	opLeave
+	opAudit
 )
 
 // op is one backend call in flight.
@@ -41,9 +43,10 @@ type result struct {
 	watch       <-chan struct{}
 	watchCancel context.CancelFunc
 	reply       chan error
-	from        backends.Session // the session a release was made on
-	retry       release          // the release itself, to try again
-	view        view             // what a rank read
+	from        backends.Session  // the session a release was made on
+	retry       release           // the release itself, to try again
+	view        view              // what a rank read
+	holders     []backends.Holder // what an audit read
 	err         error
 }
 
@@ -228,6 +231,8 @@ func (a *actor) finish(r result) {
 		a.ranked(r.view, r.err)
 	case opLeave:
 		a.inLines = r.err != nil // try again at the next chance
+	case opAudit:
+		a.audited(r)
 	}
 }
 
@@ -260,6 +265,13 @@ func (a *actor) cleanUp(r result, o *op) {
 }
 
 func (a *actor) opened(start time.Time, r result) {
+	if errors.Is(r.err, backends.ErrInvalid) {
+		// Not an outage: the client was closed, or the backend refuses the
+		// configuration. Retrying would only log the same error forever.
+		a.fail("open session", r.err)
+		a.fatal = fmt.Errorf("%w: %w", ErrInvalid, r.err)
+		return
+	}
 	if r.err != nil {
 		a.fail("open session", r.err)
 		a.openAt = time.Now().Add(a.cfg.RetryPause())
@@ -302,6 +314,9 @@ func (a *actor) acquired(slot int, token events.Token, err error) {
 		a.elect(slot, token)
 	case errors.Is(err, backends.ErrHeld):
 		a.succeed()
+		if a.audit.at.IsZero() {
+			a.audit.at = time.Now().Add(a.cfg.TTL) // lost for a TTL: audit then
+		}
 		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, "contention")
 		a.inLines = true
 		a.tryAt = time.Now().Add(a.cfg.RetryPause())

@@ -1,0 +1,60 @@
+package campaign_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/group"
+)
+
+// FuzzOptions: any durations and slot count given to New, group.New and
+// RunIfLeader's options either make a campaign or are refused with
+// ErrInvalid; never a panic. A campaign that is made has a TTL within the
+// backends' range and a keep-alive under it.
+func FuzzOptions(f *testing.F) {
+	f.Add(int64(10*time.Second), int64(0), int64(time.Second), int64(-1), int64(-1), int64(0), 3)
+	f.Add(int64(0), int64(time.Second), int64(0), int64(0), int64(0), int64(time.Millisecond), 1)
+	f.Add(int64(1<<62), int64(1), int64(1), int64(1), int64(1), int64(-1), 0)
+	f.Fuzz(func(t *testing.T, ttl, keepAlive, retry, jitter, margin, lease int64, slots int) {
+		var opts []campaign.Option
+		add := func(v int64, o func(time.Duration) campaign.Option) {
+			if v != -1 { // -1: leave the option out
+				opts = append(opts, o(time.Duration(v)))
+			}
+		}
+		add(ttl, campaign.WithTTL)
+		add(keepAlive, campaign.WithKeepAlive)
+		add(retry, campaign.WithRetry)
+		add(jitter, campaign.WithJitter)
+		add(margin, campaign.WithSafetyMargin)
+		add(lease, campaign.WithLease)
+		b := memory.New()
+		c, err := campaign.New(b, "x", opts...)
+		switch {
+		case err != nil && !errors.Is(err, campaign.ErrInvalid):
+			t.Fatalf("New = %v, not ErrInvalid", err)
+		case err == nil:
+			c.Close()
+			if ttl != -1 && (time.Duration(ttl) < time.Millisecond || time.Duration(ttl) > backends.MaxTTL) {
+				t.Fatalf("New took TTL %v", time.Duration(ttl))
+			}
+			if keepAlive != -1 && ttl != -1 && keepAlive >= ttl {
+				t.Fatalf("New took keep-alive %v with TTL %v", time.Duration(keepAlive), time.Duration(ttl))
+			}
+		}
+		g, err := group.New(b, "g", slots, opts...)
+		switch {
+		case err != nil && !errors.Is(err, campaign.ErrInvalid):
+			t.Fatalf("group.New = %v, not ErrInvalid", err)
+		case err == nil:
+			g.Close()
+			if slots < 2 {
+				t.Fatalf("group.New took %d slots", slots)
+			}
+		}
+	})
+}
