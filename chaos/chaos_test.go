@@ -108,7 +108,7 @@ func TestChaos(t *testing.T) {
 func runBackend(t *testing.T, b backend, p profile) history.Report {
 	c := newCluster(t, b, p)
 	start := time.Now()
-	c.settle(start)
+	c.settle(start, 30*time.Second) // processes start slowly on a loaded machine
 	if c.settles[0].Agreed.IsZero() {
 		t.Fatalf("the first leaders were not elected: %s", c.settles[0].Detail)
 	}

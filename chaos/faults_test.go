@@ -67,8 +67,8 @@ func (c *cluster) inject(kind history.FaultKind) (healed time.Time, ok bool) {
 		c.add(target.name)
 	case history.Stop:
 		c.t.Logf("stop %s", describe(target))
-		if !target.stop(15 * time.Second) {
-			c.t.Errorf("node %s did not exit with status 0 after SIGTERM", target.id)
+		if err := target.stop(15 * time.Second); err != nil {
+			c.t.Error(err)
 		}
 		f.To = f.From
 		c.add(target.name)
@@ -118,7 +118,7 @@ func (c *cluster) run(d time.Duration) {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		c.settle(healed)
+		c.settle(healed, c.bounds.Settle+2*time.Second)
 		time.Sleep(c.ttls(0, 1))
 	}
 }

@@ -85,7 +85,6 @@ func runNode(args []string) int {
 		fmt.Fprintf(os.Stderr, "chaos node %s: %v\n", f.id, err)
 		return 1
 	}
-	stop()
 	leaked := 0
 	if err := goleak.Find(); err != nil {
 		fmt.Fprintf(os.Stderr, "chaos node %s: %v\n", f.id, err)

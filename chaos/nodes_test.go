@@ -27,10 +27,11 @@ type proc struct {
 	link *faultlink.Link
 	read chan struct{} // closed when stdout is drained
 
-	mu     sync.Mutex
-	lines  []line
-	dead   bool // killed, or exited
-	exitOK bool // exited with status 0
+	mu      sync.Mutex
+	lines   []line
+	dead    bool  // killed, or exited
+	exitErr error // how it exited
+	logPath string
 }
 
 // spawn starts a node for name (slots 1: one lock) whose backend URL is
@@ -55,7 +56,7 @@ func spawn(t *testing.T, dir, id, name string, slots int, ttl time.Duration, ups
 		logf.Close()
 		return nil, err
 	}
-	p := &proc{id: id, name: name, cmd: cmd, link: link, read: make(chan struct{})}
+	p := &proc{id: id, name: name, cmd: cmd, link: link, read: make(chan struct{}), logPath: logf.Name()}
 	go p.collect(out, logf)
 	t.Cleanup(func() { p.kill() })
 	return p, nil
@@ -76,7 +77,7 @@ func (p *proc) collect(r io.Reader, logf *os.File) {
 	err := p.cmd.Wait()
 	logf.Close()
 	p.mu.Lock()
-	p.dead, p.exitOK = true, err == nil
+	p.dead, p.exitErr = true, err
 	p.mu.Unlock()
 	close(p.read)
 }
@@ -122,20 +123,39 @@ func (p *proc) kill() {
 	p.link.Close()
 }
 
-// stop sends SIGTERM and waits up to d for a graceful exit; it reports
-// whether the node exited with status 0 in time (if not, it is killed).
-func (p *proc) stop(d time.Duration) bool {
+// stop sends SIGTERM and waits up to d for a graceful exit; it returns an
+// error, with the end of the node's log, unless the node exited with
+// status 0 in time (if not in time, it is killed).
+func (p *proc) stop(d time.Duration) error {
 	_ = p.signal(syscall.SIGTERM)
+	return p.wait(d)
+}
+
+// wait waits up to d for the node to exit after a SIGTERM; see stop.
+func (p *proc) wait(d time.Duration) error {
 	select {
 	case <-p.read:
 	case <-time.After(d):
 		p.kill()
-		return false
+		return fmt.Errorf("node %s still ran %v after SIGTERM; its log ends:\n%s", p.id, d, p.logTail())
 	}
 	p.link.Close()
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.exitOK
+	err := p.exitErr
+	p.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("node %s exited after SIGTERM with %v; its log ends:\n%s", p.id, err, p.logTail())
+	}
+	return nil
+}
+
+// logTail returns the end of the node's stderr.
+func (p *proc) logTail() string {
+	b, _ := os.ReadFile(p.logPath)
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
 }
 
 // record adds the node's lines to h: its elections and revocations, its
