@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/campaign"
 )
 
 // invalidInput: bad names, TTLs, IDs, leases and holds are ErrInvalid and
@@ -113,5 +115,25 @@ func (e *env) fails(what string, call func() error) {
 		}
 	case <-time.After(wakeBound):
 		e.t.Errorf("%s with a canceled context: still running after %v", what, wakeBound)
+	}
+}
+
+// ClosedClient checks a backend whose client the caller has closed: Open
+// fails with ErrInvalid (not ErrUnavailable: no retry will cure it), and a
+// campaign's Run returns an error matching campaign.ErrInvalid that says
+// the client is closed, instead of retrying forever.
+func ClosedClient(t testing.TB, b backends.Backend) {
+	t.Helper()
+	if _, err := b.Open(t.Context(), "a", time.Second); !errors.Is(err, backends.ErrInvalid) {
+		t.Fatalf("Open on a closed client: %v, want ErrInvalid", err)
+	}
+	c, err := campaign.New(b, "closed-client", campaign.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := c.Run(ctx); !errors.Is(err, campaign.ErrInvalid) || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("Run on a closed client = %v, want ErrInvalid naming the closed client", err)
 	}
 }

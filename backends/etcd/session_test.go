@@ -10,9 +10,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
-	"github.com/hustings/hustings/campaign"
 )
 
 func TestNewNilClient(t *testing.T) {
@@ -38,8 +38,7 @@ func TestNewRejectsPrefixWithoutSlash(t *testing.T) {
 	}
 }
 
-// TestClosedClient: a campaign on a closed client ends Run with ErrInvalid
-// instead of retrying an outage that will never end.
+// TestClosedClient: see backendtest.ClosedClient.
 func TestClosedClient(t *testing.T) {
 	srv := etcdtest.Start(t)
 	cli, err := etcdtest.NewClient(srv.Addr())
@@ -47,19 +46,7 @@ func TestClosedClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	cli.Close()
-	b := newBackend(t, cli)
-	if _, err := b.Open(t.Context(), "a", time.Second); !errors.Is(err, backends.ErrInvalid) {
-		t.Fatalf("Open on a closed client: %v, want ErrInvalid", err)
-	}
-	c, err := campaign.New(b, "lock", campaign.WithTTL(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := c.Run(ctx); !errors.Is(err, campaign.ErrInvalid) || !strings.Contains(err.Error(), "closed") {
-		t.Fatalf("Run on a closed client = %v, want ErrInvalid naming the closed client", err)
-	}
+	backendtest.ClosedClient(t, newBackend(t, cli))
 }
 
 // leaseOf returns the ID of the only lease on the server, failing the

@@ -3,7 +3,6 @@ package redis_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/redis/redistest"
-	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/faultlink"
 )
@@ -84,8 +82,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 	}
 }
 
-// TestClosedClient: a campaign on a closed client ends Run with ErrInvalid
-// instead of retrying an outage that will never end.
+// TestClosedClient: see backendtest.ClosedClient.
 func TestClosedClient(t *testing.T) {
 	srv := redistest.Start(t)
 	client := goredis.NewClient(redistest.Options(srv.Addr()))
@@ -94,18 +91,7 @@ func TestClosedClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Open(t.Context(), "a", time.Second); !errors.Is(err, backends.ErrInvalid) {
-		t.Fatalf("Open on a closed client: %v, want ErrInvalid", err)
-	}
-	c, err := campaign.New(b, "lock", campaign.WithTTL(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := c.Run(ctx); !errors.Is(err, campaign.ErrInvalid) || !strings.Contains(err.Error(), "closed") {
-		t.Fatalf("Run on a closed client = %v, want ErrInvalid naming the closed client", err)
-	}
+	backendtest.ClosedClient(t, b)
 }
 
 // TestKeys: a lock's keys share the hash tag {name}, with '%' and '}'

@@ -1,20 +1,16 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hustings/hustings/backends/dial"
-	"github.com/hustings/hustings/backends/redis/redistest"
-	"github.com/hustings/hustings/backends/zookeeper/zktest"
-	"github.com/hustings/hustings/campaign"
-	"github.com/hustings/hustings/events"
 )
 
 // TestBadBackendURL: the demo passes package dial's errors through (dial
-// tests the URLs themselves).
+// tests the URLs themselves, and connecting to each server).
 func TestBadBackendURL(t *testing.T) {
 	_, _, err := openBackend(t.Context(), "redis://localhost")
 	if !errors.Is(err, dial.ErrURL) || !strings.Contains(err.Error(), `"localhost" is not host:port`) {
@@ -22,32 +18,22 @@ func TestBadBackendURL(t *testing.T) {
 	}
 }
 
-// elect runs one campaign on the backend at url until it is elected.
-func elect(t *testing.T, url string) {
-	t.Helper()
-	b, closeBackend, err := openBackend(t.Context(), url)
+// TestEmbeddedEtcd: etcd-embedded, the demo's own URL, serves locks.
+func TestEmbeddedEtcd(t *testing.T) {
+	b, closeBackend, err := openBackend(t.Context(), "etcd-embedded")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeBackend()
-	c, err := campaign.New(b, "demo-url-test", campaign.WithTTL(2*campaign.DefaultRetry))
+	s, err := b.Open(t.Context(), "demo", 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	if e := <-c.Events(); e.Kind != events.Elected {
-		t.Fatalf("first event on %s: %s", url, e)
+	defer s.Close(t.Context())
+	if _, err := s.Acquire(t.Context(), "demo-url-test", 0); err != nil {
+		t.Fatalf("Acquire on embedded etcd: %v", err)
 	}
-	cancel()
-	<-done
-}
-
-func TestBackendURLsConnect(t *testing.T) {
-	srv := redistest.Start(t)
-	zks := zktest.Start(t)
-	for _, url := range []string{"memory", "redis://" + srv.Addr() + "/0", "etcd-embedded", "zk://" + zks.Addr() + "/demo-test"} {
-		t.Run(url, func(t *testing.T) { elect(t, url) })
+	if h, err := b.Holder(t.Context(), "demo-url-test"); err != nil || h.ID != "demo" {
+		t.Fatalf("Holder = %+v, %v; want demo", h, err)
 	}
 }
