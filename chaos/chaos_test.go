@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 //
 //	HUSTINGS_CHAOS=long        10 minutes of faults per backend, the
 //	                           issue's bounds (make chaos); default short:
-//	                           25 s per backend, bounds loose enough for a
+//	                           20 s per backend, bounds loose enough for a
 //	                           loaded CI machine (make test)
 //	HUSTINGS_CHAOS_DURATION=D  faults per backend, overriding the profile
 //	HUSTINGS_CHAOS_SEED=N      the schedule's seed (default: the clock)
@@ -44,7 +44,7 @@ type profile struct {
 }
 
 func loadProfile(t *testing.T) profile {
-	p := profile{name: "short", duration: 25 * time.Second, ttl: 2 * time.Second, seed: time.Now().UnixNano(), out: os.Getenv("HUSTINGS_CHAOS_OUT")}
+	p := profile{name: "short", duration: 20 * time.Second, ttl: 2 * time.Second, seed: time.Now().UnixNano(), out: os.Getenv("HUSTINGS_CHAOS_OUT")}
 	if os.Getenv("HUSTINGS_CHAOS") == "long" {
 		p.name, p.duration = "long", 10*time.Minute
 	}

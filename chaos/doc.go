@@ -16,7 +16,7 @@
 // it waits for every belief to match the backend. Package chaos/history
 // checks the run's record.
 //
-// make test runs the short profile (25 s of faults per backend); make chaos
+// make test runs the short profile (20 s of faults per backend); make chaos
 // runs 10 minutes per backend with the bounds. See TestChaos for
 // the environment variables.
 package chaos
