@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -41,8 +42,12 @@ func run(args []string, out io.Writer) error {
 	only := fs.String("backends", "memory,redis,etcd,zookeeper", "comma-separated backends to run")
 	rev := fs.String("rev", gitRev(), "the library revision measured, for the report")
 	workloads := fs.String("workloads", "", "comma-separated workloads to run (default: all): "+strings.Join(workloadIDs(), ","))
+	render := fs.String("render", "", "render the tables and charts again from this latest.json, without running anything")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *render != "" {
+		return rerender(*render, *dir)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -91,4 +96,22 @@ func gitRev() string {
 		rev += "+dirty"
 	}
 	return rev
+}
+
+// rerender writes latest.md and the charts into dir from the raw numbers
+// of a latest.json, judging the targets again.
+func rerender(path, dir string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var rep Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	rep.Targets = evaluate(&rep)
+	if err := rep.WriteFiles(dir); err != nil {
+		return err
+	}
+	return writeCharts(&rep, dir)
 }

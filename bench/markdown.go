@@ -21,6 +21,9 @@ func (rep *Report) Markdown() string {
 	b.WriteString("\n\n")
 	m := rep.Machine
 	fmt.Fprintf(&b, "Machine: %d CPUs (%s), %s, %s; %s. Every server on loopback, started by the bench.\n\n", m.CPUs, m.CPUModel, m.OS, m.GoVersion, m.Redis)
+	if len(rep.Rows) > 0 {
+		b.WriteString("## Summary\n\nOne line per backend; the tables below have every subject and ratio.\n\n" + rep.Summary() + "\n")
+	}
 	for _, sec := range sections {
 		rows := rep.Select(sec.workload)
 		if sec.workload != "targets" && len(rows) == 0 {

@@ -9,6 +9,10 @@ import (
 	"time"
 )
 
+// timeDur converts a float count of nanoseconds from the JSON to a
+// duration.
+func timeDur(ns float64) time.Duration { return time.Duration(ns) }
+
 // Row is one measured subject of one workload on one backend: a latency
 // distribution, named values (ops/s, bytes per campaign, ...), or both,
 // and its ratio to the baseline measured in the same run.
