@@ -43,8 +43,10 @@ func (a *actor) startAudit() {
 }
 
 // audited judges what startAudit read. A lock held under our ID by another
-// session is only reported once it has been so for a TTL: a restarted
-// process with a fixed ID sees its old session's lock until that expires.
+// session is only reported once it has been so for two TTLs: a restarted
+// process with a fixed ID sees its old session's lock until that expires,
+// which the server may do a little after the TTL (etcd rounds leases up to
+// whole seconds and checks them every 500 ms).
 func (a *actor) audited(r result) {
 	now := time.Now()
 	au := &a.audit
@@ -62,7 +64,7 @@ func (a *actor) audited(r result) {
 		dup = true
 		if au.dup != h || au.dupSlot != i {
 			au.dup, au.dupSlot, au.since = h, i, now
-		} else if now.Sub(au.since) >= a.cfg.TTL {
+		} else if now.Sub(au.since) >= 2*a.cfg.TTL {
 			found = fmt.Errorf("%w: lock %q has been held for %v by another session with this candidate's ID %q (token %d): candidate IDs must be unique", ErrInvalid, a.e.slots[i], now.Sub(au.since).Round(time.Millisecond), h.ID, h.Token)
 		}
 	}
