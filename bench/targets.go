@@ -106,7 +106,7 @@ func scaleTargets(rep *Report, backend string) []Target {
 		r1, rn := first.Values["requests_per_s"], last.Values["requests_per_s"]
 		if backend != "memory" {
 			out = append(out, Target{Goal: goalTraffic, Backend: backend, Met: rn <= 1.5*r1+1,
-				Measured: fmt.Sprintf("%s requests/s at %s locks, %s at %s", fmtNum(r1), fmtNum(first.Values["locks"]), fmtNum(rn), n)})
+				Measured: fmt.Sprintf("%s requests/s holding %s, %s holding %s", fmtNum(r1), locks(first.Values["locks"]), fmtNum(rn), locks(last.Values["locks"]))})
 		}
 	}
 	return out
@@ -127,19 +127,33 @@ func backendsIn(rep *Report) []string {
 // library and the backends do (see their package docs and DESIGN.md); ""
 // when nothing is known.
 func missNote(goal, backend string) string {
-	goal, _, _ = strings.Cut(goal, " (")
-	if n, ok := missNotes[goal+"/"+backend]; ok {
-		return n
+	for _, g := range []string{goal, strings.Split(goal, " (")[0]} {
+		if n, ok := missNotes[g+"/"+backend]; ok {
+			return n
+		}
+		if n, ok := missNotes[g]; ok {
+			return n
+		}
 	}
-	return missNotes[goal]
+	return ""
 }
 
 var missNotes = map[string]string{
-	goalAcquire + "/redis": "each call is one round trip, but a Lua script (INCR and TIME for the token, SET, PUBLISH) pipelined with an EXISTS of the session key, against a bare SET NX: server work on a ~40 µs round trip",
-	goalAcquire:            "each of acquire and release is one write that waits for the server's fsync, plus the session check the backend adds",
-	goalRunIf:              "RunIfLeader opens and closes a session (its lease) per run: four round trips (Open, Acquire, Release, Close) where a peer on a long-lived client or session makes two; compare with etcd Mutex with a session per lock, the same work",
-	goalBytes:              "each campaign is a goroutine (Run's actor loop) whose stack grows to 8 KiB, plus about 5 KiB of heap (timers, channels, the event stream, state); under 8 KiB needs campaigns that share a goroutine",
-	goalHandover:           "the release and the waiter's acquire each wait for a write (and an fsync on etcd and ZooKeeper), plus the watch's delivery",
-	goalFailover + "/etcd": "etcd frees an expired lease only at its next expiry check (every 500 ms), so the lock outlives the TTL by up to that",
-	goalFailover:           "the waiter sees an expired session only when it next polls (retry interval + jitter)",
+	goalAcquire + "/redis":   "each call is one round trip, but a Lua script (INCR and TIME for the token, SET, PUBLISH) pipelined with an EXISTS of the session key, against a bare SET NX: server work on a ~40 µs round trip",
+	goalAcquire:              "each of acquire and release is one write that waits for the server's fsync, plus the session check the backend adds",
+	goalRunIf + "/redis":     "RunIfLeader opens and closes a session (its lease) per run: four round trips (SET NX of the session key, the acquire script, the release script, Close) where redislock makes two",
+	goalRunIf + "/etcd":      "RunIfLeader opens and closes a session (its lease) per run: five round trips, each a write waiting for an fsync (lease grant, session key, acquire, release, revoke), where etcd Mutex on a long-lived session makes two (Mutex with a session per lock, the same work, is in the table)",
+	goalRunIf + "/zookeeper": "RunIfLeader opens and closes a session (its lease) per run: four writes waiting for an fsync (session node, lock node, its deletion, the session node's deletion) where zk Lock on a long-lived conn makes two",
+	goalBytes:                "each campaign is a goroutine (Run's actor loop) whose stack grows to 8 KiB, plus about 5 KiB of heap (timers, channels, the event stream, state); under 8 KiB needs campaigns that share a goroutine",
+	goalHandover:             "the release and the waiter's acquire each wait for a write (and an fsync on etcd and ZooKeeper), plus the watch's delivery",
+	goalFailover + "/etcd":   "etcd frees an expired lease only at its next expiry check (every 500 ms), so the lock outlives the TTL by up to that",
+	goalFailover:             "the waiter sees an expired session only when it next polls (retry interval + jitter)",
+}
+
+// locks formats a number of locks: "1 lock", "10,000 locks".
+func locks(n float64) string {
+	if n == 1 {
+		return "1 lock"
+	}
+	return fmtNum(n) + " locks"
 }
