@@ -218,8 +218,9 @@ func scalePanels(rep *Report) []*plot.Plot {
 	mem := plot.New()
 	mem.Title.Text = "Memory per held campaign"
 	mem.X.Label.Text = "locks held"
-	mem.Y.Label.Text = "heap + stacks, bytes"
+	mem.Y.Label.Text = "heap + stacks, bytes (log)"
 	mem.X.Scale, mem.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
+	mem.Y.Scale, mem.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
 	reqs := plot.New()
 	reqs.Title.Text = "Requests while holding"
 	reqs.X.Label.Text = "locks held"
@@ -258,7 +259,6 @@ func scalePanels(rep *Report) []*plot.Plot {
 		mem.Add(target)
 		mem.Legend.Add("target: 8 KiB", target)
 	}
-	mem.Y.Min = 0
 	mem.Legend.Top = true
 	reqs.Legend.Top, reqs.Legend.Left = true, true
 	if !anyReqs { // the memory backend alone: no server to count

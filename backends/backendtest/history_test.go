@@ -23,9 +23,9 @@ func (r *recorder) Errorf(f string, args ...any) {
 func (r *recorder) Fatalf(f string, args ...any) { r.Errorf(f, args...); r.FailNow() }
 func (r *recorder) FailNow()                     { r.failed = true; runtime.Goexit() }
 
-// check runs CheckTerms on log with a recorder, in a goroutine FailNow can
+// checkLog runs CheckTerms on log with a recorder, in a goroutine FailNow can
 // end.
-func check(t *testing.T, log []events.Event, n int) *recorder {
+func checkLog(t *testing.T, log []events.Event, n int) *recorder {
 	r := &recorder{TB: t}
 	done := make(chan struct{})
 	go func() { defer close(done); CheckTerms(r, log, n) }()
@@ -43,7 +43,7 @@ func TestCheckTerms(t *testing.T) {
 		ev(10, events.Revoked, "a", 0, 1), ev(10, events.Elected, "c", 0, 2),
 		ev(20, events.Revoked, "b", 1, 1), ev(30, events.Revoked, "c", 0, 2),
 	}
-	if r := check(t, good, 2); r.failed {
+	if r := checkLog(t, good, 2); r.failed {
 		t.Fatalf("good log failed: %s", r.msg)
 	}
 	for name, log := range map[string][]events.Event{
@@ -54,7 +54,7 @@ func TestCheckTerms(t *testing.T) {
 		"two slots":    {ev(0, events.Elected, "a", 0, 1), ev(1, events.Elected, "a", 1, 1), ev(10, events.Revoked, "a", 0, 1), ev(10, events.Revoked, "a", 1, 1)},
 		"stray revoke": {ev(0, events.Revoked, "a", 0, 1)},
 	} {
-		if r := check(t, log, 2); !r.failed {
+		if r := checkLog(t, log, 2); !r.failed {
 			t.Errorf("%s: CheckTerms passed", name)
 		}
 	}
