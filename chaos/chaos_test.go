@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hustings/hustings/chaos/history"
+	"github.com/hustings/hustings/internal/faultlink"
 )
 
 // TestMain runs this binary as a chaos node when nodeEnv is set, else the
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(nodeEnv) == "1" {
 		os.Exit(runNode(os.Args[1:]))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, faultlink.KnownLeaks()...)
 }
 
 // profile is how long and how strictly a run goes, from the environment:

@@ -13,10 +13,11 @@ import (
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/faultlink"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, faultlink.KnownLeaks()...)
 }
 
 // TestContract runs the contract suite against an embedded etcd server.

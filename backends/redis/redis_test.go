@@ -21,7 +21,7 @@ import (
 func TestMain(m *testing.M) {
 	// The driver logs each failed dial; the fault tests make many.
 	goredis.SetLogger(quietLogger{})
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, faultlink.KnownLeaks()...)
 }
 
 type quietLogger struct{}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hustings/hustings/backends/zookeeper"
 	"github.com/hustings/hustings/backends/zookeeper/zktest"
+	"github.com/hustings/hustings/internal/faultlink"
 )
 
 // The package's tests share one server, started when first needed and
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(shared.dir)
 	}
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := goleak.Find(faultlink.KnownLeaks()...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
 			code = 1
 		}

@@ -18,6 +18,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
 )
 
 // Link is one proxied path from a client to a server.
@@ -88,4 +89,14 @@ func (l *Link) add(kind, stream, attrs string) {
 	if _, err := l.proxy.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
 		panic(fmt.Sprintf("faultlink: add %s toxic: %v", kind, err)) // a bug in this package
 	}
+}
+
+// KnownLeaks are goleak options for the goroutines toxiproxy itself leaves
+// behind, for the TestMain of packages that use links: removing a toxic
+// (Heal) while data flows can leave a pass-through stage blocked for good
+// on a send that nothing receives (a race in toxiproxy v2.12.0's
+// ToxicLink.RemoveToxic, link.go). Seen three times in 30 minutes of chaos
+// runs, always in the proxy of the test process, never in Hustings' code.
+func KnownLeaks() []goleak.Option {
+	return []goleak.Option{goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe")}
 }

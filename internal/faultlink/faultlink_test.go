@@ -89,7 +89,7 @@ func TestLatency(t *testing.T) {
 	}
 }
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, KnownLeaks()...) }
 
 // TestCloseWithFaultsOn: closing a link with faults on leaves nothing
 // running (goleak checks at the end).
