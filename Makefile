@@ -1,13 +1,14 @@
 # make test: what CI runs (.ci/run) and what a newcomer runs first.
 # It installs the servers the backend tests start (redis-server, ZooKeeper)
 # when they are missing, then vets and runs every test with the race
-# detector. No backend test is skipped.
+# detector, in the library and in the bench/ module. No backend test is
+# skipped.
 
 GO ?= go
 
-.PHONY: test deps vet demo chaos
+.PHONY: test deps vet demo chaos bench bench-quick bench-check
 
-test: deps vet
+test: deps vet bench-check
 	$(GO) test -race ./...
 
 vet:
@@ -24,6 +25,20 @@ demo:
 chaos: deps
 	mkdir -p chaos/out
 	HUSTINGS_CHAOS=long HUSTINGS_CHAOS_OUT=$(CURDIR)/chaos/out $(GO) test -count=1 -timeout 90m -run TestChaos -v ./chaos
+
+# bench-check vets and tests the bench/ module (its own go.mod, so that
+# the peer libraries stay out of the library's): loopback only, seconds.
+bench-check:
+	cd bench && $(GO) vet ./... && $(GO) test -race ./...
+
+# bench: every workload on every backend beside the peer libraries; about
+# 11 minutes; results in bench/results/.
+bench: deps
+	cd bench && $(GO) run .
+
+# bench-quick: a smoke run of every workload, under 3 minutes.
+bench-quick: deps
+	cd bench && $(GO) run . -quick
 
 # deps installs redis-server and ZooKeeper from Debian when missing (as
 # root); elsewhere it says what to install.
