@@ -34,6 +34,7 @@ type actor struct {
 	watchAt               time.Time // no new watch before this
 	woken                 bool      // a watch signal came while an acquire was in flight
 	inLines               bool      // a failed acquire may have left the session in lines
+	lost                  bool      // a try found the lock held since the last term: watch it
 
 	watch       <-chan struct{}
 	watchCancel context.CancelFunc
@@ -207,7 +208,7 @@ func (a *actor) elect(slot int, token events.Token) {
 	}
 	e := events.Event{Kind: events.Elected, Name: a.e.name, Slot: slot, Token: token, Holder: a.cfg.ID, Time: now, Deadline: deadline}
 	t := newTerm(a.ctx, e)
-	a.term, a.audit = t, audit{}
+	a.term, a.audit, a.lost = t, audit{}, false
 	a.deadline.Reset(deadline.Sub(now))
 	a.stopWatch()
 	a.e.mu.Lock()

@@ -58,6 +58,9 @@ func lockOnce(ctx context.Context, b backends.Backend, names []string, cfg *Conf
 			return w.held(s, names[slot], slot, tok)
 		}
 		held = held || errors.Is(err, backends.ErrHeld)
+		if errors.Is(err, backends.ErrHeld) && w.watchOnce() {
+			continue
+		}
 		if !errors.Is(err, backends.ErrHeld) || !w.wait() {
 			return contended(ctx, s, cfg, held, wrapBackend("acquire", err))
 		}

@@ -314,6 +314,7 @@ func (a *actor) acquired(slot int, token events.Token, err error) {
 		a.elect(slot, token)
 	case errors.Is(err, backends.ErrHeld):
 		a.succeed()
+		a.lost = true
 		if a.audit.at.IsZero() {
 			a.audit.at = time.Now().Add(a.cfg.TTL) // lost for a TTL: audit then
 		}
@@ -323,8 +324,8 @@ func (a *actor) acquired(slot int, token events.Token, err error) {
 		if a.gate != nil {
 			a.gate.fresh = false
 		}
-		if a.woken {
-			a.tryAt = time.Now() // released while we asked: try again now
+		if a.woken || a.needWatch(time.Now()) {
+			a.tryAt = time.Now() // released while we asked, or no watch yet: go on now
 		}
 		a.cfg.Logger.Debug("lock held by another candidate", "name", a.e.name, "id", a.cfg.ID, "err", err)
 	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
@@ -361,9 +362,12 @@ func (a *actor) released(r result) {
 }
 
 // needWatch reports whether a watch should be set up before acquiring.
+// needWatch reports whether a watch should be set up before the next try:
+// only once a try has found the lock held, so that a candidate that wins
+// at once never opens one (on Redis a watch is a connection).
 func (a *actor) needWatch(now time.Time) bool {
 	_, ok := a.e.backend.(backends.Watcher)
-	return ok && a.watch == nil && !now.Before(a.watchAt)
+	return ok && a.lost && a.watch == nil && !now.Before(a.watchAt)
 }
 
 func (a *actor) watched(r result) {
@@ -373,6 +377,7 @@ func (a *actor) watched(r result) {
 		return
 	}
 	a.watch, a.watchCancel = r.watch, r.watchCancel
+	a.tryAt = time.Now() // a release before the watch was set up is not missed
 }
 
 // watchFired wakes the campaign when the lock may have been released; a

@@ -14,26 +14,42 @@ import (
 type waiter struct {
 	ctx     context.Context
 	cfg     *Config
+	b       backends.Backend
+	names   []string
 	until   time.Time // give up after this
 	renewed time.Time // start of the session's last Open or KeepAlive
 	watch   <-chan struct{}
+	watched bool // watchOnce ran
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // the watch's forwarders, for several names
 }
 
-// newWaiter sets up the watch before the first try, so that no release
-// between a try and the wait is missed.
+// newWaiter returns the waiter of a run that started at start. It does
+// not watch yet: a free lock needs no watch (on Redis a watch is a
+// connection of its own), so the run watches only once it has found the
+// lock held (see watchOnce).
 func newWaiter(ctx context.Context, b backends.Backend, names []string, cfg *Config, start time.Time) *waiter {
-	w := &waiter{ctx: ctx, cfg: cfg, until: start.Add(cfg.Wait), renewed: start}
-	if wb, ok := b.(backends.Watcher); ok && cfg.Wait > 0 {
-		wctx, cancel := context.WithCancel(ctx)
-		if ch, err := watchAll(wctx, cancel, wb, names, &w.wg); err == nil {
-			w.watch, w.cancel = ch, cancel
-		} else {
-			cancel()
-		}
+	return &waiter{ctx: ctx, cfg: cfg, b: b, names: names, until: start.Add(cfg.Wait), renewed: start}
+}
+
+// watchOnce sets up the backend's watch the first time the lock is found
+// held, if the run may wait, and reports whether the caller should try
+// again at once: a release between the try and the watch would otherwise
+// be missed. Later calls, and runs that may not wait, return false.
+func (w *waiter) watchOnce() bool {
+	wb, ok := w.b.(backends.Watcher)
+	if w.watched || !ok || w.cfg.Wait <= 0 || !time.Now().Before(w.until) {
+		return false
 	}
-	return w
+	w.watched = true
+	wctx, cancel := context.WithCancel(w.ctx)
+	ch, err := watchAll(wctx, cancel, wb, w.names, &w.wg)
+	if err != nil {
+		cancel()
+		return false // poll instead
+	}
+	w.watch, w.cancel = ch, cancel
+	return true
 }
 
 // wait blocks until the next try is due. It returns false when the wait is
