@@ -363,11 +363,13 @@ func (a *actor) released(r result) {
 
 // needWatch reports whether a watch should be set up before acquiring.
 // needWatch reports whether a watch should be set up before the next try:
-// only once a try has found the lock held, so that a candidate that wins
-// at once never opens one (on Redis a watch is a connection).
+// once a try has found the lock held, so that a candidate that wins at
+// once never opens one (on Redis a watch is a connection). A candidate
+// behind a strategy's gate watches from the start: it may wait without
+// trying, and a release is what tells it to rank again.
 func (a *actor) needWatch(now time.Time) bool {
 	_, ok := a.e.backend.(backends.Watcher)
-	return ok && a.lost && a.watch == nil && !now.Before(a.watchAt)
+	return ok && (a.lost || a.gate != nil) && a.watch == nil && !now.Before(a.watchAt)
 }
 
 func (a *actor) watched(r result) {
