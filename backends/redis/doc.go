@@ -116,11 +116,12 @@
 // # Concurrency and ownership
 //
 // Backend and every session are safe for concurrent use. New does no I/O
-// and starts no goroutine; nothing here closes the client. Each Watch holds
-// one PubSub connection and one goroutine until its channel is closed. The
-// Backend closes a watch channel exactly once: when the watch's context
-// ends, or when the subscription breaks (a connection error, or no answer
-// to a PING within 5 s of silence, so within 10 s).
+// and starts no goroutine; nothing here closes the client. The watches of
+// a Backend share one PubSub connection and one goroutine, which exist
+// while at least one watch does. The Backend closes a watch channel
+// exactly once: when the watch's context ends, or when the shared
+// subscription breaks (a connection error, or no answer to a PING within
+// 5 s of silence, so within 10 s), which closes every watch's channel.
 //
 // # What is not guaranteed
 //

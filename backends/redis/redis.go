@@ -42,6 +42,7 @@ func WithPrefix(prefix string) Option {
 type Backend struct {
 	client goredis.UniversalClient
 	prefix string
+	hub    hub // every Watch, over one connection
 }
 
 // New returns a Backend that sends its commands through client. It does no

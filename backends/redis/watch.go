@@ -3,8 +3,8 @@ package redis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -12,9 +12,9 @@ import (
 	"github.com/hustings/hustings/backends"
 )
 
-// watchCheck is how long a watch waits for a message before it PINGs
-// Redis; a second silence as long ends the watch, so a cut link is noticed
-// within twice this.
+// watchCheck is how long the watches' connection waits for a message
+// before it PINGs Redis; a second silence as long ends every watch, so a
+// cut link is noticed within twice this.
 const watchCheck = 5 * time.Second
 
 // Watch subscribes to name's channel, which the scripts PUBLISH to when
@@ -23,11 +23,15 @@ const watchCheck = 5 * time.Second
 // confirmed the subscription, so no such change after Watch returned is
 // missed. Signals coalesce in a buffer of one.
 //
+// Every watch of a Backend shares one pub/sub connection and one goroutine,
+// which exist while at least one watch does: ten thousand waiting
+// campaigns cost Redis one client, not ten thousand.
+//
 // The expiry of a session or lease is not published: receivers must also
-// poll. The Backend closes the channel when ctx ends, or when the
+// poll. The Backend closes the channel when ctx ends, or when the shared
 // subscription breaks (the connection failed, or Redis did not answer a
-// PING within watchCheck); then watch again. Each watch holds a connection
-// and a goroutine until its channel is closed.
+// PING within watchCheck): then every watch's channel is closed; watch
+// again.
 func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
 	if err := backends.ValidateName(name); err != nil {
 		return nil, err
@@ -35,59 +39,177 @@ func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, erro
 	if err := ctx.Err(); err != nil {
 		return nil, unavailable(ctx, "watch", err)
 	}
-	ps := b.client.Subscribe(ctx) // no channel yet: no I/O
-	stop := context.AfterFunc(ctx, func() { _ = ps.Close() })
-	if err := subscribe(ctx, ps, b.keys(name).channel); err != nil {
-		stop()
-		_ = ps.Close()
-		return nil, unavailable(ctx, "watch", err)
+	w, ready := b.hub.add(ctx, b.client, b.keys(name).channel)
+	select {
+	case err := <-ready:
+		if err != nil {
+			w.end()
+			return nil, unavailable(ctx, "watch", err)
+		}
+		return w.ch, nil
+	case <-ctx.Done():
+		w.end()
+		return nil, unavailable(ctx, "watch", ctx.Err())
 	}
-	ch := make(chan struct{}, 1)
-	go relay(ctx, ps, ch, stop)
-	return ch, nil
 }
 
-// subscribe subscribes ps to channel and waits for Redis to confirm it.
-func subscribe(ctx context.Context, ps *goredis.PubSub, channel string) error {
-	if err := ps.Subscribe(ctx, channel); err != nil {
-		return err
-	}
-	msg, err := ps.ReceiveTimeout(ctx, watchCheck)
-	if err != nil {
-		return err
-	}
-	if sub, ok := msg.(*goredis.Subscription); !ok || sub.Kind != "subscribe" || sub.Channel != channel {
-		return fmt.Errorf("unexpected answer to SUBSCRIBE: %v", msg)
-	}
-	return nil
+// hub multiplexes the watches of one Backend over one PubSub. Its reader
+// goroutine owns the receiving side; everything else is under mu.
+type hub struct {
+	mu      sync.Mutex
+	ps      *goredis.PubSub                // nil while no watch exists
+	subs    map[string]map[*watch]struct{} // by channel
+	pending map[string][]chan error        // Watch calls waiting for a SUBSCRIBE's answer
+	done    map[string]bool                // channels Redis confirmed
 }
 
-// relay turns messages on ps into signals on ch until ctx ends or the
-// subscription breaks; then it closes ps and ch. It owns ps and ch.
-func relay(ctx context.Context, ps *goredis.PubSub, ch chan<- struct{}, stop func() bool) {
-	defer close(ch)
-	defer ps.Close()
-	defer stop()
+// watch is one Watch call's channel. The hub closes ch exactly once, when
+// it removes the watch.
+type watch struct {
+	h       *hub
+	channel string
+	ch      chan struct{}
+	stop    func() bool // unregisters the ctx callback
+}
+
+// add registers a watch on channel, starting the connection and its
+// reader if needed, and subscribing if the channel is new. ready gets the
+// SUBSCRIBE's outcome (at once if the channel is confirmed already).
+func (h *hub) add(ctx context.Context, client goredis.UniversalClient, channel string) (*watch, <-chan error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ps == nil {
+		h.ps = client.Subscribe(context.WithoutCancel(ctx)) // no channel yet: no I/O
+		h.subs, h.pending, h.done = map[string]map[*watch]struct{}{}, map[string][]chan error{}, map[string]bool{}
+		go h.read(h.ps)
+	}
+	w := &watch{h: h, channel: channel, ch: make(chan struct{}, 1)}
+	w.stop = context.AfterFunc(ctx, w.end)
+	ready := make(chan error, 1)
+	if h.subs[channel] == nil {
+		h.subs[channel] = map[*watch]struct{}{}
+	}
+	h.subs[channel][w] = struct{}{}
+	switch {
+	case h.done[channel]:
+		ready <- nil
+	case len(h.pending[channel]) > 0:
+		h.pending[channel] = append(h.pending[channel], ready)
+	default:
+		h.pending[channel] = []chan error{ready}
+		if err := h.ps.Subscribe(context.WithoutCancel(ctx), channel); err != nil {
+			h.answer(channel, err)
+		}
+	}
+	return w, ready
+}
+
+// answer tells the Watch calls waiting on channel how their SUBSCRIBE
+// went; h.mu must be held.
+func (h *hub) answer(channel string, err error) {
+	for _, r := range h.pending[channel] {
+		r <- err
+	}
+	delete(h.pending, channel)
+	h.done[channel] = err == nil
+}
+
+// end removes w and closes its channel, unsubscribing its channel if it
+// was the last watch there, and closing the connection if it was the last
+// watch of all. Calling it again does nothing.
+func (w *watch) end() {
+	h := w.h
+	w.stop()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	set, ok := h.subs[w.channel]
+	if _, in := set[w]; !ok || !in {
+		return // already ended, by its ctx or by a broken connection
+	}
+	delete(set, w)
+	close(w.ch)
+	if len(set) > 0 {
+		return
+	}
+	delete(h.subs, w.channel)
+	if len(h.subs) == 0 {
+		_ = h.ps.Close() // the reader sees it and exits
+		h.ps, h.pending, h.done = nil, nil, nil
+		return
+	}
+	h.unsubscribe(w.channel)
+}
+
+// unsubscribe leaves a channel no watch needs any more, once Redis has
+// confirmed its SUBSCRIBE (deliver calls it again when the answer comes):
+// an UNSUBSCRIBE sent before would let that late answer be taken for the
+// answer to a later SUBSCRIBE. h.mu must be held.
+func (h *hub) unsubscribe(channel string) {
+	if len(h.subs[channel]) > 0 || !h.done[channel] {
+		return
+	}
+	delete(h.done, channel)
+	_ = h.ps.Unsubscribe(context.Background(), channel)
+}
+
+// read turns the messages of ps into signals until ps is closed or the
+// subscription breaks; then, if ps is still the hub's, it ends every
+// watch so that their owners watch again (and poll meanwhile).
+func (h *hub) read(ps *goredis.PubSub) {
 	pinged := false
 	for {
-		msg, err := ps.ReceiveTimeout(ctx, watchCheck)
+		msg, err := ps.ReceiveTimeout(context.Background(), watchCheck)
 		if err != nil {
 			var ne net.Error
-			if ctx.Err() != nil || pinged || !errors.As(err, &ne) || !ne.Timeout() {
-				return
+			if !pinged && errors.As(err, &ne) && ne.Timeout() && ps.Ping(context.Background()) == nil {
+				pinged = true
+				continue
 			}
-			if ps.Ping(ctx) != nil {
-				return
-			}
-			pinged = true
-			continue
+			h.broken(ps, err)
+			return
 		}
 		pinged = false
-		if _, ok := msg.(*goredis.Message); ok {
+		h.deliver(msg)
+	}
+}
+
+// deliver hands one message from Redis to the watches it concerns.
+func (h *hub) deliver(msg any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch m := msg.(type) {
+	case *goredis.Message:
+		for w := range h.subs[m.Channel] {
 			select {
-			case ch <- struct{}{}:
+			case w.ch <- struct{}{}:
 			default: // a signal is pending already
 			}
 		}
+	case *goredis.Subscription:
+		if m.Kind == "subscribe" && h.pending[m.Channel] != nil {
+			h.answer(m.Channel, nil)
+			h.unsubscribe(m.Channel) // if every watch on it ended meanwhile
+		}
 	}
+}
+
+// broken ends every watch of ps, unless the hub has closed ps itself.
+func (h *hub) broken(ps *goredis.PubSub, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ps != ps {
+		return // closed on purpose when the last watch ended
+	}
+	for channel := range h.pending {
+		h.answer(channel, err)
+	}
+	for _, set := range h.subs {
+		for w := range set {
+			w.stop()
+			close(w.ch)
+		}
+	}
+	h.subs, h.pending, h.done = nil, nil, nil
+	_ = ps.Close()
+	h.ps = nil
 }
