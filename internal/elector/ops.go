@@ -361,7 +361,6 @@ func (a *actor) released(r result) {
 	}
 }
 
-// needWatch reports whether a watch should be set up before acquiring.
 // needWatch reports whether a watch should be set up before the next try:
 // once a try has found the lock held, so that a candidate that wins at
 // once never opens one (on Redis a watch is a connection). A candidate
