@@ -124,6 +124,9 @@ func runBackend(t *testing.T, b backend, p profile) history.Report {
 	for _, v := range r.Violations {
 		t.Errorf("%s", v)
 	}
+	if len(c.faults) == 0 || len(r.Terms) < len(keys()) {
+		t.Errorf("%d faults injected, %d terms: the run exercised nothing", len(c.faults), len(r.Terms))
+	}
 	if len(r.Violations) > 0 {
 		t.Logf("node logs are in %s", c.dir)
 	}
