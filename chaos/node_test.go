@@ -40,9 +40,10 @@ const (
 	writeWork  = 5 * time.Millisecond
 )
 
-// line is one JSON line a node prints on stdout: an election or
-// revocation (the demo node's schema plus the deadline), a stall of
-// gap_ns, or at a graceful exit the number of goroutines it leaked.
+// line is one JSON line a node prints on stdout: "ready" once it handles
+// SIGTERM, an election or revocation (the demo node's schema plus the
+// deadline), a stall of gap_ns, or at a graceful exit the number of
+// goroutines it leaked.
 type line struct {
 	TimeUnixNano     int64        `json:"time_unix_nano"`
 	Node             string       `json:"node"`
@@ -81,6 +82,9 @@ func runNode(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	out := &printer{enc: json.NewEncoder(os.Stdout), id: f.id}
+	// The harness may stop a node as soon as it is ready: only now would a
+	// SIGTERM be a graceful stop rather than the default, death.
+	out.print(line{TimeUnixNano: time.Now().UnixNano(), Event: "ready"})
 	if err := f.run(ctx, out); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(os.Stderr, "chaos node %s: %v\n", f.id, err)
 		return 1

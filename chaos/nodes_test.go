@@ -21,11 +21,12 @@ import (
 // proc is one candidate node: this test binary re-run as a node (see
 // TestMain), behind its own link to the server, its lines collected.
 type proc struct {
-	id   string
-	name string // the lock or group it campaigns for
-	cmd  *exec.Cmd
-	link *faultlink.Link
-	read chan struct{} // closed when stdout is drained
+	id    string
+	name  string // the lock or group it campaigns for
+	cmd   *exec.Cmd
+	link  *faultlink.Link
+	read  chan struct{} // closed when stdout is drained
+	ready chan struct{} // closed when the node said it is ready
 
 	mu      sync.Mutex
 	lines   []line
@@ -56,10 +57,17 @@ func spawn(t *testing.T, dir, id, name string, slots int, ttl time.Duration, ups
 		logf.Close()
 		return nil, err
 	}
-	p := &proc{id: id, name: name, cmd: cmd, link: link, read: make(chan struct{}), logPath: logf.Name()}
+	p := &proc{id: id, name: name, cmd: cmd, link: link, read: make(chan struct{}), ready: make(chan struct{}), logPath: logf.Name()}
 	go p.collect(out, logf)
 	t.Cleanup(func() { p.kill() })
-	return p, nil
+	select { // until it handles SIGTERM, a stop would kill it
+	case <-p.ready:
+		return p, nil
+	case <-p.read:
+		return nil, fmt.Errorf("node %s exited before it was ready: %v; its log ends:\n%s", id, p.exitErr, p.logTail())
+	case <-time.After(30 * time.Second):
+		return nil, fmt.Errorf("node %s not ready after 30s", id)
+	}
 }
 
 // collect reads the node's lines until it exits, then reaps it.
@@ -69,6 +77,10 @@ func (p *proc) collect(r io.Reader, logf *os.File) {
 		var l line
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			l = line{TimeUnixNano: time.Now().UnixNano(), Node: p.id, Event: "garbage: " + sc.Text()}
+		}
+		if l.Event == "ready" {
+			close(p.ready)
+			continue
 		}
 		p.mu.Lock()
 		p.lines = append(p.lines, l)
