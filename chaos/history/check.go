@@ -26,6 +26,7 @@ type Violation struct {
 	Detail string
 }
 
+// String formats v as "rule: detail".
 func (v Violation) String() string { return v.Rule + ": " + v.Detail }
 
 // Report is what Check found.

@@ -31,6 +31,7 @@ type Key struct {
 	Slot int
 }
 
+// String formats k as name[slot].
 func (k Key) String() string { return fmt.Sprintf("%s[%d]", k.Name, k.Slot) }
 
 // Event is one election or revocation, as a candidate printed it. Events of
