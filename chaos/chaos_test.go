@@ -67,8 +67,8 @@ func loadProfile(t *testing.T) profile {
 }
 
 // bounds are the checker's limits for backend b: the in the long
-// profile; in the short one, a second more for failovers, which share a
-// 2-core machine with the rest of the test suite.
+// profile; in the short one, a second more for failovers and settling,
+// which share a 2-core machine with the rest of the test suite.
 func (p profile) bounds(b backend) history.Config {
 	retry := p.ttl / 8
 	c := history.Config{
@@ -79,6 +79,7 @@ func (p profile) bounds(b backend) history.Config {
 	if p.name == "short" {
 		c.Crash += time.Second
 		c.Graceful += time.Second
+		c.Settle += time.Second
 	}
 	return c
 }
