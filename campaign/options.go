@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -31,13 +32,21 @@ func WithPrefix(prefix string) Option {
 	return elector.OptionFunc(func(c *elector.Config) { c.Prefix = prefix })
 }
 
+// positive refuses a duration that is not > 0.
+func positive(what string, d time.Duration) error {
+	if d > 0 {
+		return nil
+	}
+	return fmt.Errorf("%s %v must be > 0", what, d)
+}
+
 // WithTTL sets a Campaign's session TTL: how long the backend keeps the lock
 // after the last successful keep-alive. Default 10s; from 1ms to
 // backends.MaxTTL (7 days), else New reports ErrInvalid.
 func WithTTL(d time.Duration) Option {
 	return elector.OptionFunc(func(c *elector.Config) {
 		c.TTL = d
-		c.Check("TTL", d, time.Millisecond, backends.MaxTTL)
+		c.Reject(backends.ValidateTTL("TTL", d))
 	})
 }
 
@@ -47,7 +56,7 @@ func WithTTL(d time.Duration) Option {
 func WithKeepAlive(d time.Duration) Option {
 	return elector.OptionFunc(func(c *elector.Config) {
 		c.KeepAlive = d
-		c.Check("keep-alive", d, time.Nanosecond, backends.MaxTTL)
+		c.Reject(positive("keep-alive", d))
 	})
 }
 
@@ -58,7 +67,7 @@ func WithKeepAlive(d time.Duration) Option {
 func WithRetry(d time.Duration) Option {
 	return elector.OptionFunc(func(c *elector.Config) {
 		c.Retry = d
-		c.Check("retry", d, time.Nanosecond, backends.MaxTTL)
+		c.Reject(positive("retry", d))
 	})
 }
 
@@ -91,7 +100,7 @@ func WithGrace(d time.Duration) Option {
 func WithLease(d time.Duration) Option {
 	return elector.OptionFunc(func(c *elector.Config) {
 		c.Lease = d
-		c.Check("lease", d, time.Millisecond, backends.MaxTTL)
+		c.Reject(backends.ValidateTTL("lease", d))
 	})
 }
 

@@ -16,11 +16,11 @@ import (
 // with more slots. Safety never depends on it (the locks keep each slot to
 // one holder); it makes the mistake visible in State().Err and the log.
 type audit struct {
-	at      time.Time       // next audit due
-	dup     backends.Holder // a holder with our ID, seen at dupSince
-	dupSlot int             //
-	since   time.Time       // when dup was first seen
-	err     error           // what the last audit found; nil if nothing
+	at    time.Time       // next audit due
+	dup   backends.Holder // a holder with our ID, of slot dupAt, first seen at since
+	dupAt int
+	since time.Time
+	err   error // what the last audit found; nil if nothing
 }
 
 // startAudit reads the holders.
@@ -62,8 +62,8 @@ func (a *actor) audited(r result) {
 			continue
 		}
 		dup = true
-		if au.dup != h || au.dupSlot != i {
-			au.dup, au.dupSlot, au.since = h, i, now
+		if au.dup != h || au.dupAt != i {
+			au.dup, au.dupAt, au.since = h, i, now
 		} else if now.Sub(au.since) >= 2*a.cfg.TTL {
 			found = fmt.Errorf("%w: lock %q has been held for %v by another session with this candidate's ID %q (token %d): candidate IDs must be unique", ErrInvalid, a.e.slots[i], now.Sub(au.since).Round(time.Millisecond), h.ID, h.Token)
 		}

@@ -82,22 +82,16 @@ type Config struct {
 	// NewConfig.
 	Observer Observer
 	// Bad holds the errors of options given values they reject (see
-	// Check); validation reports the first.
+	// Reject); validation reports the first.
 	Bad []error
 }
 
-// Check records an error if the option what was given d outside [lo, hi].
-// Options call it, so that an explicit zero is an error rather than a
-// silent default.
-func (c *Config) Check(what string, d, lo, hi time.Duration) {
-	switch {
-	case d >= lo && d <= hi:
-	case lo == time.Millisecond && hi == backends.MaxTTL:
-		c.Bad = append(c.Bad, fmt.Errorf("%w: %w", ErrInvalid, backends.ValidateTTL(what, d)))
-	case lo > 0:
-		c.Bad = append(c.Bad, fmt.Errorf("%w: %s %v must be from %v to %v", ErrInvalid, what, d, lo, hi))
-	default:
-		c.Bad = append(c.Bad, fmt.Errorf("%w: %s %v must be ≥ 0 and at most %v", ErrInvalid, what, d, hi))
+// Reject records err, an option's refusal of the value it was given, for
+// validation to report; a nil err is ignored. Options call it so that an
+// explicit zero is an error rather than a silent default.
+func (c *Config) Reject(err error) {
+	if err != nil {
+		c.Bad = append(c.Bad, fmt.Errorf("%w: %w", ErrInvalid, err))
 	}
 }
 
