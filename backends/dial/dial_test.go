@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
 	"github.com/hustings/hustings/backends/redis/redistest"
@@ -101,18 +102,9 @@ func elect(t *testing.T, url string) {
 		t.Fatal(err)
 	}
 	defer closeBackend()
-	c, err := campaign.New(b, "dial-test", campaign.WithTTL(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	if e := <-c.Events(); e.Kind != events.Elected {
-		t.Fatalf("first event on %s: %s", url, e)
-	}
-	cancel()
-	<-done
+	r := backendtest.Record(t, b, "dial-test", "dial", campaign.WithTTL(2*time.Second))
+	defer r.Stop()
+	r.Expect(t, events.Elected, 30*time.Second)
 }
 
 func TestOpen(t *testing.T) {
