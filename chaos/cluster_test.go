@@ -205,13 +205,8 @@ func (c *cluster) history() history.History {
 
 // describe names a node's role for the progress log.
 func describe(p *proc) string {
-	for _, l := range slices.Backward(p.Lines()) {
-		if l.Event == "elected" {
-			return fmt.Sprintf("%s (leader of %s[%d])", p.id, l.Name, l.Slot)
-		}
-		if l.Event == "revoked" {
-			break
-		}
+	if l, ok := p.term(); ok {
+		return fmt.Sprintf("%s (leader of %s[%d])", p.id, l.Name, l.Slot)
 	}
 	return p.id
 }

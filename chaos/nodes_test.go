@@ -108,18 +108,24 @@ func (p *proc) Alive() bool {
 	return !p.dead
 }
 
-// Leads reports whether the node's last election event is an Elected.
-func (p *proc) Leads() bool {
+// term returns the node's Elected line if its last election event is one.
+func (p *proc) term() (line, bool) {
 	ls := p.Lines()
 	for i := len(ls) - 1; i >= 0; i-- {
 		switch ls[i].Event {
 		case "elected":
-			return true
+			return ls[i], true
 		case "revoked":
-			return false
+			return line{}, false
 		}
 	}
-	return false
+	return line{}, false
+}
+
+// Leads reports whether the node believes it leads.
+func (p *proc) Leads() bool {
+	_, ok := p.term()
+	return ok
 }
 
 // signal sends sig to the process by PID.
