@@ -246,7 +246,7 @@ func (a *actor) revoke(reason error) *term {
 		s.Leader, s.Holder, s.LastEvent = false, "", e
 	})
 	// Metrics and logs first: whoever reads the event may look at them.
-	a.cfg.Observer.TermEnded(a.e.name, a.e.label, RevokeReason(reason))
+	a.cfg.Observer.TermEnded(a.e.name, a.e.label, events.ReasonCode(reason))
 	level := slog.LevelWarn
 	if errors.Is(reason, events.ErrResigned) || errors.Is(reason, events.ErrCanceled) {
 		level = slog.LevelInfo

@@ -1,13 +1,11 @@
 package elector
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/hustings/hustings/backends"
-	"github.com/hustings/hustings/events"
 )
 
 // Observer is told what campaigns and one-shot runs do, for metrics. Its
@@ -50,23 +48,4 @@ func BackendLabel(b backends.Backend) string {
 		return t[:i]
 	}
 	return t
-}
-
-// RevokeReason names a revocation reason for metrics.
-func RevokeReason(err error) string {
-	for _, r := range []struct {
-		err  error
-		name string
-	}{
-		{events.ErrResigned, "resigned"},
-		{events.ErrUnreachable, "unreachable"},
-		{events.ErrLeaseExpired, "lease-expired"},
-		{events.ErrSessionLost, "session-lost"},
-		{events.ErrCanceled, "canceled"},
-	} {
-		if errors.Is(err, r.err) {
-			return r.name
-		}
-	}
-	return "other"
 }

@@ -1,0 +1,28 @@
+package events_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/hustings/hustings/events"
+)
+
+func TestReasonCode(t *testing.T) {
+	for _, tc := range []struct {
+		reason error
+		want   string
+	}{
+		{nil, ""},
+		{events.ErrResigned, "resigned"},
+		{events.ErrLeaseExpired, "lease-expired"},
+		{fmt.Errorf("%w: %w", events.ErrUnreachable, errors.New("dial tcp: refused")), "unreachable"},
+		{fmt.Errorf("%w: gone", events.ErrSessionLost), "session-lost"},
+		{events.ErrCanceled, "canceled"},
+		{errors.New("something else"), "other"},
+	} {
+		if got := events.ReasonCode(tc.reason); got != tc.want {
+			t.Errorf("ReasonCode(%v) = %q, want %q", tc.reason, got, tc.want)
+		}
+	}
+}
