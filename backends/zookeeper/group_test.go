@@ -2,6 +2,7 @@ package zookeeper_test
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"slices"
 	"sync"
@@ -98,6 +99,72 @@ func TestSharedSessionLeavesLineOnClose(t *testing.T) {
 	if h, err := f.b.Holder(t.Context(), f.slot(0)); err != nil || !h.Free() {
 		t.Fatalf("Holder after the closed campaign's lock was released = %+v, %v; want free: the shared session stayed in line", h, err)
 	}
+}
+
+// TestSharedSessionLeavesLineWhenClosedMidAcquire: Close that comes while
+// an acquire is in flight, after the server queued the session but before
+// the campaign heard so, must still take the session out of the line.
+func TestSharedSessionLeavesLineWhenClosedMidAcquire(t *testing.T) {
+	f := newTwoSlots(t)
+	b := &stallAfterQueue{Backend: f.b, queued: make(chan struct{}, 1)}
+	k, err := campaign.NewCandidate(b, campaign.WithID("k"), campaign.WithTTL(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := campaign.New(b, f.slot(0), campaign.WithCandidate(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { c.Close(); _ = k.Close(); wg.Wait() })
+	wg.Go(func() { _ = k.Run(context.Background()) })
+	wg.Go(func() { _ = c.Run(context.Background()) })
+	wg.Go(func() {
+		for range c.Events() {
+		}
+	})
+	<-b.queued // the server put k in line; the campaign has not heard yet
+	c.Close()
+	f.release(t, 0)
+	if h, err := f.b.Holder(t.Context(), f.slot(0)); err != nil || !h.Free() {
+		t.Fatalf("Holder after the closed campaign's lock was released = %+v, %v; want free: the shared session stayed in line", h, err)
+	}
+}
+
+// stallAfterQueue is a ZooKeeper backend whose sessions' Acquire, once the
+// server has queued them behind a holder, signals queued and then hangs
+// until its context ends: a campaign stopped then has an acquire in flight
+// whose effect on the server it never learns.
+type stallAfterQueue struct {
+	*zookeeper.Backend
+	queued chan struct{}
+}
+
+func (b *stallAfterQueue) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
+	s, err := b.Backend.Open(ctx, id, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return &stallSession{Session: s, Dequeuer: s.(backends.Dequeuer), queued: b.queued}, nil
+}
+
+type stallSession struct {
+	backends.Session
+	backends.Dequeuer
+	queued chan<- struct{}
+}
+
+func (s *stallSession) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
+	tok, err := s.Session.Acquire(ctx, name, lease)
+	if !errors.Is(err, backends.ErrHeld) {
+		return tok, err
+	}
+	select {
+	case s.queued <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return 0, ctx.Err()
 }
 
 // twoSlots is a group of two slots whose locks two sessions, a and b, hold

@@ -244,6 +244,11 @@ func (a *actor) cleanUp(r result, o *op) {
 	if o.kind == opAcquire {
 		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, "canceled") // its Attempt was counted
 	}
+	if o.kind == opAcquire && r.err != nil && o.sess == a.sess {
+		// Given up mid-call (a stop, say), the acquire may still have
+		// queued the session in a line: a session that lives on must leave.
+		a.inLines = true
+	}
 	if o.kind == opAcquire && r.err == nil && o.sess != nil {
 		s, name, tok := o.sess, a.e.slots[r.slot], r.token
 		a.background(func(ctx context.Context) { _ = s.Release(ctx, name, tok, 0) })
@@ -335,6 +340,7 @@ func (a *actor) acquired(slot int, token events.Token, err error) {
 	default:
 		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, "backend-error")
 		a.fail("acquire", err)
+		a.inLines = true // a call that timed out may still have queued the session
 		a.tryAt = time.Now().Add(a.cfg.RetryPause())
 	}
 }
