@@ -1,8 +1,10 @@
 package etcd_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"sync"
@@ -151,7 +153,8 @@ func TestFaults(t *testing.T) {
 func blackholeLeader(t *testing.T, srv *etcdtest.Server, h *history) {
 	link, linked := srv.Linked(t)
 	observer := newBackend(t, srv.Client(t))
-	l := h.start(t, newBackend(t, linked), "blackholed")
+	contention := make(chan struct{}, 1)
+	l := h.start(t, newBackend(t, linked), "blackholed", campaign.WithLogger(slog.New(&onMessage{msg: "lock held by another candidate", ch: contention})))
 	first := nth(t, l, events.Elected, 1, 15*time.Second)
 	f := h.start(t, newBackend(t, srv.Client(t)), "direct")
 
@@ -173,7 +176,11 @@ func blackholeLeader(t *testing.T, srv *etcdtest.Server, h *history) {
 	}
 
 	link.Heal()
-	time.Sleep(faultTTL) // the healed candidate campaigns, and meets contention
+	select { // the healed candidate campaigns again, and meets contention
+	case <-contention:
+	case <-time.After(faultTTL + 15*time.Second):
+		t.Fatal("the healed candidate never found the lock held")
+	}
 	if n := l.Count(events.Elected); n != 1 {
 		t.Fatalf("healed candidate elected %d times while the other leads", n)
 	}
@@ -257,4 +264,24 @@ func eventually(t *testing.T, what string, d time.Duration, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// onMessage is a slog.Handler that signals ch (without blocking) at each
+// record whose message is msg, at any level.
+type onMessage struct {
+	msg string
+	ch  chan struct{}
+}
+
+func (h *onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h *onMessage) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *onMessage) WithGroup(string) slog.Handler            { return h }
+func (h *onMessage) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		select {
+		case h.ch <- struct{}{}:
+		default:
+		}
+	}
+	return nil
 }

@@ -38,7 +38,7 @@ func TestBlackholedLeader(t *testing.T) {
 		campaign.WithSafetyMargin(700*time.Millisecond), campaign.WithRetry(200*time.Millisecond))
 	first := a.WaitFor(t, events.Elected, 10*time.Second)
 	b := backendtest.Record(t, bb, "job", "b", campaign.WithTTL(timeoutB), campaign.WithRetry(200*time.Millisecond))
-	time.Sleep(500 * time.Millisecond) // b queues behind a and watches a's node
+	waitUntil(t, "b queued behind a", func() bool { return lineLength(t, connB, "job") == 2 })
 
 	cut := time.Now()
 	link.Blackhole()

@@ -55,7 +55,8 @@ func TestGroupUnpreferredWaiter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(time.Second) // n ranks again: out of the top 2
+	// n ranks again, finds itself out of the top 2 and leaves both lines.
+	waitUntil(t, "n left both lines", func() bool { return lineLength(t, f.conn, f.slot(0)) == 1 && lineLength(t, f.conn, f.slot(1)) == 1 })
 	f.release(t, 0)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -256,8 +257,17 @@ func (f *twoSlots) waitQueued(t *testing.T) {
 
 // queued reports whether a second node waits in slot i's line.
 func (f *twoSlots) queued(t *testing.T, i int) bool {
-	kids, _, err := f.conn.Children(root(t) + "/locks/" + url.PathEscape(f.slot(i)))
-	return err == nil && len(kids) == 2
+	return lineLength(t, f.conn, f.slot(i)) == 2
+}
+
+// lineLength returns how many sessions are in the line of the lock name
+// (the holder first), or -1 if it cannot be read.
+func lineLength(t *testing.T, conn *zk.Conn, name string) int {
+	kids, _, err := conn.Children(root(t) + "/locks/" + url.PathEscape(name))
+	if err != nil {
+		return -1
+	}
+	return len(kids)
 }
 
 // release releases slot i by its first holder.

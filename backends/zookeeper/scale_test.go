@@ -46,12 +46,31 @@ func TestKeepAliveCostsOneRequest(t *testing.T) {
 }
 
 // acquireAll takes locks lock-0 … lock-<n-1> through s, 16 at a time
-// (calls for different names go on in parallel).
+// (calls for different names go on in parallel), renewing s meanwhile: on
+// a busy machine the thousand acquires can take longer than its TTL.
 func acquireAll(t *testing.T, s backends.Session, n int) {
 	t.Helper()
 	names := make(chan string)
-	errs := make(chan error, n)
+	errs := make(chan error, n+1)
 	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if err := s.KeepAlive(t.Context()); err != nil {
+					errs <- fmt.Errorf("KeepAlive while acquiring: %w", err)
+					return
+				}
+			}
+		}
+	}()
 	for range 16 {
 		wg.Go(func() {
 			for name := range names {
@@ -66,6 +85,8 @@ func acquireAll(t *testing.T, s backends.Session, n int) {
 	}
 	close(names)
 	wg.Wait()
+	close(stop)
+	<-renewed
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
