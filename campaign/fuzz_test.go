@@ -39,7 +39,7 @@ func FuzzOptions(f *testing.F) {
 			t.Fatalf("New = %v, not ErrInvalid", err)
 		case err == nil:
 			c.Close()
-			if ttl != -1 && (time.Duration(ttl) < time.Millisecond || time.Duration(ttl) > backends.MaxTTL) {
+			if ttl != -1 && (time.Duration(ttl) < 100*time.Millisecond || time.Duration(ttl) > backends.MaxTTL) {
 				t.Fatalf("New took TTL %v", time.Duration(ttl))
 			}
 			if keepAlive != -1 && ttl != -1 && keepAlive >= ttl {

@@ -35,7 +35,8 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"negative grace", b, "x", []campaign.Option{campaign.WithGrace(-1)}, "grace"},
 		{"zero TTL", b, "x", []campaign.Option{campaign.WithTTL(0)}, "TTL 0s must be from 1ms"},
 		{"TTL under a millisecond", b, "x", []campaign.Option{campaign.WithTTL(time.Microsecond)}, "TTL 1µs must be from 1ms"},
-		{"TTL over MaxTTL", b, "x", []campaign.Option{campaign.WithTTL(backends.MaxTTL + 1)}, "to 168h0m0s"},
+		{"TTL over MaxTTL", b, "x", []campaign.Option{campaign.WithTTL(backends.MaxTTL + 1)}, "to 7 days"},
+		{"TTL too short to hold", b, "x", []campaign.Option{campaign.WithTTL(time.Millisecond)}, "the shortest that works is 100ms"},
 		{"TTL overflowing milliseconds", b, "x", []campaign.Option{campaign.WithTTL(math.MaxInt64)}, "TTL 2562047h47m16.854775807s"},
 		{"zero keep-alive", b, "x", []campaign.Option{campaign.WithKeepAlive(0)}, "keep-alive 0s"},
 		{"zero retry", b, "x", []campaign.Option{campaign.WithRetry(0)}, "retry 0s"},
@@ -53,6 +54,9 @@ func TestNewRejectsBadInput(t *testing.T) {
 			}
 			if !errors.Is(err, campaign.ErrInvalid) || !strings.Contains(err.Error(), tt.want) || c != nil {
 				t.Fatalf("New = %v, %v; want ErrInvalid mentioning %q", c, err, tt.want)
+			}
+			if n := strings.Count(err.Error(), "invalid"); n != 1 {
+				t.Errorf("%q says invalid %d times: one prefix, please", err, n)
 			}
 		})
 	}

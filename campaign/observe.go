@@ -29,7 +29,7 @@ func Observe(ctx context.Context, b backends.Backend, name string, opts ...Optio
 	}
 	full := cfg.FullName(name)
 	if err := backends.ValidateName(full); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, elector.Invalid(err)
 	}
 	o := &observer{ctx: ctx, b: b, name: full, cfg: &cfg, out: events.NewStream()}
 	go o.run() // owned by ctx: it ends, and closes the channel, when ctx ends

@@ -148,7 +148,7 @@ func validateRun(c *elector.Config, b backends.Backend, name string, nilFn bool)
 	full := c.FullName(name)
 	for _, n := range append([]string{full}, elector.SlotNames(full, c.Slots)...) {
 		if err := backends.ValidateName(n); err != nil {
-			return "", fmt.Errorf("%w: %w", ErrInvalid, err)
+			return "", elector.Invalid(err)
 		}
 	}
 	return full, nil

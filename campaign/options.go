@@ -41,12 +41,18 @@ func positive(what string, d time.Duration) error {
 }
 
 // WithTTL sets a Campaign's session TTL: how long the backend keeps the lock
-// after the last successful keep-alive. Default 10s; from 1ms to
-// backends.MaxTTL (7 days), else New reports ErrInvalid.
+// after the last successful keep-alive. Default 10s; from 100ms (shorter,
+// the renewals a third of a TTL apart would be within a busy machine's
+// scheduling delays) to backends.MaxTTL (7 days), else New reports
+// ErrInvalid.
 func WithTTL(d time.Duration) Option {
 	return elector.OptionFunc(func(c *elector.Config) {
 		c.TTL = d
-		c.Reject(backends.ValidateTTL("TTL", d))
+		err := backends.ValidateTTL("TTL", d)
+		if err == nil && d < elector.MinTTL {
+			err = fmt.Errorf("TTL %v is too short to hold a lock (a campaign renews every third of it): the shortest that works is %v", d, elector.MinTTL)
+		}
+		c.Reject(err)
 	})
 }
 

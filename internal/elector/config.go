@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hustings/hustings/backends"
@@ -29,6 +30,11 @@ const (
 	DefaultRetry = time.Second
 	DefaultGrace = 5 * time.Second
 	DefaultLease = 30 * time.Second
+	// MinTTL is the shortest TTL a campaign takes: it renews every third of
+	// the TTL and revokes a tenth before its end, and below this those
+	// intervals are within a busy machine's scheduling delays, so a term
+	// would flip on and off without anything failing.
+	MinTTL = 100 * time.Millisecond
 )
 
 // Option configures an Elector or a one-shot run. Only the packages of this
@@ -91,9 +97,28 @@ type Config struct {
 // explicit zero is an error rather than a silent default.
 func (c *Config) Reject(err error) {
 	if err != nil {
-		c.Bad = append(c.Bad, fmt.Errorf("%w: %w", ErrInvalid, err))
+		c.Bad = append(c.Bad, Invalid(err))
 	}
 }
+
+// Invalid returns err, a validator's refusal of bad input, as an error that
+// matches ErrInvalid as well as whatever err matches (backends.ErrInvalid,
+// say), with one package prefix in its message: "campaign: invalid: TTL -1s
+// must be from 1ms to 7 days", not "campaign: invalid: backends: invalid
+// argument: TTL …".
+func Invalid(err error) error { return invalidError{err} }
+
+type invalidError struct{ err error }
+
+func (e invalidError) Error() string {
+	msg := e.err.Error()
+	for _, prefix := range []error{ErrInvalid, backends.ErrInvalid, strategy.ErrInvalid} {
+		msg = strings.TrimPrefix(msg, prefix.Error()+": ")
+	}
+	return ErrInvalid.Error() + ": " + msg
+}
+
+func (e invalidError) Unwrap() []error { return []error{ErrInvalid, e.err} }
 
 // Registry is a candidate registry that is not the backend's: it lists a
 // group's candidates and takes this candidate's entry.

@@ -89,7 +89,7 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 	full := cfg.FullName(name)
 	for _, n := range append([]string{full}, SlotNames(full, cfg.Slots)...) {
 		if err := backends.ValidateName(n); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+			return nil, Invalid(err)
 		}
 	}
 	g, err := newGate(b, full, &cfg)

@@ -3,7 +3,6 @@ package elector
 import (
 	"context"
 	"errors"
-	"fmt"
 	"hash/fnv"
 	"time"
 
@@ -274,7 +273,7 @@ func (a *actor) opened(start time.Time, r result) {
 		// Not an outage: the client was closed, or the backend refuses the
 		// configuration. Retrying would only log the same error forever.
 		a.fail("open session", r.err)
-		a.fatal = fmt.Errorf("%w: %w", ErrInvalid, r.err)
+		a.fatal = Invalid(r.err)
 		return
 	}
 	if r.err != nil {

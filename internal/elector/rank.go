@@ -51,10 +51,10 @@ func newGate(b backends.Backend, name string, cfg *Config) (*gate, error) {
 	me := cfg.Me
 	me.ID = cfg.ID
 	if err := backends.ValidateCandidate(name, me); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, Invalid(err)
 	}
 	if _, err := cfg.Strategy.Rank(name, 0, []strategy.Candidate{me}); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, Invalid(err)
 	}
 	return &gate{strategy: cfg.Strategy, registry: reg, own: own, patience: cfg.Patience, preempt: cfg.Preempt, rotation: cfg.Rotation}, nil
 }
