@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"context"
 	"syscall"
 	"time"
 
@@ -100,6 +101,7 @@ func (c *cluster) inject(kind history.FaultKind) (healed time.Time, ok bool) {
 		if err := c.srv.up(); err != nil {
 			c.t.Fatalf("server did not come back: %v", err)
 		}
+		f.To = c.serving(30 * time.Second)
 	}
 	if f.To.IsZero() {
 		f.To = time.Now()
@@ -120,5 +122,26 @@ func (c *cluster) run(d time.Duration) {
 		}
 		c.settle(healed, c.bounds.Settle+2*time.Second)
 		time.Sleep(c.ttls(0, 1))
+	}
+}
+
+// serving waits, up to d, until the harness's own client reads the
+// backend again after a restart, and returns when it did: the server is
+// healed for the candidates only then (a cold JVM on a busy machine can
+// take seconds to answer its first clients after its port opens).
+func (c *cluster) serving(d time.Duration) time.Time {
+	limit := time.Now().Add(d)
+	for {
+		ctx, cancel := context.WithTimeout(c.t.Context(), 2*time.Second)
+		_, err := c.direct.Holder(ctx, lockName)
+		cancel()
+		now := time.Now()
+		if err == nil || now.After(limit) {
+			if err != nil {
+				c.t.Logf("the server answers no read %v after its restart: %v", d, err)
+			}
+			return now
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
