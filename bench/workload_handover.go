@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/hustings/hustings/backends"
-	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/crash"
 )
 
 // handoverRetry is the campaigns' retry interval in the handover workload:
@@ -205,7 +205,7 @@ func handOnce(ctx context.Context, holder, waiter locker) (time.Duration, error)
 }
 
 // failover measures crash failovers: a holder whose backend calls start to
-// hang (backendtest.Crashable: no keep-alive, no release), and a waiting
+// hang (crash.Backend: no keep-alive, no release), and a waiting
 // candidate on a client of its own: from the crash to the waiter's Elected
 // event, against the TTL.
 func (b *bench) failover(ctx context.Context, s *system) error {
@@ -241,8 +241,8 @@ func (b *bench) failOnce(ctx context.Context, s *system, name string, closing *s
 	if err != nil {
 		return 0, false, err
 	}
-	crash := backendtest.NewCrashable(hb)
-	holder, err := campaign.New(crash, name, append(opts, campaign.WithID("holder"))...)
+	link := crash.New(hb)
+	holder, err := campaign.New(link, name, append(opts, campaign.WithID("holder"))...)
 	if err != nil {
 		closeH()
 		return 0, false, err
@@ -277,7 +277,7 @@ func (b *bench) failOnce(ctx context.Context, s *system, name string, closing *s
 	// A random moment within the keep-alive cycle.
 	sleep(ctx, 200*time.Millisecond+time.Duration(rand.N(int64(b.cfg.FailoverTTL/3))))
 	start := time.Now()
-	crash.Crash()
+	link.Crash()
 	next, _, err := nextElected(ctx, wch)
 	if err != nil {
 		return 0, false, err
@@ -314,4 +314,4 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-var _ backends.Backend = (*backendtest.Crashable)(nil)
+var _ backends.Backend = (*crash.Backend)(nil)

@@ -16,9 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/crash"
 )
 
 const (
@@ -85,11 +85,11 @@ func operatorScenario(ctx context.Context, env *scenarioEnv) error {
 	defer closers.Wait()
 	thaw := sync.OnceFunc(func() { close(fz.thaw) })
 	defer thaw() // first of all on an early return: let a frozen leader go
-	links := map[string]*backendtest.Crashable{}
+	links := map[string]*crash.Backend{}
 	for _, id := range []string{"alpha", "bravo"} {
 		// Each replica reaches the backend through a link the scenario can
 		// cut, to freeze its whole process, keep-alives included.
-		links[id] = backendtest.NewCrashable(b)
+		links[id] = crash.New(b)
 		c, err := campaign.New(links[id], name, campaign.WithID(id), campaign.WithTTL(operatorTTL), campaign.WithRetry(operatorRetry))
 		if err != nil {
 			return err

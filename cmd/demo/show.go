@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/hustings/hustings/backends"
-	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/group"
+	"github.com/hustings/hustings/internal/crash"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -86,7 +86,7 @@ type closer struct {
 // actor is one candidate of the show, behind its own crashable link.
 type actor struct {
 	c     *campaign.Campaign
-	link  *backendtest.Crashable
+	link  *crash.Backend
 	ticks atomic.Int64
 }
 
@@ -113,7 +113,7 @@ func (s *stage) election(ctx context.Context) error {
 
 // enter starts candidate id: a campaign whose work is a reconcile loop.
 func (s *stage) enter(ctx context.Context, id string) error {
-	link := backendtest.NewCrashable(s.b)
+	link := crash.New(s.b)
 	c, err := campaign.New(link, s.lock(), campaign.WithID(id), campaign.WithTTL(ttl), campaign.WithRetry(retry))
 	if err != nil {
 		return err
@@ -206,7 +206,7 @@ func (s *stage) resign(ctx context.Context) error {
 // slowConsumer shows that a reader who never reads does not keep a term
 // alive: revocation is on time whatever the channel holds.
 func (s *stage) slowConsumer(ctx context.Context) error {
-	link := backendtest.NewCrashable(s.b)
+	link := crash.New(s.b)
 	c, err := campaign.New(link, s.prefix+"/nightly", campaign.WithID("foxtrot"), campaign.WithTTL(ttl), campaign.WithRetry(retry))
 	if err != nil {
 		return err

@@ -1,0 +1,192 @@
+// Package crash simulates the crash of one candidate without stopping its
+// process: a Backend wraps a real backend for that candidate, and after
+// Crash every call hangs until its context ends, so nothing is renewed and
+// nothing released, and the server lets the candidate's session expire as
+// it would after a kill or a freeze. It is not a fake backend: every call
+// that goes through reaches the real one.
+//
+// The demo's show and scenarios, the contract suite (backends/backendtest)
+// and the benchmarks use it. It imports no test code.
+package crash
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/strategy"
+)
+
+// Backend is a real backend seen by one candidate that can crash. Create
+// it with New. It is safe for concurrent use.
+type Backend struct {
+	backends.Backend
+	refused chan struct{} // closed by Refuse
+
+	mu      sync.Mutex
+	crashed bool
+	closed  bool // refused is closed
+}
+
+var _ backends.Backend = (*Backend)(nil)
+
+// New wraps b; calls pass through until Crash.
+func New(b backends.Backend) *Backend {
+	return &Backend{Backend: b, refused: make(chan struct{})}
+}
+
+// Crash makes every call from now on hang until its context ends, then fail
+// with backends.ErrUnavailable. There is no undo: a crashed candidate is
+// replaced by a new one, as after a restart.
+func (c *Backend) Crash() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.crashed = true
+}
+
+// Refuse crashes the candidate if it is not crashed yet, and makes every
+// hanging call, and every later one, fail at once with
+// backends.ErrUnavailable, as calls to a host that is gone fail once its
+// port is closed. It is for tearing a crashed candidate down without
+// waiting for its calls to time out: closing a crashed campaign otherwise
+// waits up to a TTL for its session's close to give up.
+func (c *Backend) Refuse() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.crashed = true
+	if !c.closed {
+		c.closed = true
+		close(c.refused)
+	}
+}
+
+// gate returns nil unless crashed; crashed, it blocks until ctx ends or
+// Refuse.
+func (c *Backend) gate(ctx context.Context) error {
+	c.mu.Lock()
+	crashed := c.crashed
+	c.mu.Unlock()
+	if !crashed {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("%w: crashed: %w", backends.ErrUnavailable, ctx.Err())
+	case <-c.refused:
+		return fmt.Errorf("%w: crashed, and its calls refused", backends.ErrUnavailable)
+	}
+}
+
+// Open opens a session on the real backend unless crashed.
+func (c *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
+	if err := c.gate(ctx); err != nil {
+		return nil, err
+	}
+	s, err := c.Backend.Open(ctx, id, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return &session{Session: s, c: c}, nil
+}
+
+// Holder asks the real backend unless crashed.
+func (c *Backend) Holder(ctx context.Context, name string) (backends.Holder, error) {
+	if err := c.gate(ctx); err != nil {
+		return backends.Holder{}, err
+	}
+	return c.Backend.Holder(ctx, name)
+}
+
+// Watch watches on the real backend unless crashed; a crashed candidate's
+// watches stay open but it never acts on them.
+func (c *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
+	if err := c.gate(ctx); err != nil {
+		return nil, err
+	}
+	w, ok := c.Backend.(backends.Watcher)
+	if !ok {
+		return nil, fmt.Errorf("crash: %T is not a Watcher", c.Backend)
+	}
+	return w.Watch(ctx, name)
+}
+
+// Members lists the real registry unless crashed.
+func (c *Backend) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
+	if err := c.gate(ctx); err != nil {
+		return nil, err
+	}
+	r, ok := c.Backend.(backends.Registry)
+	if !ok {
+		return nil, fmt.Errorf("crash: %T is not a Registry", c.Backend)
+	}
+	return r.Members(ctx, group)
+}
+
+// session is a real session whose calls pass the gate of its Backend.
+type session struct {
+	backends.Session
+	c *Backend
+}
+
+func (s *session) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
+	if err := s.c.gate(ctx); err != nil {
+		return 0, err
+	}
+	return s.Session.Acquire(ctx, name, lease)
+}
+
+func (s *session) KeepAlive(ctx context.Context) error {
+	if err := s.c.gate(ctx); err != nil {
+		return err
+	}
+	return s.Session.KeepAlive(ctx)
+}
+
+func (s *session) Release(ctx context.Context, name string, token events.Token, hold time.Duration) error {
+	if err := s.c.gate(ctx); err != nil {
+		return err
+	}
+	return s.Session.Release(ctx, name, token, hold)
+}
+
+func (s *session) Close(ctx context.Context) error {
+	if err := s.c.gate(ctx); err != nil {
+		return err
+	}
+	return s.Session.Close(ctx)
+}
+
+func (s *session) Register(ctx context.Context, group string, cand strategy.Candidate) (strategy.Candidate, error) {
+	if err := s.c.gate(ctx); err != nil {
+		return strategy.Candidate{}, err
+	}
+	r, ok := s.Session.(backends.Registrar)
+	if !ok {
+		return strategy.Candidate{}, fmt.Errorf("crash: %T is not a Registrar", s.Session)
+	}
+	return r.Register(ctx, group, cand)
+}
+
+func (s *session) Deregister(ctx context.Context, group string) error {
+	if err := s.c.gate(ctx); err != nil {
+		return err
+	}
+	r, ok := s.Session.(backends.Registrar)
+	if !ok {
+		return fmt.Errorf("crash: %T is not a Registrar", s.Session)
+	}
+	return r.Deregister(ctx, group)
+}
+
+func (s *session) Dequeue(ctx context.Context, name string) error {
+	if err := s.c.gate(ctx); err != nil {
+		return err
+	}
+	if d, ok := s.Session.(backends.Dequeuer); ok {
+		return d.Dequeue(ctx, name)
+	}
+	return nil // a backend that does not queue has no lines to leave
+}

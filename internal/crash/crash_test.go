@@ -1,0 +1,55 @@
+package crash_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/internal/crash"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestCrash: calls pass through until Crash, then hang until their
+// context ends; after Refuse they fail at once, hanging ones included.
+func TestCrash(t *testing.T) {
+	b := crash.New(memory.New())
+	s, err := b.Open(t.Context(), "a", time.Second)
+	if err != nil {
+		t.Fatalf("Open before the crash: %v", err)
+	}
+	if _, err := s.Acquire(t.Context(), "lock", 0); err != nil {
+		t.Fatalf("Acquire before the crash: %v", err)
+	}
+	b.Crash()
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := s.KeepAlive(ctx); !errors.Is(err, backends.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("KeepAlive after the crash = %v, want ErrUnavailable when its context ended", err)
+	}
+
+	hung := make(chan error, 1)
+	go func() { _, err := b.Holder(context.Background(), "lock"); hung <- err }()
+	b.Refuse()
+	b.Refuse() // idempotent
+	if err := <-hung; !errors.Is(err, backends.ErrUnavailable) {
+		t.Fatalf("a hanging Holder after Refuse = %v, want ErrUnavailable", err)
+	}
+	if err := s.Close(context.Background()); !errors.Is(err, backends.ErrUnavailable) {
+		t.Fatalf("Close after Refuse = %v, want ErrUnavailable at once", err)
+	}
+}
+
+// TestRefuseAlone: Refuse without Crash crashes too.
+func TestRefuseAlone(t *testing.T) {
+	b := crash.New(memory.New())
+	b.Refuse()
+	if _, err := b.Open(context.Background(), "a", time.Second); !errors.Is(err, backends.ErrUnavailable) {
+		t.Fatalf("Open after Refuse = %v, want ErrUnavailable", err)
+	}
+}
