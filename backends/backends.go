@@ -114,28 +114,33 @@ func (h Holder) Free() bool { return h.ID == "" }
 // at most MaxNameLen bytes of valid UTF-8, with no control characters.
 // Backends add their own rules on top. The error matches ErrInvalid and
 // names what is wrong.
-func ValidateName(name string) error {
+func ValidateName(name string) error { return validateText("lock name", name) }
+
+// validateText checks a lock name or a candidate ID (what says which).
+func validateText(what, s string) error {
 	switch {
-	case name == "":
-		return fmt.Errorf("%w: empty lock name", ErrInvalid)
-	case len(name) > MaxNameLen:
-		return fmt.Errorf("%w: lock name is %d bytes, longer than %d", ErrInvalid, len(name), MaxNameLen)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("%w: lock name %q is not valid UTF-8", ErrInvalid, name)
+	case s == "":
+		return fmt.Errorf("%w: empty %s", ErrInvalid, what)
+	case len(s) > MaxNameLen:
+		return fmt.Errorf("%w: %s is %d bytes, longer than %d", ErrInvalid, what, len(s), MaxNameLen)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalid, what, s)
 	}
-	for i, r := range name {
+	for i, r := range s {
 		if unicode.IsControl(r) {
-			return fmt.Errorf("%w: lock name %q has control character %U at byte %d", ErrInvalid, name, r, i)
+			return fmt.Errorf("%w: %s %q has control character %U at byte %d", ErrInvalid, what, s, r, i)
 		}
 	}
 	return nil
 }
 
-// ValidateSession checks the arguments of Open: a non-empty candidate ID
-// and a TTL ValidateTTL accepts. The error matches ErrInvalid.
+// ValidateSession checks the arguments of Open: a candidate ID that
+// follows the rules of lock names (non-empty, at most MaxNameLen bytes of
+// UTF-8, no control characters) and a TTL ValidateTTL accepts. The error
+// matches ErrInvalid.
 func ValidateSession(id string, ttl time.Duration) error {
-	if id == "" {
-		return fmt.Errorf("%w: empty candidate ID", ErrInvalid)
+	if err := validateText("candidate ID", id); err != nil {
+		return err
 	}
 	return ValidateTTL("TTL", ttl)
 }

@@ -48,7 +48,7 @@ func Every(ctx context.Context, b backends.Backend, name string, period time.Dur
 	}
 	opts = append([]Option{WithLease(period)}, opts...)
 	cfg := elector.NewConfig(opts)
-	if _, err := validateRun(&cfg, b, name, fn == nil); err != nil {
+	if _, err := validateRun(ctx, &cfg, b, name, fn == nil); err != nil {
 		return err
 	}
 	run := func(ctx context.Context, tok events.Token) (struct{}, error) { return struct{}{}, fn(ctx, tok) }

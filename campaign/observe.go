@@ -2,7 +2,7 @@ package campaign
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"time"
 
 	"github.com/hustings/hustings/backends"
@@ -21,8 +21,8 @@ import (
 // Backend errors are logged and retried; the last holder seen stands.
 func Observe(ctx context.Context, b backends.Backend, name string, opts ...Option) (<-chan events.Event, error) {
 	cfg := elector.NewConfig(opts)
-	if b == nil {
-		return nil, fmt.Errorf("%w: nil backend", ErrInvalid)
+	if err := errors.Join(elector.CheckContext(ctx), elector.CheckBackend(b)); err != nil {
+		return nil, err
 	}
 	if err := cfg.ValidateCommon(cfg.TTL); err != nil {
 		return nil, err

@@ -73,7 +73,7 @@ func (r Result[T]) Ran() bool { return r.Outcome == Elected || r.Outcome == Acti
 // it ends while fn runs; the result then says whether fn ran.
 func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn func(ctx context.Context, token events.Token) (T, error), opts ...Option) (Result[T], error) {
 	cfg := elector.NewConfig(opts)
-	full, err := validateRun(&cfg, b, name, fn == nil)
+	full, err := validateRun(ctx, &cfg, b, name, fn == nil)
 	if err != nil {
 		return Result[T]{}, err
 	}
@@ -138,9 +138,12 @@ func onFailure[T any](ctx context.Context, cfg *elector.Config, name, label stri
 
 // validateRun checks the arguments of a one-shot run and returns the full
 // lock name.
-func validateRun(c *elector.Config, b backends.Backend, name string, nilFn bool) (string, error) {
-	if b == nil || nilFn {
-		return "", fmt.Errorf("%w: nil backend or function", ErrInvalid)
+func validateRun(ctx context.Context, c *elector.Config, b backends.Backend, name string, nilFn bool) (string, error) {
+	if err := errors.Join(elector.CheckContext(ctx), elector.CheckBackend(b)); err != nil {
+		return "", err
+	}
+	if nilFn {
+		return "", fmt.Errorf("%w: nil function", ErrInvalid)
 	}
 	if err := c.ValidateOneShot(); err != nil {
 		return "", err

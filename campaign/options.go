@@ -22,9 +22,15 @@ const (
 	DefaultLease = elector.DefaultLease // lease of a RunIfLeader run: 30s
 )
 
-// WithID sets the candidate ID. Default: hostname-pid-random. Applies
-// everywhere.
-func WithID(id string) Option { return elector.OptionFunc(func(c *elector.Config) { c.ID = id }) }
+// WithID sets the candidate ID: non-empty, at most 256 bytes of UTF-8,
+// no control characters (the rules of lock names), else New reports
+// ErrInvalid. Default: hostname-pid-random. Applies everywhere.
+func WithID(id string) Option {
+	return elector.OptionFunc(func(c *elector.Config) {
+		c.ID = id
+		c.Reject(backends.ValidateSession(id, elector.DefaultTTL)) // the ID's part of it
+	})
+}
 
 // WithPrefix puts prefix and a "/" before the lock name, so several services
 // can share one backend (for example the service name). Applies everywhere.

@@ -21,8 +21,8 @@ type Group struct {
 
 // New returns a group campaign for name with maxLeaders slots on b. Every
 // option of package campaign applies, with the options of this package.
-// maxLeaders must be at least 2 (one leader is a campaign.Campaign). It
-// validates and starts nothing: call Run.
+// maxLeaders must be from 2 (one leader is a campaign.Campaign) to
+// MaxLeaders. It validates and starts nothing: call Run.
 func New(b backends.Backend, name string, maxLeaders int, opts ...campaign.Option) (*Group, error) {
 	if err := checkSlots(maxLeaders); err != nil {
 		return nil, err
@@ -34,9 +34,17 @@ func New(b backends.Backend, name string, maxLeaders int, opts ...campaign.Optio
 	return &Group{e: e}, nil
 }
 
+// MaxLeaders is the most slots a group may have. Each slot is a lock that
+// a candidate may try in turn, so a group's cost grows with it; a thousand
+// is far beyond any use seen (tenant roll-ups, shard owners).
+const MaxLeaders = 1000
+
 func checkSlots(n int) error {
-	if n < 2 {
+	switch {
+	case n < 2:
 		return fmt.Errorf("%w: a group needs at least 2 slots, got %d (for one leader use campaign.New)", campaign.ErrInvalid, n)
+	case n > MaxLeaders:
+		return fmt.Errorf("%w: a group of %d slots; at most %d", campaign.ErrInvalid, n, MaxLeaders)
 	}
 	return nil
 }

@@ -55,8 +55,8 @@ type shared struct {
 // NewCandidate validates the options (ID, TTL, keep-alive, retry) and
 // starts nothing.
 func NewCandidate(b backends.Backend, opts ...Option) (*Candidate, error) {
-	if b == nil {
-		return nil, fmt.Errorf("%w: nil backend", ErrInvalid)
+	if err := CheckBackend(b); err != nil {
+		return nil, err
 	}
 	cfg := NewConfig(opts)
 	if err := cfg.ValidateElector(); err != nil {
@@ -106,6 +106,9 @@ func (c *Candidate) report(gen uint64) {
 // ctx.Err(), or ErrClosed after Close, and ErrRunning or ErrClosed if
 // called again.
 func (c *Candidate) Run(ctx context.Context) error {
+	if err := CheckContext(ctx); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	switch {
 	case c.closed:

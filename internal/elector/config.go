@@ -1,11 +1,13 @@
 package elector
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -99,6 +101,27 @@ func (c *Config) Reject(err error) {
 	if err != nil {
 		c.Bad = append(c.Bad, Invalid(err))
 	}
+}
+
+// CheckBackend refuses a nil backend, also a typed nil (a nil
+// *redis.Backend in a backends.Backend), which would otherwise pass New
+// and crash a goroutine of the library later.
+func CheckBackend(b backends.Backend) error {
+	if b == nil {
+		return fmt.Errorf("%w: nil backend", ErrInvalid)
+	}
+	if v := reflect.ValueOf(b); v.Kind() == reflect.Pointer && v.IsNil() {
+		return fmt.Errorf("%w: nil %T backend", ErrInvalid, b)
+	}
+	return nil
+}
+
+// CheckContext refuses a nil context, for the calls that take one.
+func CheckContext(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context (use context.Background())", ErrInvalid)
+	}
+	return nil
 }
 
 // Invalid returns err, a validator's refusal of bad input, as an error that

@@ -73,8 +73,8 @@ type resignReq struct {
 // New returns an elector for the lock name on b. It validates the options
 // and starts nothing.
 func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
-	if b == nil {
-		return nil, fmt.Errorf("%w: nil backend", ErrInvalid)
+	if err := CheckBackend(b); err != nil {
+		return nil, err
 	}
 	cfg := NewConfig(opts)
 	if c := cfg.Candidate; c != nil {
@@ -91,6 +91,9 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 		if err := backends.ValidateName(n); err != nil {
 			return nil, Invalid(err)
 		}
+	}
+	if err := backends.ValidateCandidate(full, cfg.Me); err != nil { // with a strategy or not
+		return nil, Invalid(err)
 	}
 	g, err := newGate(b, full, &cfg)
 	if err != nil {
@@ -204,6 +207,9 @@ func (e *Elector) State() State {
 // ctx.Err() when ctx ended, ErrClosed after Close, and ErrRunning or
 // ErrClosed if called again.
 func (e *Elector) Run(ctx context.Context) error {
+	if err := CheckContext(ctx); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	switch {
 	case e.closed || e.ended:
@@ -247,6 +253,9 @@ func (e *Elector) Resign(ctx context.Context) error {
 }
 
 func (e *Elector) resign(ctx context.Context, token events.Token) error {
+	if err := CheckContext(ctx); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	started, over := e.started, e.ended || e.closed
 	e.mu.Unlock()

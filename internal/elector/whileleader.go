@@ -2,6 +2,7 @@ package elector
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/hustings/hustings/events"
@@ -10,6 +11,12 @@ import (
 // WhileLeader runs e and calls fn for each term in the calling goroutine;
 // package campaign documents it.
 func WhileLeader(ctx context.Context, e *Elector, fn func(ctx context.Context, term events.Event) error) error {
+	if err := CheckContext(ctx); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("%w: nil function", ErrInvalid)
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	runErr := make(chan error, 1)
