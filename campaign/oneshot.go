@@ -37,7 +37,12 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("outcome(%d)", int(o))
 }
 
-// Result is what RunIfLeader did.
+// Result is what RunIfLeader did. The rule: once fn has run, the result
+// says how it went (Elected: fn returned nil; ActionFailed: fn's error,
+// which may be its context's) and RunIfLeader's error is nil, even if ctx
+// ended meanwhile; RunIfLeader returns an error only when fn did not run
+// and the run could not be decided (bad input, a backend failure, ctx
+// ending first), and then the Result is the zero value.
 type Result[T any] struct {
 	// Outcome is Elected, Skipped or ActionFailed.
 	Outcome Outcome
@@ -67,10 +72,11 @@ func (r Result[T]) Ran() bool { return r.Outcome == Elected || r.Outcome == Acti
 // after waiting up to WithWait. WithMinHold keeps the lock held after fn
 // returned until that long after it was acquired.
 //
-// The error is non-nil only when the run could not be decided: bad input
-// (ErrInvalid), a backend failure (wrapped; matches the errors of package
-// backends), or ctx ending, which is returned as is (ctx.Err()), also when
-// it ends while fn runs; the result then says whether fn ran.
+// The error is non-nil only when fn did not run and the run could not be
+// decided: bad input (ErrInvalid), a backend failure (wrapped; matches the
+// errors of package backends), or ctx ending before fn ran, returned as is
+// (ctx.Err()). Once fn ran, the Result says how (see Result) and the error
+// is nil.
 func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn func(ctx context.Context, token events.Token) (T, error), opts ...Option) (Result[T], error) {
 	cfg := elector.NewConfig(opts)
 	full, err := validateRun(ctx, &cfg, b, name, fn == nil)
@@ -97,7 +103,7 @@ func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	if ferr != nil {
 		res.Outcome, res.Err = ActionFailed, ferr
 	}
-	return res, ctx.Err()
+	return res, nil
 }
 
 // onFailure applies the failure mode to a backend error. Context errors and
@@ -131,7 +137,7 @@ func onFailure[T any](ctx context.Context, cfg *elector.Config, name, label stri
 		if ferr != nil {
 			res.Outcome, res.Err = ActionFailed, ferr
 		}
-		return res, ctx.Err()
+		return res, nil
 	}
 	return Result[T]{}, err
 }

@@ -92,8 +92,16 @@ func TestRunIfLeaderReturnsContextErrors(t *testing.T) {
 			<-ctx.Done()
 			return 0, ctx.Err()
 		})
-		if !errors.Is(err, context.Canceled) || res.Outcome != campaign.ActionFailed {
-			t.Fatalf("cancelled during fn: %+v, %v; want action-failed and context.Canceled", res, err)
+		if err != nil || res.Outcome != campaign.ActionFailed || !errors.Is(res.Err, context.Canceled) {
+			t.Fatalf("cancelled during fn, fn returned ctx.Err(): %+v, %v; want action-failed with context.Canceled, and no error", res, err)
+		}
+		ctx, cancel = context.WithCancel(t.Context())
+		res, err = campaign.RunIfLeader(ctx, b, "x", func(ctx context.Context, tok events.Token) (int, error) {
+			cancel()
+			return 42, nil // finished anyway
+		})
+		if err != nil || res.Outcome != campaign.Elected || res.Value != 42 {
+			t.Fatalf("cancelled during fn, fn returned nil: %+v, %v; want elected with its value, and no error", res, err)
 		}
 		if h, _ := b.Holder(t.Context(), "x"); !h.Free() {
 			t.Fatalf("lock not released after cancellation: %+v", h)

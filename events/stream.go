@@ -36,6 +36,7 @@ type Stream struct {
 	busy      bool
 	owed      Event // the Revoked for the delivered term, once published
 	closed    bool
+	uncounted bool // current was counted as dropped when published
 	dropped   atomic.Uint64
 }
 
@@ -49,7 +50,8 @@ func NewStream() *Stream {
 func (s *Stream) C() <-chan Event { return s.ch }
 
 // Dropped returns how many published events the subscriber will never
-// receive because newer state replaced them before it read them.
+// receive: those newer state replaced before it read them, and the
+// Revoked of terms whose Elected it never received.
 func (s *Stream) Dropped() uint64 { return s.dropped.Load() }
 
 // Current returns the last published event, and false if there is none.
@@ -66,24 +68,32 @@ func (s *Stream) publish(e Event, history []Event) {
 	if s.closed {
 		return
 	}
-	prev, had := s.current, s.has
-	s.current, s.has = e, true
+	prev, had, counted := s.current, s.has, s.uncounted
+	s.current, s.has, s.uncounted = e, true, false
 	s.settle()
-	if had && !sameState(prev, s.delivered) && !sameState(prev, s.owed) {
+	if had && !counted && !sameState(prev, s.delivered) && !sameState(prev, s.owed) {
 		s.dropped.Add(1) // replaced before the subscriber received it
 	}
-	if s.delivered.Kind != Elected {
-		return
-	}
-	for _, r := range history {
-		if r.Kind == Revoked && sameTerm(r, s.delivered) {
-			s.owed = r
+	knownTerm := s.delivered.Kind == Elected
+	if knownTerm {
+		for _, r := range history {
+			if r.Kind == Revoked && sameTerm(r, s.delivered) {
+				s.owed = r
+			}
 		}
 	}
-	if e.Kind == Revoked && sameTerm(e, s.delivered) {
+	if e.Kind == Revoked && knownTerm && sameTerm(e, s.delivered) {
 		s.owed = e
 	}
-	s.offer()
+	if e.Kind == Revoked && !(knownTerm && sameTerm(e, s.delivered)) {
+		// The end of a term the subscriber never saw begin: it will never
+		// be sent, so it is dropped now, and not again when replaced.
+		s.dropped.Add(1)
+		s.uncounted = true
+	}
+	if knownTerm {
+		s.offer()
+	}
 }
 
 // offer puts the next event in the buffer if it is free, so that a reader

@@ -228,7 +228,7 @@ func (a *actor) elect(slot int, token events.Token) {
 
 // extend moves the term's deadline after a successful renewal.
 func (a *actor) extend(deadline time.Time) {
-	a.term.deadline = deadline
+	a.term.setDeadline(deadline)
 	a.deadline.Reset(time.Until(deadline))
 	a.e.setState(func(s *State) { s.Deadline = deadline })
 }
@@ -239,12 +239,14 @@ func (a *actor) revoke(reason error) *term {
 	t := a.term
 	a.term = nil
 	a.deadline.Stop()
-	a.e.end(t)
 	e := t.event
 	e.Kind, e.Time, e.Deadline, e.Reason = events.Revoked, time.Now(), t.deadline, reason
+	// State stops reporting leadership before the term's context is
+	// cancelled: whoever sees the cancellation and reads State sees no term.
 	a.e.setState(func(s *State) {
 		s.Leader, s.Holder, s.LastEvent = false, "", e
 	})
+	a.e.end(t)
 	// Metrics and logs first: whoever reads the event may look at them.
 	a.cfg.Observer.TermEnded(a.e.name, a.e.label, events.ReasonCode(reason))
 	level := slog.LevelWarn

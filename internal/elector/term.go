@@ -2,6 +2,7 @@ package elector
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/hustings/hustings/events"
@@ -12,8 +13,8 @@ import (
 // ended, holds and drained are guarded by the campaign's mutex.
 type term struct {
 	event    events.Event // the Elected event
-	deadline time.Time    // owned by the actor
-	ctx      context.Context
+	deadline time.Time    // owned by the actor; ctx reports a copy
+	ctx      *termContext
 	cancel   context.CancelFunc
 	ended    bool
 	holds    int
@@ -21,9 +22,29 @@ type term struct {
 }
 
 func newTerm(parent context.Context, e events.Event) *term {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	inner, cancel := context.WithCancel(context.WithoutCancel(parent))
+	ctx := &termContext{Context: inner}
+	ctx.deadline.Store(&e.Deadline)
 	return &term{event: e, deadline: e.Deadline, ctx: ctx, cancel: cancel, drained: make(chan struct{})}
 }
+
+// setDeadline moves the term's deadline (after a renewal).
+func (t *term) setDeadline(d time.Time) {
+	t.deadline = d
+	t.ctx.deadline.Store(&d)
+}
+
+// termContext is a term's context: cancelled when the term ends, and
+// reporting the term's local deadline, which each renewal moves later.
+// Work can pass the deadline on (a gRPC call sends it); a context derived
+// from it with a later deadline of its own stays bound to the term, since
+// the standard library then relies on the parent's cancellation.
+type termContext struct {
+	context.Context
+	deadline atomic.Pointer[time.Time]
+}
+
+func (c *termContext) Deadline() (time.Time, bool) { return *c.deadline.Load(), true }
 
 // Term binds work to the term in force, if its token matches (0 matches
 // any term). It returns the term's context, cancelled the moment the term
