@@ -1,20 +1,27 @@
 // Package dial opens a backend from a URL, for programs that take their
 // backend as a flag or an environment variable:
 //
-//	memory                         a new in-process backend
-//	redis://host:port[/db]         one Redis server (or a proxy)
-//	etcd://host:port[,host:port…]  an etcd cluster
+//	memory                              a new in-process backend (one process only)
+//	redis://host:port[/db]              one Redis server (or a proxy)
+//	etcd://host:port[,host:port…]       an etcd cluster
 //	zk://host:port[,host:port…][/root]  a ZooKeeper ensemble, under root
 //
-// Open connects and returns the backend with a function that closes the
-// client it made. Programs that build their own clients (TLS, auth, pool
-// sizes) should call the backend packages' New instead. Parse checks a URL
-// without connecting; every error it returns matches ErrURL and names the
-// wrong part.
+// Schemes are case-insensitive, as in any URL, and "memory://" is memory
+// too. Parse checks a URL without connecting; every error it returns
+// matches ErrURL and names the wrong part.
+//
+// Open connects, waits until the server answers (at most the dial timeout,
+// WithTimeout, default 5 s), and returns the backend with a function that
+// closes the client it made. If the server does not answer in time, Open
+// fails with one line naming the URL and the cause, matching
+// ErrUnreachable. The clients' own log lines go to WithLogger's logger at
+// debug level (by default nowhere), never to stderr; see WithLogger for
+// go-redis, whose logger is one per process. Programs that build their own
+// clients (TLS, auth, pool sizes) should call the backend packages' New
+// instead.
 package dial
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -22,12 +29,21 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/zookeeper"
 )
 
-// ErrURL is matched by every error about a malformed backend URL.
-var ErrURL = errors.New("dial: bad backend URL")
+var (
+	// ErrURL is matched by every error about a malformed backend URL.
+	ErrURL = errors.New("dial: bad backend URL")
+	// ErrUnreachable is matched by the errors of Open when the server did
+	// not answer within the dial timeout (or before ctx ended).
+	ErrUnreachable = errors.New("dial: cannot reach")
+)
 
 // Usage lists the accepted URLs, for help texts.
 const Usage = "memory | redis://host:port[/db] | etcd://host:port[,host:port…] | zk://host:port[,host:port…][/root]"
@@ -35,6 +51,9 @@ const Usage = "memory | redis://host:port[/db] | etcd://host:port[,host:port…]
 // ZooKeeperSessionTimeout is the session timeout Open asks ZooKeeper for;
 // campaign TTLs must not exceed it.
 const ZooKeeperSessionTimeout = 4 * time.Second
+
+// maxHostLen is the longest host name Parse takes: the longest DNS name.
+const maxHostLen = 253
 
 // Target is a parsed backend URL.
 type Target struct {
@@ -51,62 +70,130 @@ type Target struct {
 
 // Parse checks raw and returns what it names, without connecting.
 func Parse(raw string) (Target, error) {
-	if raw == "" || raw == "memory" {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w %s: %s", ErrURL, shown(raw), fmt.Sprintf(format, args...))
+	}
+	if raw == "" {
+		return Target{}, fmt.Errorf("%w: empty: write memory (this process only), or a server's URL: %s", ErrURL, Usage)
+	}
+	if strings.EqualFold(raw, "memory") {
 		return Target{Scheme: "memory"}, nil
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return Target{}, fmt.Errorf("%w %q: %v", ErrURL, raw, err)
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // without the URL, which would show a password
+		}
+		return Target{}, bad("%v", err)
 	}
 	switch u.Scheme {
+	case "memory":
+		if u.Host != "" || u.Path != "" || u.Opaque != "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return Target{}, bad("the memory backend takes no host, path or options: write memory")
+		}
+		return Target{Scheme: "memory"}, nil
 	case "redis", "etcd", "zk":
+	case "":
+		return Target{}, bad("no scheme: write memory, or redis://, etcd:// or zk:// and host:port")
 	default:
-		return Target{}, fmt.Errorf("%w %q: scheme %q is not one of memory, redis, etcd, zk", ErrURL, u.Redacted(), u.Scheme)
+		return Target{}, bad("scheme %q is not one of memory, redis, etcd, zk (%s)", u.Scheme, Usage)
 	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
-		return Target{}, fmt.Errorf("%w %q: user info, queries and fragments are not supported", ErrURL, u.Redacted())
+	switch {
+	case u.Opaque != "":
+		return Target{}, bad("no // after %q: write %s://host:port", u.Scheme+":", u.Scheme)
+	case u.User != nil:
+		return Target{}, bad("user info is not supported (build the client yourself and call the backend's New)")
+	case u.RawQuery != "" || u.ForceQuery:
+		return Target{}, bad("queries are not supported")
+	case u.Fragment != "":
+		return Target{}, bad("fragments are not supported")
 	}
 	t := Target{Scheme: u.Scheme}
-	if t.Hosts, err = hosts(u); err != nil {
-		return Target{}, err
+	if t.Hosts, err = hosts(u.Host); err != nil {
+		return Target{}, bad("%v", err)
 	}
 	path := strings.TrimRight(u.Path, "/")
 	switch u.Scheme {
 	case "redis":
 		if len(t.Hosts) != 1 {
-			return Target{}, fmt.Errorf("%w %q: redis takes one host:port", ErrURL, u.Redacted())
+			return Target{}, bad("redis takes one host:port, not %d", len(t.Hosts))
 		}
 		if p := strings.TrimPrefix(path, "/"); p != "" {
 			if t.DB, err = strconv.Atoi(p); err != nil || t.DB < 0 {
-				return Target{}, fmt.Errorf("%w %q: database %q is not a number", ErrURL, u.Redacted(), p)
+				return Target{}, bad("database %s is not a number from 0 up", shown(p))
 			}
 		}
 	case "etcd":
 		if path != "" {
-			return Target{}, fmt.Errorf("%w %q: etcd takes no path", ErrURL, u.Redacted())
+			return Target{}, bad("etcd takes no path (got %s)", shown(u.Path))
 		}
 	case "zk":
+		if path != "" {
+			if err := checkRoot(path); err != nil {
+				return Target{}, bad("%v", err)
+			}
+		}
 		t.Root = path
 	}
 	return t, nil
 }
 
 // hosts checks a comma-separated host:port list.
-func hosts(u *url.URL) ([]string, error) {
-	if u.Host == "" {
-		return nil, fmt.Errorf("%w %q: no host:port", ErrURL, u.Redacted())
+func hosts(list string) ([]string, error) {
+	if list == "" {
+		return nil, errors.New("no host:port")
 	}
-	list := strings.Split(u.Host, ",")
-	for _, h := range list {
+	hs := strings.Split(list, ",")
+	for _, h := range hs {
 		host, port, err := net.SplitHostPort(h)
-		if err != nil || host == "" {
-			return nil, fmt.Errorf("%w %q: %q is not host:port", ErrURL, u.Redacted(), h)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%s is not host:port", shown(h))
+		case host == "":
+			return nil, fmt.Errorf("%s has no host", shown(h))
+		case len(host) > maxHostLen:
+			return nil, fmt.Errorf("host name is %d bytes, longer than %d", len(host), maxHostLen)
 		}
 		if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
-			return nil, fmt.Errorf("%w %q: port %q is not a number from 1 to 65535", ErrURL, u.Redacted(), port)
+			return nil, fmt.Errorf("port %s is not a number from 1 to 65535", shown(port))
 		}
 	}
-	return list, nil
+	return hs, nil
+}
+
+// checkRoot asks package zookeeper whether it takes root: New does no I/O
+// and checks its root before anything touches the conn.
+func checkRoot(root string) error {
+	_, err := zookeeper.New(new(zk.Conn), zookeeper.WithRoot(root))
+	if err == nil {
+		return nil
+	}
+	msg := strings.TrimPrefix(err.Error(), backends.ErrInvalid.Error()+": ")
+	return errors.New(strings.TrimPrefix(msg, "zookeeper: "))
+}
+
+// shown quotes s for an error message: user info (which may hold a
+// password) elided, and at most 80 bytes.
+func shown(s string) string {
+	if i := strings.Index(s, "://"); i >= 0 {
+		auth := s[i+3:]
+		if j := strings.IndexAny(auth, "/?#"); j >= 0 {
+			auth = auth[:j]
+		}
+		if at := strings.LastIndex(auth, "@"); at >= 0 {
+			s = s[:i+3] + "…@" + s[i+3+at+1:]
+		}
+	}
+	const limit = 80
+	if len(s) > limit {
+		cut := limit
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
+	}
+	return strconv.Quote(s)
 }
 
 // String returns the target as a URL that Parse accepts.
@@ -117,14 +204,6 @@ func (t Target) String() string {
 	case "redis":
 		return fmt.Sprintf("redis://%s/%d", strings.Join(t.Hosts, ","), t.DB)
 	}
-	return t.Scheme + "://" + strings.Join(t.Hosts, ",") + t.Root
-}
-
-// Open parses raw and connects; see Target.Open.
-func Open(ctx context.Context, raw string) (b backends.Backend, close func(), err error) {
-	t, err := Parse(raw)
-	if err != nil {
-		return nil, nil, err
-	}
-	return t.Open(ctx)
+	u := url.URL{Scheme: t.Scheme, Host: strings.Join(t.Hosts, ","), Path: t.Root}
+	return u.String()
 }

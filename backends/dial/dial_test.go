@@ -1,66 +1,87 @@
 package dial_test
 
 import (
-	"context"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/dial"
-	"github.com/hustings/hustings/backends/etcd/etcdtest"
-	"github.com/hustings/hustings/backends/redis/redistest"
-	"github.com/hustings/hustings/backends/zookeeper/zktest"
-	"github.com/hustings/hustings/campaign"
-	"github.com/hustings/hustings/events"
 )
 
 func TestBadURLs(t *testing.T) {
+	long := "redis://" + strings.Repeat("h", 70_000) + ":6379"
 	tests := []struct{ url, names string }{
-		{"mysql://localhost:3306", `scheme "mysql"`},
+		{"", "empty: write memory"},
+		{"mysql://localhost:3306", `scheme "mysql" is not one of memory, redis, etcd, zk`},
+		{"foo://", `"foo://": scheme "foo"`},
+		{"memory://x:1", "takes no host, path or options: write memory"},
+		{"memory:/x", "takes no host, path or options: write memory"},
+		{"memory?x", `"memory?x": no scheme`},
+		{"MEMORY://h", "takes no host, path or options"},
+		{"redis", `"redis": no scheme: write memory, or redis://, etcd:// or zk:// and host:port`},
 		{"redis://", "no host:port"},
+		{"REDIS://", "no host:port"},
 		{"redis://localhost", `"localhost" is not host:port`},
 		{"redis://localhost:99999", `port "99999"`},
 		{"redis://localhost:0", `port "0"`},
 		{"redis://localhost:6379/x", `database "x"`},
 		{"redis://localhost:6379/-1", `database "-1"`},
-		{"redis://a:1,b:2", "one host:port"},
-		{"redis://u:secret@a:1", "user info"},
-		{"redis://a:1?db=2", "queries"},
-		{"etcd://a:1,b", "invalid port"},
-		{"etcd://a:1,:2", `":2" is not host:port`},
-		{"etcd://a:1/prefix", "etcd takes no path"},
-		{"zk://:2181", `":2181" is not host:port`},
-		{"zk:opaque", "not supported"},
-		{"%zz", "bad backend URL"},
-		{"localhost:6379", `scheme "localhost"`},
+		{"redis://a:1,b:2", "redis takes one host:port, not 2"},
+		{"redis://u:secret@a:1", "user info is not supported"},
+		{"redis://u:secret@a:1/%zz", `invalid URL escape "%zz"`},
+		{"redis://a:1?db=2", "queries are not supported"},
+		{"redis://a:1#x", "fragments are not supported"},
+		{long, "host name is 70000 bytes, longer than 253"},
+		{"etcd://a:1,b", `invalid port ":1,b" after host`},
+		{"etcd://a:1,b:99999", `port "99999" is not a number from 1 to 65535`},
+		{"etcd://a:1,:2", `":2" has no host`},
+		{"etcd://a:1/prefix", `etcd takes no path (got "/prefix")`},
+		{"zk://:2181", `":2181" has no host`},
+		{"zk:opaque", `no // after "zk:": write zk://host:port`},
+		{"zk://h:1/zookeeper", `root "/zookeeper" is inside /zookeeper, which the server reserves`},
+		{"zk://h:1/zookeeper/quota", `is inside /zookeeper`},
+		{"zk://h:1/a//b", `has the segment ""`},
+		{"zk://h:1/a/../b", `has the segment ".."`},
+		{"%zz", `invalid URL escape "%zz"`},
+		{"localhost:6379", `scheme "localhost" is not one of`},
 	}
 	for _, tt := range tests {
-		t.Run(tt.url, func(t *testing.T) {
+		t.Run(tt.url[:min(len(tt.url), 40)], func(t *testing.T) {
 			_, err := dial.Parse(tt.url)
 			if !errors.Is(err, dial.ErrURL) || !strings.Contains(err.Error(), tt.names) {
-				t.Fatalf("Parse(%q) = %v, want a bad-URL error naming %s", tt.url, err, tt.names)
+				t.Fatalf("Parse(%.60q) = %v, want a bad-URL error naming %s", tt.url, err, tt.names)
 			}
 			if strings.Contains(err.Error(), "secret") {
 				t.Fatalf("error %q shows a password", err)
+			}
+			if len(err.Error()) > 400 {
+				t.Fatalf("error of %d bytes: %.200s…", len(err.Error()), err)
 			}
 		})
 	}
 }
 
 func TestParse(t *testing.T) {
+	mem := dial.Target{Scheme: "memory"}
 	tests := []struct {
 		url  string
 		want dial.Target
 	}{
-		{"", dial.Target{Scheme: "memory"}},
-		{"memory", dial.Target{Scheme: "memory"}},
+		{"memory", mem},
+		{"MEMORY", mem},
+		{"Memory", mem},
+		{"memory://", mem},
+		{"memory:", mem},
+		{"MEMORY://", mem},
 		{"redis://127.0.0.1:6379", dial.Target{Scheme: "redis", Hosts: []string{"127.0.0.1:6379"}}},
+		{"REDIS://127.0.0.1:6379", dial.Target{Scheme: "redis", Hosts: []string{"127.0.0.1:6379"}}},
 		{"redis://h:1/3", dial.Target{Scheme: "redis", Hosts: []string{"h:1"}, DB: 3}},
 		{"etcd://a:1,b:2/", dial.Target{Scheme: "etcd", Hosts: []string{"a:1", "b:2"}}},
+		{"Etcd://a:1", dial.Target{Scheme: "etcd", Hosts: []string{"a:1"}}},
 		{"zk://[::1]:2181/svc/locks/", dial.Target{Scheme: "zk", Hosts: []string{"[::1]:2181"}, Root: "/svc/locks"}},
+		{"ZK://h:1/", dial.Target{Scheme: "zk", Hosts: []string{"h:1"}}},
+		{"zk://h:1/a%20b", dial.Target{Scheme: "zk", Hosts: []string{"h:1"}, Root: "/a b"}},
 	}
 	for _, tt := range tests {
 		got, err := dial.Parse(tt.url)
@@ -73,10 +94,13 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// FuzzParse: Parse never panics, every error matches ErrURL, and what it
-// accepts prints as a URL that parses to the same target.
+// FuzzParse: Parse never panics, every error matches ErrURL and is one
+// short line, and what it accepts prints as a URL that parses to the same
+// target.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"memory", "redis://h:1/2", "etcd://a:1,b:2", "zk://h:1/root", "zk://h:1,h:2/", "%zz", "redis://[::1]:6379"} {
+	for _, s := range []string{"memory", "MEMORY", "memory://", "", "redis://h:1/2", "REDIS://h:1", "etcd://a:1,b:2",
+		"zk://h:1/root", "zk://h:1,h:2/", "zk://h:1/zookeeper", "zk://h:1/a%3Fb", "%zz", "redis://[::1]:6379", "foo://",
+		"redis://" + strings.Repeat("h", 300) + ":1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -85,6 +109,9 @@ func FuzzParse(f *testing.F) {
 			if !errors.Is(err, dial.ErrURL) {
 				t.Fatalf("Parse(%q) = %v, not an ErrURL", raw, err)
 			}
+			if msg := err.Error(); strings.Contains(msg, "\n") || len(msg) > 600 {
+				t.Fatalf("Parse(%q): error of %d bytes or several lines: %q", raw, len(msg), msg)
+			}
 			return
 		}
 		again, err := dial.Parse(got.String())
@@ -92,34 +119,4 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse(%q) = %+v; its String %q parses to %+v, %v", raw, got, got.String(), again, err)
 		}
 	})
-}
-
-// elect runs one campaign on the backend at url until it is elected.
-func elect(t *testing.T, url string) {
-	t.Helper()
-	b, closeBackend, err := dial.Open(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeBackend()
-	r := backendtest.Record(t, b, "dial-test", "dial", campaign.WithTTL(2*time.Second))
-	defer r.Stop()
-	r.Expect(t, events.Elected, 30*time.Second)
-}
-
-func TestOpen(t *testing.T) {
-	rs := redistest.Start(t)
-	es := etcdtest.Start(t)
-	zs := zktest.Start(t)
-	for _, url := range []string{"memory", "redis://" + rs.Addr() + "/1", "etcd://" + es.Addr(), "zk://" + zs.Addr() + "/dial-test"} {
-		t.Run(url, func(t *testing.T) { elect(t, url) })
-	}
-}
-
-func TestOpenUnreachable(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
-	defer cancel()
-	if _, _, err := dial.Open(ctx, "redis://127.0.0.1:1"); err == nil || errors.Is(err, dial.ErrURL) {
-		t.Fatalf("Open of a closed port = %v, want a connection error", err)
-	}
 }
