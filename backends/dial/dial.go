@@ -74,7 +74,7 @@ func Parse(raw string) (Target, error) {
 		return fmt.Errorf("%w %s: %s", ErrURL, shown(raw), fmt.Sprintf(format, args...))
 	}
 	if raw == "" {
-		return Target{}, fmt.Errorf("%w: empty: write memory (this process only), or a server's URL: %s", ErrURL, Usage)
+		return Target{}, fmt.Errorf("%w: empty: write memory (this process only), redis://host:port[/db], etcd://host:port[,host:port…] or zk://host:port[,host:port…][/root]", ErrURL)
 	}
 	if strings.EqualFold(raw, "memory") {
 		return Target{Scheme: "memory"}, nil
@@ -97,7 +97,7 @@ func Parse(raw string) (Target, error) {
 	case "":
 		return Target{}, bad("no scheme: write memory, or redis://, etcd:// or zk:// and host:port")
 	default:
-		return Target{}, bad("scheme %q is not one of memory, redis, etcd, zk (%s)", u.Scheme, Usage)
+		return Target{}, bad("scheme %q is not one of memory, redis, etcd, zk", u.Scheme)
 	}
 	switch {
 	case u.Opaque != "":
