@@ -2,7 +2,9 @@
 // show on the embedded memory backend, no server needed; "demo node" runs
 // one candidate per process for multi-process tests, printing its events as
 // JSON lines; "demo scenario NAME" runs one of the real-world scenarios.
-// Every command takes --backend URL (see "demo --help").
+// Every command takes --backend URL and --dial-timeout D (see "demo --help").
+// The demo links no test code and no server: an etcd to try it on comes
+// from "go run ./cmd/etcd-dev".
 package main
 
 import (
@@ -15,6 +17,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/hustings/hustings/backends/dial"
 )
 
 // command is one subcommand of the demo.
@@ -26,7 +30,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"show", "the scripted show (the default): election, reconcile loop, crash, resignation, a weighted group, a slow consumer", runShow},
-		{"node", "one candidate in this process until SIGTERM/SIGINT, one JSON line per event on stdout", runNode},
+		{"node", "one candidate per process, on a server the nodes share, until SIGTERM/SIGINT (which resigns); one JSON line per event on stdout", runNode},
 		{"scenario", "a real-world scenario: demo scenario NAME, one of " + strings.Join(scenarioNames(), ", "), runScenario},
 	}
 }
@@ -71,6 +75,8 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(w, "\nbackend URLs: %s (default memory)\n", backendUsage)
+	fmt.Fprintf(w, "\nbackend URLs: %s (default memory)\n", dial.Usage)
+	fmt.Fprintln(w, "a server to try: redis-server --port 6379, then --backend redis://127.0.0.1:6379;")
+	fmt.Fprintln(w, "  or \"go run ./cmd/etcd-dev\", which starts an etcd and prints its URL")
 	fmt.Fprintln(w, "\"demo COMMAND --help\" lists a command's flags.")
 }

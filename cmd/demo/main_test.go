@@ -2,13 +2,18 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
+	"os/exec"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
 
+	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/backends/memory"
 )
 
@@ -23,10 +28,11 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// TestShow runs the whole show on the memory backend and checks its story.
+// TestShow runs the whole show on the memory backend, checks its story,
+// and checks that the README's sample output tells the same story.
 func TestShow(t *testing.T) {
 	var out bytes.Buffer
-	if err := show(t.Context(), memory.New(), "memory", &out); err != nil {
+	if err := show(t.Context(), memory.New(), dial.Target{Scheme: "memory"}, &out); err != nil {
 		t.Fatalf("show: %v\n%s", err, out.String())
 	}
 	s := out.String()
@@ -38,17 +44,105 @@ func TestShow(t *testing.T) {
 		"reconciles every",
 		"backend unreachable at the deadline",
 		"after the resignation: woken by the release",
-		"revoked itself on time",
-		"the top 3 of this epoch's weighted draw",
+		"foxtrot revoked itself all the same (unreachable)",
+		"the top 3 of the draw",
 		"fencing tokens of the reconcile lock only grew: [1 2 3]",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%s", want, s)
 		}
 	}
-	groupSlots := regexp.MustCompile(`elected\s+rollups\[(\d)\]`).FindAllStringSubmatch(s, -1)
-	if len(groupSlots) < 3 {
-		t.Errorf("the weighted group filled %d slots, want 3:\n%s", len(groupSlots), s)
+	if groupSlots := regexp.MustCompile(`elected\s+rollups\[(\d)\]`).FindAllStringSubmatch(s, -1); len(groupSlots) != 5 {
+		t.Errorf("the weighted group had %d elections, want 5 (two, one, then two handovers):\n%s", len(groupSlots), s)
+	}
+	checkInOrder(t, s)
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := readmeSample(string(readme))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := storyOf(s), storyOf(block); !slices.Equal(got, want) {
+		t.Errorf("the README's sample output tells another story than the show: paste a fresh run of `go run ./cmd/demo` into it\nshow:\n%s\nREADME:\n%s",
+			strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// checkInOrder fails if the elapsed times of the lines ever go back.
+func checkInOrder(t *testing.T, out string) {
+	t.Helper()
+	last := -1.0
+	for _, m := range regexp.MustCompile(`(?m)^\s*(\d+\.\d)ms `).FindAllStringSubmatch(out, -1) {
+		at, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at < last {
+			t.Errorf("%vms after %vms:\n%s", at, last, out)
+		}
+		last = at
+	}
+}
+
+// readmeSample returns the README's sample output: the block after "The
+// demo prints a timeline like this".
+func readmeSample(readme string) (string, error) {
+	_, after, ok := strings.Cut(readme, "The demo prints a timeline like this")
+	if !ok {
+		return "", errors.New("README: no \"The demo prints a timeline like this\"")
+	}
+	_, after, ok = strings.Cut(after, "```\n")
+	block, _, ok2 := strings.Cut(after, "```\n")
+	if !ok || !ok2 {
+		return "", errors.New("README: no ``` block after \"The demo prints a timeline like this\"")
+	}
+	return block, nil
+}
+
+// storyOf reduces the show's output to its story: the notes in order, and
+// between two notes the events as a sorted list (events close together
+// may come in either order), each without names, numbers or times.
+func storyOf(out string) []string {
+	var names []string
+	for _, n := range []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliett", "kilo"} {
+		names = append(names, n, "X")
+	}
+	mask := strings.NewReplacer(names...)
+	duration := regexp.MustCompile(`[0-9.]+(ns|µs|us|ms|s|m|h)\b`)
+	number := regexp.MustCompile(`[0-9]+`)
+	row := regexp.MustCompile(`^\s*\S+ms\s+(\S+)\s+(elected|revoked)\s+(\S+)\s+(\d+)\s+(.*)$`)
+	note := regexp.MustCompile(`^\s*\S+ms\s+# (.*)$`)
+	clean := func(s string) string {
+		return number.ReplaceAllString(duration.ReplaceAllString(mask.Replace(s), "D"), "N")
+	}
+	var story, events []string
+	for _, line := range strings.Split(out, "\n") {
+		if m := row.FindStringSubmatch(line); m != nil {
+			events = append(events, "  "+clean(m[2]+" "+m[3]+" "+m[5]))
+		} else if m := note.FindStringSubmatch(line); m != nil {
+			slices.Sort(events)
+			story = append(append(story, events...), "# "+clean(m[1]))
+			events = nil
+		}
+	}
+	slices.Sort(events)
+	return append(story, events...)
+}
+
+// TestDemoLinksNoTestCodeOrServer: the demo builds fast because it links
+// neither package testing nor the etcd server nor toxiproxy.
+func TestDemoLinksNoTestCodeOrServer(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	heavy := regexp.MustCompile(`^testing$|etcd/server|toxiproxy`)
+	for _, pkg := range strings.Fields(string(out)) {
+		if heavy.MatchString(pkg) {
+			t.Errorf("the demo links %s", pkg)
+		}
 	}
 }
 
@@ -64,5 +158,35 @@ func TestHelpListsEveryCommand(t *testing.T) {
 	}
 	if err := run(t.Context(), []string{"bogus"}, &out, &out); err == nil {
 		t.Error("an unknown command ran")
+	}
+}
+
+// TestStoryOf: the story ignores times, names, numbers and the order of
+// events between two notes, and nothing else.
+func TestStoryOf(t *testing.T) {
+	out := `     0.0ms  # alpha and bravo campaign (TTL 2s)
+   elapsed  candidate  event     lock            token  detail
+     0.2ms  alpha      elected   reconcile           1  deadline +1.8s
+   751.2ms  # alpha crashes
+  2467.5ms  alpha      revoked   reconcile           1  backend unreachable at the deadline
+  2796.2ms  bravo      elected   reconcile           2  deadline +1.674s
+  2796.3ms  # bravo took over 2.045s after the crash
+`
+	same := strings.NewReplacer("alpha", "charlie", "bravo", "alpha", "2.045s", "190µs", "2796.2", "2800.0", "+1.674s", "+1.7s").Replace(out)
+	lines := strings.Split(out, "\n")
+	lines[4], lines[5] = lines[5], lines[4]
+	swapped := strings.Join(lines, "\n")
+	if !slices.Equal(storyOf(out), storyOf(same)) || !slices.Equal(storyOf(out), storyOf(swapped)) {
+		t.Errorf("the story changed with times, names or order within an act:\n%q\n%q\n%q", storyOf(out), storyOf(same), storyOf(swapped))
+	}
+	for _, changed := range []string{
+		strings.Replace(out, "   751.2ms  # alpha crashes\n", "", 1),
+		strings.Replace(out, "backend unreachable at the deadline", "resigned", 1),
+		strings.Replace(out, "# alpha crashes", "# alpha resigns", 1),
+		out + "  2800.0ms  bravo      revoked   reconcile           2  resigned\n",
+	} {
+		if slices.Equal(storyOf(out), storyOf(changed)) {
+			t.Errorf("the story did not change:\n%s", changed)
+		}
 	}
 }

@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hustings/hustings/backends/redis/redistest"
+	"github.com/hustings/hustings/events"
 )
 
 // nodeProc is one "demo node" process: this test binary run as the demo
@@ -70,10 +72,19 @@ func (p *nodeProc) events() []nodeEvent {
 	return slices.Clone(p.lines)
 }
 
-// leads reports whether the node's last event is an election.
+// leads reports whether the node's last election or revocation is an
+// election.
 func (p *nodeProc) leads() bool {
 	es := p.events()
-	return len(es) > 0 && es[len(es)-1].Event == "elected"
+	for i := len(es) - 1; i >= 0; i-- {
+		switch es[i].Event {
+		case "elected":
+			return true
+		case "revoked":
+			return false
+		}
+	}
+	return false
 }
 
 func waitNodes(t *testing.T, what string, cond func() bool) {
@@ -90,7 +101,7 @@ func waitNodes(t *testing.T, what string, cond func() bool) {
 // TestNodesFailOverOnRedis starts three node processes on a real Redis,
 // kills the leader with SIGKILL, and checks from their JSON lines that a
 // new leader appears and tokens only grow; then stops the new leader with
-// SIGTERM and checks it resigned gracefully.
+// SIGTERM and checks it resigned (reason "resigned", not "canceled").
 func TestNodesFailOverOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	name := fmt.Sprintf("demo-nodes-%x", time.Now().UnixNano())
@@ -121,11 +132,41 @@ func TestNodesFailOverOnRedis(t *testing.T) {
 	if err := second.cmd.Wait(); err != nil {
 		t.Fatalf("node stopped by SIGTERM exited with %v, want 0", err)
 	}
-	es := second.events()
-	if last := es[len(es)-1]; last.Event != "revoked" || last.Reason == "" || last.Node != second.id || last.Name != name {
-		t.Fatalf("last line of the stopped node = %+v, want its revocation with a reason", last)
+	var revoked []nodeEvent
+	for _, e := range second.events() {
+		if e.Event == "revoked" {
+			revoked = append(revoked, e)
+		}
+	}
+	if last := revoked[len(revoked)-1]; last.Reason != "resigned" || last.Node != second.id || last.Name != name {
+		t.Fatalf("last revocation of the node stopped by SIGTERM = %+v, want reason resigned", last)
+	}
+	for _, n := range nodes {
+		checkLines(t, n)
 	}
 	checkTokensGrow(t, nodes)
+}
+
+// checkLines checks one node's lines: "campaigning" first, then every
+// term's work between its election and its revocation.
+func checkLines(t *testing.T, n *nodeProc) {
+	t.Helper()
+	es := n.events()
+	if len(es) == 0 || es[0].Event != "campaigning" || !strings.Contains(es[0].Detail, "a work loop wakes every 50ms") {
+		t.Fatalf("node %s: first line %+v, want campaigning, saying what the work does", n.id, es)
+	}
+	working := events.Token(0)
+	for _, e := range es[1:] {
+		switch e.Event {
+		case "work-started":
+			working = e.Token
+		case "work-stopped":
+			if e.Token != working {
+				t.Errorf("node %s: work of term %d stopped while term %d worked", n.id, e.Token, working)
+			}
+			working = 0
+		}
+	}
 }
 
 // checkTokensGrow fails unless every line is JSON and the tokens of
@@ -138,7 +179,7 @@ func checkTokensGrow(t *testing.T, nodes []*nodeProc) {
 			switch e.Event {
 			case "elected":
 				elected = append(elected, e)
-			case "revoked":
+			case "revoked", "campaigning", "work-started", "work-stopped":
 			default:
 				t.Fatalf("node %s printed %q", n.id, e.Event)
 			}

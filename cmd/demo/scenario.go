@@ -16,9 +16,9 @@ type scenario struct {
 
 // scenarioEnv is what a scenario runs with.
 type scenarioEnv struct {
-	backendURL string    // for scenarios that open their own connections
-	out        io.Writer // the scenario's narration
-	tl         *timeline
+	backend backendFlags // the scenario opens it, or its own connections to it
+	out     io.Writer    // the scenario's narration
+	tl      *timeline
 }
 
 // scenarios lists every scenario, in the order the help shows them.
@@ -39,10 +39,10 @@ func scenarioNames() []string {
 	return names
 }
 
-// runScenario runs "demo scenario NAME [--backend URL]".
+// runScenario runs "demo scenario NAME [--backend URL] [--dial-timeout D]".
 func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stdout, "usage: demo scenario NAME [--backend URL]\n\nscenarios:")
+		fmt.Fprintln(stdout, "usage: demo scenario NAME [--backend URL] [--dial-timeout D]\n\nscenarios:")
 		for _, s := range scenarios {
 			fmt.Fprintf(stdout, "  %-13s %s\n", s.name, s.summary)
 		}
@@ -55,13 +55,19 @@ func runScenario(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if s.name != args[0] {
 			continue
 		}
+		env := &scenarioEnv{out: stdout}
 		fs := flag.NewFlagSet("demo scenario "+s.name, flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		backendURL := fs.String("backend", "memory", "backend URL: "+backendUsage)
-		if err := fs.Parse(args[1:]); err != nil {
+		env.backend.register(fs, "memory")
+		if err := parseFlags(fs, args[1:], stdout); err != nil {
 			return err
 		}
-		return s.run(ctx, &scenarioEnv{backendURL: *backendURL, out: stdout, tl: newTimeline(stdout)})
+		target, err := env.backend.check()
+		if err != nil {
+			return err
+		}
+		env.tl = newTimeline(stdout, target)
+		defer env.tl.flush()
+		return s.run(ctx, env)
 	}
 	return fmt.Errorf("unknown scenario %q (want one of %v)", args[0], scenarioNames())
 }

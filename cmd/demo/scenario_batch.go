@@ -38,7 +38,7 @@ type batchRun struct {
 }
 
 func batchScenario(ctx context.Context, env *scenarioEnv) error {
-	b, closeBackend, err := openBackend(ctx, env.backendURL)
+	b, closeBackend, err := env.backend.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ func (l *cacheWarmLog) skipped() {
 }
 
 func cacheWarmScenario(ctx context.Context, env *scenarioEnv) error {
-	b, closeBackend, err := openBackend(ctx, env.backendURL)
+	b, closeBackend, err := env.backend.open(ctx)
 	if err != nil {
 		return err
 	}

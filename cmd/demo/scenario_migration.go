@@ -54,7 +54,7 @@ func (m *migrationMarker) finish(id string, token events.Token) {
 }
 
 func migrationScenario(ctx context.Context, env *scenarioEnv) error {
-	b, closeBackend, err := openBackend(ctx, env.backendURL)
+	b, closeBackend, err := env.backend.open(ctx)
 	if err != nil {
 		return err
 	}

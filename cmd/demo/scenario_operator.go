@@ -69,7 +69,7 @@ type operatorFreeze struct {
 }
 
 func operatorScenario(ctx context.Context, env *scenarioEnv) error {
-	b, closeBackend, err := openBackend(ctx, env.backendURL)
+	b, closeBackend, err := env.backend.open(ctx)
 	if err != nil {
 		return err
 	}

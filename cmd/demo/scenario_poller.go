@@ -84,7 +84,7 @@ func (l *pollerLog) loop(ctx context.Context, term events.Event) error {
 }
 
 func pollerScenario(ctx context.Context, env *scenarioEnv) error {
-	b, closeBackend, err := openBackend(ctx, env.backendURL)
+	b, closeBackend, err := env.backend.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func tenantsHome(i, replicas int) int {
 }
 
 func tenantsScenario(ctx context.Context, env *scenarioEnv) error {
-	b, closeBackend, err := openBackend(ctx, env.backendURL)
+	b, closeBackend, err := env.backend.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/group"
@@ -25,29 +25,34 @@ const (
 	retry = 250 * time.Millisecond
 )
 
-// runShow runs "demo [show] [--backend URL]".
+// runShow runs "demo [show] [--backend URL] [--dial-timeout D]".
 func runShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var bf backendFlags
 	fs := flag.NewFlagSet("demo show", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	backendURL := fs.String("backend", "memory", "backend URL: "+backendUsage)
-	if err := fs.Parse(args); err != nil {
+	bf.register(fs, "memory")
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
-	b, closeBackend, err := openBackend(ctx, *backendURL)
+	target, err := bf.check()
+	if err != nil {
+		return err
+	}
+	b, closeBackend, err := bf.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeBackend()
-	return show(ctx, b, *backendURL, stdout)
+	return show(ctx, b, target, stdout)
 }
 
 // show is the scripted show: each act waits for what it shows, so it takes
-// as long as the backend needs, about 12 s on the memory backend.
-func show(ctx context.Context, b backends.Backend, backendURL string, w io.Writer) error {
-	s := &stage{b: b, tl: newTimeline(w), elected: make(chan events.Event, 64),
+// as long as the backend needs, about 9 s on the memory backend.
+func show(ctx context.Context, b backends.Backend, target dial.Target, w io.Writer) error {
+	s := &stage{b: b, tl: newTimeline(w, target), elected: make(chan events.Event, 64),
 		prefix: fmt.Sprintf("demo-%x", time.Now().UnixNano()%0xffffff)}
+	defer s.tl.flush() // last: after the campaigns closed
 	defer s.closeAll()
-	s.tl.note("five candidates campaign for one lock on %s (TTL %v, retry %v)", backendURL, ttl, retry)
+	s.tl.note("five candidates campaign for one lock on %s (TTL %v, retry %v); a leader revokes itself at its term's deadline unless a keep-alive moved it on", target, ttl, retry)
 	s.tl.header()
 	acts := []func(context.Context) error{s.election, s.crash, s.resign, s.slowConsumer, s.weightedGroup}
 	for _, act := range acts {
@@ -58,23 +63,24 @@ func show(ctx context.Context, b backends.Backend, backendURL string, w io.Write
 	s.mu.Lock()
 	s.tl.note("fencing tokens of the reconcile lock only grew: %v", s.tokens)
 	s.mu.Unlock()
-	s.tl.note("the end: every campaign closes")
 	return nil
 }
 
 // stage holds the show's cast.
 type stage struct {
-	b       backends.Backend
-	tl      *timeline
-	prefix  string
-	elected chan events.Event
-	cast    map[string]*actor
-	order   []string
-	leader  string
-	mu      sync.Mutex
-	tokens  []events.Token // of the reconcile lock, as elected
-	wg      sync.WaitGroup
-	closers []closer
+	b            backends.Backend
+	tl           *timeline
+	prefix       string
+	elected      chan events.Event
+	cast         map[string]*actor
+	leader       string
+	crashed      []string         // names of the crashed candidates, for the end
+	crashedLinks []*crash.Backend // their links
+	mu           sync.Mutex
+	tokens       []events.Token // of the reconcile lock, as elected
+	printed      []events.Event // every event the followers printed
+	wg           sync.WaitGroup
+	closers      []closer
 }
 
 // closer closes one campaign; leading tells whether it leads now.
@@ -107,7 +113,7 @@ func (s *stage) election(ctx context.Context) error {
 	}
 	s.leader = e.Holder
 	time.Sleep(3 * retry)
-	s.tl.note("%s leads and reconciles every %v under its term's context (%d passes so far)", e.Holder, retry, s.cast[e.Holder].passes())
+	s.tl.note("%s won; it reconciles every %v under its term's context (%d passes so far); the others wait", e.Holder, retry, s.cast[e.Holder].passes())
 	return nil
 }
 
@@ -119,7 +125,7 @@ func (s *stage) enter(ctx context.Context, id string) error {
 		return err
 	}
 	a := &actor{c: c, link: link}
-	s.cast[id], s.order = a, append(s.order, id)
+	s.cast[id] = a
 	s.follow(ctx, c.Subscribe(ctx))
 	s.wg.Go(func() { _ = campaign.WhileLeader(ctx, c, a.reconcile) })
 	s.closers = append(s.closers, closer{func() bool { return c.State().Leader }, func() { c.Close() }})
@@ -148,14 +154,49 @@ func (s *stage) follow(ctx context.Context, ch <-chan events.Event) {
 	s.wg.Go(func() {
 		for e := range ch {
 			s.tl.event(e)
-			if e.Kind == events.Elected && strings.HasSuffix(e.Name, "/reconcile") {
-				s.mu.Lock()
+			s.mu.Lock()
+			s.printed = append(s.printed, e)
+			reconcile := e.Kind == events.Elected && e.Name == s.lock()
+			if reconcile {
 				s.tokens = append(s.tokens, e.Token)
-				s.mu.Unlock()
+			}
+			s.mu.Unlock()
+			if reconcile {
 				s.elected <- e
 			}
 		}
 	})
+}
+
+// awaitPrinted waits until the followers have printed the event of
+// holder of kind on name: a note that tells of an event comes after its
+// row.
+func (s *stage) awaitPrinted(ctx context.Context, kind events.Kind, name, holder string) error {
+	return waitUntil(ctx, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return slices.ContainsFunc(s.printed, func(e events.Event) bool { return e.Kind == kind && e.Name == name && e.Holder == holder })
+	})
+}
+
+// printedLeaders returns who leads name by the events printed, sorted.
+func (s *stage) printedLeaders(name string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	leads := map[string]bool{}
+	for _, e := range s.printed {
+		if e.Name == name {
+			leads[e.Holder] = e.Kind == events.Elected
+		}
+	}
+	var ids []string
+	for id, l := range leads {
+		if l {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // await returns the next Elected event of the lock.
@@ -173,15 +214,19 @@ func (s *stage) await(ctx context.Context) (events.Event, error) {
 // crash stops the leader's calls to the backend: it revokes itself at its
 // local deadline, and another candidate takes over once the lease is gone.
 func (s *stage) crash(ctx context.Context) error {
-	s.tl.note("%s crashes: its calls to the backend hang from now on", s.leader)
+	s.tl.note("%s crashes: its calls to the backend hang from now on, its keep-alives too", s.leader)
 	began := time.Now()
 	s.cast[s.leader].link.Crash()
+	s.crashed, s.crashedLinks = append(s.crashed, s.leader), append(s.crashedLinks, s.cast[s.leader].link)
 	e, err := s.await(ctx)
 	if err != nil {
 		return err
 	}
-	s.tl.note("%s took over %v after the crash (TTL %v + retry); %s had revoked itself first, at its deadline",
-		e.Holder, since(began), ttl, s.leader)
+	if err := s.awaitPrinted(ctx, events.Revoked, s.lock(), s.leader); err != nil {
+		return err
+	}
+	s.tl.note("%s revoked itself at its deadline; %s took over %v after the crash: the lease ran out (TTL %v), then its next try (retry %v) won",
+		s.leader, e.Holder, since(began), ttl, retry)
 	s.leader = e.Holder
 	return nil
 }
@@ -198,7 +243,10 @@ func (s *stage) resign(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.tl.note("%s took over %v after the resignation: woken by the release", e.Holder, since(began))
+	if err := s.awaitPrinted(ctx, events.Revoked, s.lock(), s.leader); err != nil {
+		return err
+	}
+	s.tl.note("%s took over %v after the resignation: woken by the release, not by its retry timer", e.Holder, since(began))
 	s.leader = e.Holder
 	return nil
 }
@@ -216,50 +264,70 @@ func (s *stage) slowConsumer(ctx context.Context) error {
 	if err := waitUntil(ctx, func() bool { return c.State().Leader }); err != nil {
 		return err
 	}
-	s.tl.note("foxtrot leads another lock; nobody reads its events; it crashes too")
+	s.tl.note("foxtrot leads another lock, and nobody reads its events (so they are not shown); it crashes too")
 	link.Crash()
+	s.crashed, s.crashedLinks = append(s.crashed, "foxtrot"), append(s.crashedLinks, link)
 	if err := waitUntil(ctx, func() bool { return !c.State().Leader }); err != nil {
 		return err
 	}
-	revoked := c.State().LastEvent
-	s.tl.note("foxtrot revoked itself on time, %v before its deadline (%s), though nobody ever read its channel (events dropped: %d)",
-		revoked.Deadline.Sub(revoked.Time).Round(time.Millisecond), reason(revoked.Reason), c.State().Dropped)
+	st := c.State()
+	revoked := st.LastEvent
+	late := revoked.Time.Sub(revoked.Deadline)
+	s.tl.note("foxtrot revoked itself all the same (%s), %v after its deadline and at least %v before the backend frees the lock",
+		events.ReasonCode(revoked.Reason), late.Round(100*time.Microsecond), (ttl/10 - late).Round(time.Millisecond))
+	s.tl.note("its unread channel keeps only the latest event (%d dropped): a slow reader never delays a revocation", st.Dropped)
 	return nil
 }
 
 // weightedGroup runs five candidates for a group of three slots, preferring
-// them by weighted rendezvous hashing.
+// them by weighted rendezvous hashing. The two ranked last start first and
+// take two slots; when the others join, they hand their slots over to the
+// top three after the preemption delay.
 func (s *stage) weightedGroup(ctx context.Context) error {
 	name := s.prefix + "/rollups"
 	weights := map[string]float64{"golf": 1, "hotel": 2, "india": 3, "juliett": 4, "kilo": 5}
-	var gs []*group.Group
-	s.tl.group(name)
-	for _, id := range slices.Sorted(maps.Keys(weights)) {
-		g, err := group.New(s.b, name, 3, campaign.WithID(id), campaign.WithTTL(ttl), campaign.WithRetry(retry),
-			group.WithStrategy(strategy.Weighted()), group.WithWeight(weights[id]), group.WithPreemption(ttl))
-		if err != nil {
-			return err
-		}
-		gs = append(gs, g)
-		s.follow(ctx, g.Subscribe(ctx))
-		s.wg.Go(func() { _ = g.Run(ctx) })
-		s.closers = append(s.closers, closer{func() bool { return g.State().Leader }, func() { g.Close() }})
-	}
-	s.tl.note("a group of 3 slots for 5 candidates weighted 1 to 5 (golf … kilo), strategy weighted")
-	want, err := topByWeight(name, weights, 3)
+	ranked, err := rankByWeight(name, weights)
 	if err != nil {
 		return err
 	}
-	if err := waitUntil(ctx, func() bool { return slices.Equal(holders(gs), want) }); err != nil {
-		return fmt.Errorf("the group did not settle on %v: %w", want, err)
+	top, last := slices.Sorted(slices.Values(ranked[:3])), slices.Sorted(slices.Values(ranked[3:]))
+	s.tl.group(name)
+	s.tl.note("a group of 3 slots for 5 candidates weighted 1 to 5 (golf … kilo); strategy weighted: this draw ranks them %v", ranked)
+	start := func(ids []string) error {
+		for _, id := range ids {
+			g, err := group.New(s.b, name, 3, campaign.WithID(id), campaign.WithTTL(ttl), campaign.WithRetry(retry),
+				group.WithStrategy(strategy.Weighted()), group.WithWeight(weights[id]), group.WithPreemption(ttl))
+			if err != nil {
+				return err
+			}
+			s.follow(ctx, g.Subscribe(ctx))
+			s.wg.Go(func() { _ = g.Run(ctx) })
+			s.closers = append(s.closers, closer{func() bool { return g.State().Leader }, func() { g.Close() }})
+		}
+		return nil
 	}
-	s.tl.note("slots held by %v: the top 3 of this epoch's weighted draw, the same on every node", want)
+	s.tl.note("%s and %s, ranked last, start first: alone, they top the ranking and take two slots", last[0], last[1])
+	if err := start(last); err != nil {
+		return err
+	}
+	if err := waitUntil(ctx, func() bool { return slices.Equal(s.printedLeaders(name), last) }); err != nil {
+		return fmt.Errorf("the group did not elect %v: %w", last, err)
+	}
+	s.tl.note("%s, %s and %s join: one takes the free slot; %s and %s, out-ranked, hand theirs over after the preemption delay (%v)",
+		top[0], top[1], top[2], last[0], last[1], ttl)
+	if err := start(top); err != nil {
+		return err
+	}
+	if err := waitUntil(ctx, func() bool { return slices.Equal(s.printedLeaders(name), top) }); err != nil {
+		return fmt.Errorf("the group did not settle on %v: %w", top, err)
+	}
+	s.tl.note("slots held by %v: the top 3 of the draw, the same on every node", top)
 	return nil
 }
 
-// topByWeight ranks the candidates as every node does and returns the
-// first n IDs, sorted.
-func topByWeight(group string, weights map[string]float64, n int) ([]string, error) {
+// rankByWeight ranks the candidates as every node does, epoch 0, and
+// returns their IDs in order.
+func rankByWeight(group string, weights map[string]float64) ([]string, error) {
 	var cs []strategy.Candidate
 	for id, w := range weights {
 		cs = append(cs, strategy.Candidate{ID: id, Weight: w})
@@ -268,38 +336,39 @@ func topByWeight(group string, weights map[string]float64, n int) ([]string, err
 	if err != nil {
 		return nil, err
 	}
-	var top []string
-	for _, c := range ranked[:n] {
-		top = append(top, c.ID)
-	}
-	slices.Sort(top)
-	return top, nil
-}
-
-func holders(gs []*group.Group) []string {
 	var ids []string
-	for _, g := range gs {
-		if g.State().Leader {
-			ids = append(ids, g.ID())
-		}
+	for _, c := range ranked {
+		ids = append(ids, c.ID)
 	}
-	slices.Sort(ids)
-	return ids
+	return ids, nil
 }
 
-// closeAll closes the followers, then the leaders, so that nobody takes
-// over from a closing leader; each group at once, as a crashed campaign
-// takes up to a TTL to give up on its calls. Then it waits for every
-// goroutine of the show.
+// closeAll ends the show. The crashed candidates' links refuse their calls
+// from now on, as a dead host's port would: closing them does not wait out
+// their hung calls (up to a TTL). Then it closes the followers, at once,
+// and the leaders one by one, so that nobody takes over from a closing
+// leader; then it waits for every goroutine of the show.
 func (s *stage) closeAll() {
-	for _, leaders := range []bool{false, true} {
-		var closing sync.WaitGroup
-		for _, c := range s.closers {
-			if c.leading() == leaders {
-				closing.Go(c.close)
-			}
+	if len(s.crashed) > 0 {
+		s.tl.note("the end: every campaign closes, the leaders resigning (the crashed %s at once: their calls now fail, as a dead host's would)",
+			strings.Join(s.crashed, " and "))
+	} else {
+		s.tl.note("the end: every campaign closes, the leaders resigning")
+	}
+	for _, link := range s.crashedLinks {
+		link.Refuse()
+	}
+	var closing sync.WaitGroup
+	for _, c := range s.closers {
+		if !c.leading() {
+			closing.Go(c.close)
 		}
-		closing.Wait()
+	}
+	closing.Wait()
+	for _, c := range s.closers {
+		if c.leading() {
+			c.close()
+		}
 	}
 	s.wg.Wait()
 }
@@ -320,4 +389,11 @@ func waitUntil(ctx context.Context, cond func() bool) error {
 	return nil
 }
 
-func since(t time.Time) time.Duration { return time.Since(t).Round(100 * time.Microsecond) }
+// since returns the time since t, rounded for reading.
+func since(t time.Time) time.Duration {
+	d := time.Since(t)
+	if d >= 100*time.Millisecond {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(10 * time.Microsecond)
+}

@@ -1,29 +1,63 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/events"
 )
 
-// timeline prints events and notes as aligned rows, elapsed time first.
-// Safe for concurrent use.
+// reorder is how long the timeline holds an event before printing it.
+// Events reach it from one goroutine per subscription, each a few
+// microseconds after it happened, so two events close together can arrive
+// in either order; holding them a little lets the rows come out in the
+// order they happened.
+const reorder = 50 * time.Millisecond
+
+// timeline prints events and notes as aligned rows in time order, elapsed
+// time first: each row shows when its event happened, and the rows never
+// go back in time (a revocation comes before the election it made
+// possible). A note is printed at once, after every event held. flush
+// prints the events still held; call it before the output ends. Safe for
+// concurrent use.
 type timeline struct {
 	mu     sync.Mutex
 	w      io.Writer
 	start  time.Time
 	groups map[string]bool // names of groups, whose events show a slot
+
+	lockW, tokenW int         // column widths; they grow to fit
+	headed        bool        // the header was printed
+	held          []heldRow   // events not printed yet, oldest first
+	last          time.Time   // of the last line printed
+	timer         *time.Timer // prints the held rows once due; nil when none
 }
 
-func newTimeline(w io.Writer) *timeline { return &timeline{w: w, start: time.Now()} }
+// heldRow is an event's row waiting to be printed.
+type heldRow struct {
+	at    time.Time
+	cells [5]string // candidate, event, lock, token, detail
+}
 
+// newTimeline returns a timeline that writes to w; target sizes the token
+// column (Redis tokens have 16 digits).
+func newTimeline(w io.Writer, target dial.Target) *timeline {
+	tokenW := map[string]int{"redis": 16, "etcd": 8, "zk": 11}[target.Scheme]
+	return &timeline{w: w, start: time.Now(), lockW: 14, tokenW: max(tokenW, 5)}
+}
+
+// header prints the column names.
 func (t *timeline) header() {
-	t.row("elapsed", "candidate", "event", "lock", "token", "detail")
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.printDue(time.Now())
+	t.headed = true
+	t.printHeader()
 }
 
 // event prints one campaign event; group events name their slot.
@@ -31,15 +65,41 @@ func (t *timeline) event(e events.Event) {
 	detail := ""
 	switch e.Kind {
 	case events.Elected:
-		detail = fmt.Sprintf("deadline +%v", e.Deadline.Sub(e.Time).Round(time.Millisecond))
+		detail = "deadline +" + e.Deadline.Sub(e.Time).Round(time.Millisecond).String()
 	case events.Revoked:
 		detail = reason(e.Reason)
 	}
 	lock := e.Name[strings.LastIndex(e.Name, "/")+1:]
-	if t.isGroup(e.Name) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.groups[e.Name] {
 		lock = fmt.Sprintf("%s[%d]", lock, e.Slot)
 	}
-	t.row(t.elapsed(e.Time), e.Holder, e.Kind.String(), lock, fmt.Sprint(e.Token), detail)
+	r := heldRow{at: e.Time, cells: [5]string{e.Holder, e.Kind.String(), lock, fmt.Sprint(e.Token), detail}}
+	i, _ := slices.BinarySearchFunc(t.held, r.at, func(h heldRow, at time.Time) int { return h.at.Compare(at) })
+	t.held = slices.Insert(t.held, i, r)
+	t.printDue(time.Now().Add(-reorder))
+	t.arm()
+}
+
+// note prints a line of narration, after the events held.
+func (t *timeline) note(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	t.printDue(now)
+	fmt.Fprintf(t.w, "%10s  # %s\n", t.elapsed(now), fmt.Sprintf(format, args...))
+}
+
+// flush prints every event held.
+func (t *timeline) flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.timer != nil {
+		t.timer.Stop()
+		t.timer = nil
+	}
+	t.printDue(time.Now().Add(time.Hour))
 }
 
 // group marks name as a group's, so its events show their slot.
@@ -52,50 +112,68 @@ func (t *timeline) group(name string) {
 	t.groups[name] = true
 }
 
-func (t *timeline) isGroup(name string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.groups[name]
+// arm makes sure the held rows get printed once due, even if nothing else
+// reaches the timeline by then. t.mu is held.
+func (t *timeline) arm() {
+	if t.timer != nil || len(t.held) == 0 {
+		return
+	}
+	t.timer = time.AfterFunc(time.Until(t.held[0].at.Add(reorder)), func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.timer = nil
+		t.printDue(time.Now().Add(-reorder))
+		t.arm()
+	})
 }
 
-// note prints a line of narration.
-func (t *timeline) note(format string, args ...any) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	fmt.Fprintf(t.w, "%10s  # %s\n", t.elapsedLocked(time.Now()), fmt.Sprintf(format, args...))
+// printDue prints the held rows of events that happened up to until.
+// t.mu is held.
+func (t *timeline) printDue(until time.Time) {
+	n := 0
+	for ; n < len(t.held) && !t.held[n].at.After(until); n++ {
+		t.printRow(t.held[n])
+	}
+	t.held = slices.Delete(t.held, 0, n)
 }
 
-func (t *timeline) row(elapsed, who, kind, lock, token, detail string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	fmt.Fprintf(t.w, "%10s  %-9s  %-8s  %-12s  %5s  %s\n", elapsed, who, kind, lock, token, detail)
+func (t *timeline) printRow(r heldRow) {
+	c := r.cells
+	if len(c[2]) > t.lockW || len(c[3]) > t.tokenW {
+		t.lockW, t.tokenW = max(t.lockW, len(c[2])), max(t.tokenW, len(c[3]))
+		if t.headed {
+			t.printHeader() // the columns widened: name them again
+		}
+	}
+	fmt.Fprintf(t.w, "%10s  %-9s  %-8s  %-*s  %*s  %s\n", t.elapsed(r.at), c[0], c[1], t.lockW, c[2], t.tokenW, c[3], c[4])
 }
 
+func (t *timeline) printHeader() {
+	fmt.Fprintf(t.w, "%10s  %-9s  %-8s  %-*s  %*s  %s\n", "elapsed", "candidate", "event", t.lockW, "lock", t.tokenW, "token", "detail")
+}
+
+// elapsed formats the time since the start, never before the last line
+// printed: an event that reached the timeline later than reorder shows
+// the time of the line before it. t.mu is held.
 func (t *timeline) elapsed(at time.Time) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.elapsedLocked(at)
-}
-
-func (t *timeline) elapsedLocked(at time.Time) string {
+	if at.Before(t.last) {
+		at = t.last
+	}
+	t.last = at
 	return fmt.Sprintf("%.1fms", float64(at.Sub(t.start).Microseconds())/1000)
 }
 
 // reason names a revocation reason briefly.
 func reason(err error) string {
-	for _, r := range []struct {
-		err  error
-		name string
-	}{
-		{events.ErrResigned, "resigned"},
-		{events.ErrUnreachable, "backend unreachable at the deadline"},
-		{events.ErrLeaseExpired, "lease expired"},
-		{events.ErrSessionLost, "session lost"},
-		{events.ErrCanceled, "context canceled"},
-	} {
-		if errors.Is(err, r.err) {
-			return r.name
-		}
+	names := map[string]string{
+		"resigned":      "resigned",
+		"unreachable":   "backend unreachable at the deadline",
+		"lease-expired": "lease expired",
+		"session-lost":  "session lost",
+		"canceled":      "context canceled",
+	}
+	if name, ok := names[events.ReasonCode(err)]; ok {
+		return name
 	}
 	if err == nil {
 		return ""

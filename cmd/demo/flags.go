@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/dial"
+)
+
+// backendFlags are the --backend and --dial-timeout flags of every command.
+type backendFlags struct {
+	url     string
+	timeout time.Duration
+}
+
+// register adds the flags to fs, --backend defaulting to def.
+func (f *backendFlags) register(fs *flag.FlagSet, def string) {
+	fs.StringVar(&f.url, "backend", def, "backend URL: "+dial.Usage)
+	fs.DurationVar(&f.timeout, "dial-timeout", dial.DefaultTimeout, "how long to wait for the backend's server to answer")
+}
+
+// check refuses a bad URL or timeout before anything starts.
+func (f backendFlags) check() (dial.Target, error) {
+	if f.timeout <= 0 {
+		return dial.Target{}, fmt.Errorf("--dial-timeout %s must be more than 0", human(f.timeout))
+	}
+	return dial.Parse(f.url)
+}
+
+// open connects to the backend: the one place every command opens its
+// --backend URL. The clients' own log lines are discarded: the demo
+// reports what goes wrong through the campaigns' events.
+func (f backendFlags) open(ctx context.Context) (b backends.Backend, close func(), err error) {
+	t, err := f.check()
+	if err != nil {
+		return nil, nil, err
+	}
+	return t.Open(ctx, dial.WithTimeout(f.timeout))
+}
+
+// parseFlags parses a command's flags: --help prints them on stdout and
+// returns flag.ErrHelp; any other mistake, a bad value or an argument
+// that is not a flag, is one line.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fmt.Fprintf(stdout, "usage of %s:\n", fs.Name())
+		fs.PrintDefaults()
+		return err
+	case err != nil:
+		return fmt.Errorf("%v (%q lists the flags)", err, fs.Name()+" --help")
+	case fs.NArg() > 0:
+		return fmt.Errorf("%s takes flags only, not %q (%q lists them)", fs.Name(), fs.Arg(0), fs.Name()+" --help")
+	}
+	return nil
+}
+
+// human formats d as people write it, for messages: whole days as
+// "7 days", whole hours and minutes without trailing zero units ("2h",
+// "1h30m"), anything else as time.Duration does ("1.5s", "250ms").
+func human(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d == day:
+		return "1 day"
+	case d > 0 && d%day == 0:
+		return fmt.Sprintf("%d days", d/day)
+	case d > 0 && d%time.Minute == 0:
+		s := strings.TrimSuffix(d.String(), "0s") // "2h0m", "1h30m", "5m"
+		if strings.HasSuffix(s, "h0m") {
+			s = strings.TrimSuffix(s, "0m")
+		}
+		return s
+	}
+	return d.String()
+}
