@@ -29,7 +29,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"show", "the scripted show (the default): election, reconcile loop, crash, resignation, a weighted group, a slow consumer", runShow},
+		{"show", "the scripted show (the default): election, reconcile loop, crash, resignation, a slow consumer, a weighted group", runShow},
 		{"node", "one candidate per process, on a server the nodes share, until SIGTERM/SIGINT (which resigns); one JSON line per event on stdout", runNode},
 		{"scenario", "a real-world scenario: demo scenario NAME, one of " + strings.Join(scenarioNames(), ", "), runScenario},
 	}
