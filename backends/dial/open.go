@@ -48,9 +48,10 @@ func WithTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c
 // level, with the attribute client (redis, etcd or zookeeper). Default:
 // discarded. go-zookeeper and the etcd client take a logger per client.
 // go-redis has one per process: Open installs, once, a logger that sends
-// the lines logged during this client's calls to l and every other line
-// where go-redis would have sent it (stderr); a program that calls
-// redis.SetLogger after Open replaces it and gets every line.
+// the lines about this client (its failed dials, and what is logged
+// during its calls) to l, and every other line where go-redis would have
+// sent it (stderr); a program that calls redis.SetLogger after Open
+// replaces it and gets every line.
 func WithLogger(l *slog.Logger) Option { return optionFunc(func(c *config) { c.logger = l }) }
 
 // Open parses raw and connects; see Target.Open.
