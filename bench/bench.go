@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"runtime"
@@ -15,22 +16,26 @@ import (
 // config sizes a run.
 type config struct {
 	Quick        bool
-	Samples      int           // latency samples per subject (acquire + release)
-	Window       time.Duration // how long each throughput or contention subject runs
-	Handovers    int           // graceful handovers per subject
-	Failovers    int           // crash failovers per backend
-	EventSamples int           // holder changes per backend (event latency)
-	Scale        []int         // numbers of held campaigns
-	HoldWindow   time.Duration // how long requests are counted while holding
-	FailoverTTL  time.Duration // session TTL in the failover workload
-	FailoverTry  time.Duration // retry interval in the failover workload
-	ScaleTTL     time.Duration // session TTL in the scale workload
+	Samples      int            // latency samples per subject (acquire + release)
+	Window       time.Duration  // how long each throughput or contention subject runs
+	Handovers    int            // graceful handovers per subject
+	Failovers    int            // crash failovers per backend
+	EventSamples int            // holder changes per backend (event latency)
+	Scale        []int          // numbers of held campaigns
+	ScaleMax     map[string]int // the most held campaigns per backend, where it is lower
+	HoldWindow   time.Duration  // how long requests are counted while holding
+	FailoverTTL  time.Duration  // session TTL in the failover workload
+	FailoverTry  time.Duration  // retry interval in the failover workload
+	ScaleTTL     time.Duration  // session TTL in the scale workload
 }
 
 func fullConfig() config {
 	return config{
 		Samples: 2000, Window: 5 * time.Second, Handovers: 50, Failovers: 15, EventSamples: 100,
-		Scale: []int{1, 100, 1000, 10000}, HoldWindow: 10 * time.Second,
+		Scale: []int{1, 100, 1000, 10000, 100000}, HoldWindow: 10 * time.Second,
+		// 100,000 campaigns started at once elect none on etcd within the
+		// limit and take minutes and many GB to close (bench/README.md).
+		ScaleMax:    map[string]int{"etcd": 10000, "zookeeper": 10000},
 		FailoverTTL: time.Second, FailoverTry: 100 * time.Millisecond, ScaleTTL: 3 * time.Second,
 	}
 }
@@ -165,8 +170,26 @@ func settings(cfg config) map[string]string {
 		"ZooKeeper server":       "tickTime 200 ms (zktest), fsync on",
 		"etcd server":            "embedded, one member, tick 50 ms, election 500 ms (etcdtest), fsync on",
 		"Redis server":           "redis-server, no persistence (redistest)",
-		"scale: redislock peers": fmt.Sprintf("N locks with TTL %v refreshed every TTL/3 by one loop, one Refresh each", cfg.ScaleTTL),
+		"scale: redislock peers": fmt.Sprintf("N locks with TTL %v refreshed every TTL/3 by one loop, one Refresh each; up to %s", cfg.ScaleTTL, fmtNum(redislockScaleMax)),
+		"scale: points":          scalePointsSetting(cfg),
 	}
+}
+
+// scalePointsSetting states the scale workload's points and the
+// backends' ceilings.
+func scalePointsSetting(cfg config) string {
+	var ns, caps []string
+	for _, n := range cfg.Scale {
+		ns = append(ns, fmtNum(float64(n)))
+	}
+	for _, backend := range slices.Sorted(maps.Keys(cfg.ScaleMax)) {
+		caps = append(caps, fmt.Sprintf("%s up to %s", backend, fmtNum(float64(cfg.ScaleMax[backend]))))
+	}
+	s := strings.Join(ns, ", ") + " campaigns, each point's started at once, elected within " + electLimitText
+	if len(caps) > 0 {
+		s += " (" + strings.Join(caps, ", ") + ")"
+	}
+	return s
 }
 
 func cpuModel() string {

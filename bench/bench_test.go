@@ -63,6 +63,8 @@ func TestFormat(t *testing.T) {
 		{fmtDur(1100 * time.Millisecond), "1.10 s"},
 		{fmtNum(1234567), "1,234,567"},
 		{fmtNum(999), "999"},
+		{fmtNum(-13024), "-13,024"},
+		{fmtNum(-98304), "-98,304"},
 		{fmtNum(0.5), "0.50"},
 		{fmtRatio(1.234), "1.23×"},
 		{fmtRatio(0), "–"},
@@ -94,6 +96,32 @@ func TestTargets(t *testing.T) {
 		if got, ok := met[goal]; !ok || got != w {
 			t.Errorf("%s: met = %v (present %v), want %v", goal, got, ok, w)
 		}
+	}
+}
+
+// TestElectedCell: a scale point says how many campaigns were elected and
+// how fast, and flags a miss and a loss.
+func TestElectedCell(t *testing.T) {
+	row := func(locks, elected, leading float64) Row {
+		return Row{Values: map[string]float64{"locks": locks, "elected": elected, "leading_after_hold": leading,
+			"elect_ns": float64(437 * time.Millisecond), "elect_limit_ns": float64(130 * time.Second)}}
+	}
+	tests := []struct {
+		name string
+		r    Row
+		want string
+	}{
+		{"all held", row(1000, 1000, 1000), "all in 437 ms"},
+		{"missed the limit", row(100000, 31133, 0), "**31,133 of 100,000** in 130 s (the limit); **0 leading after the hold**"},
+		{"lost after", row(1000, 1000, 998), "all in 437 ms; **998 leading after the hold**"},
+		{"a row from before the counts", Row{Values: map[string]float64{"locks": 10}}, "–"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := electedCell(tt.r); got != tt.want {
+				t.Errorf("electedCell = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
 

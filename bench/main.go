@@ -7,7 +7,7 @@
 // processes, etcd embedded), with the helpers the backend tests use, and
 // stops them when it ends, on error or interrupt too. Run it from bench/:
 //
-//	go run .          # the full run, under 20 minutes
+//	go run .          # the full run, about 20 minutes
 //	go run . -quick   # a smoke run, under 3 minutes
 package main
 
@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -42,6 +43,7 @@ func run(args []string, out io.Writer) error {
 	only := fs.String("backends", "memory,redis,etcd,zookeeper", "comma-separated backends to run")
 	rev := fs.String("rev", gitRev(), "the library revision measured, for the report")
 	workloads := fs.String("workloads", "", "comma-separated workloads to run (default: all): "+strings.Join(workloadIDs(), ","))
+	scale := fs.String("scale", "", "comma-separated numbers of campaigns for the scale workload, on every backend (default: 1,100,1000,10000,100000, etcd and ZooKeeper up to 10000; -quick: 1,100,1000)")
 	render := fs.String("render", "", "render the tables and charts again from this latest.json, without running anything")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -54,6 +56,13 @@ func run(args []string, out io.Writer) error {
 	cfg := fullConfig()
 	if *quick {
 		cfg = quickConfig()
+	}
+	if *scale != "" {
+		var err error
+		if cfg.Scale, err = parseCounts(*scale); err != nil {
+			return fmt.Errorf("-scale: %w", err)
+		}
+		cfg.ScaleMax = nil // what is asked for, on every backend
 	}
 	b := &bench{cfg: cfg, out: out, report: newReport(cfg, args)}
 	b.report.Revision = *rev
@@ -82,6 +91,19 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// parseCounts parses a comma-separated list of positive counts.
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, f := range splitList(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive count", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // gitRev returns the short commit of the repository around the working

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,10 +127,13 @@ func fmtNum(v float64) string {
 	if v < 10 && v != float64(int64(v)) {
 		return fmt.Sprintf("%.2f", v)
 	}
-	s := fmt.Sprintf("%.0f", v)
+	s := fmt.Sprintf("%.0f", math.Abs(v))
 	var b strings.Builder
+	if v < 0 && s != "0" {
+		b.WriteByte('-')
+	}
 	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 && s[0] != '-' {
+		if i > 0 && (len(s)-i)%3 == 0 {
 			b.WriteByte(',')
 		}
 		b.WriteRune(c)

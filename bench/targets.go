@@ -85,9 +85,9 @@ func throughputTargets(rep *Report, backend string) []Target {
 }
 
 func scaleTargets(rep *Report, backend string) []Target {
-	var rows []Row
+	var rows []Row // the points whose campaigns were all elected and held
 	for _, r := range rep.Select("scale") {
-		if r.Backend == backend && r.Subject == "hustings campaigns" {
+		if r.Backend == backend && r.Subject == "hustings campaigns" && heldAll(r) {
 			rows = append(rows, r)
 		}
 	}
