@@ -59,7 +59,7 @@ func (rep *Report) handoverCell(backend string) string {
 	}
 	s := fmtDur(h.Latency.P50) + " / " + fmtDur(h.Latency.P99)
 	if p := rep.bestPeer("handover", backend, "", lowerP50); p != nil {
-		s += paren([]string{strings.TrimSuffix(p.Subject, " unlock → lock") + " " + fmtDur(p.Latency.P50)})
+		s += paren([]string{handoverLabel(p.Subject) + ": " + fmtDur(p.Latency.P50)})
 	}
 	return s
 }
