@@ -76,7 +76,7 @@ func TestFormat(t *testing.T) {
 	}
 }
 
-// TestTargets: the goals are judged from the rows as the issue states them.
+// TestTargets: the goals are judged from the rows as they were set.
 func TestTargets(t *testing.T) {
 	lat := func(p50, p99 time.Duration) *Dist { return &Dist{N: 1, P50: p50, P99: p99, Max: p99} }
 	rep := &Report{Rows: []Row{

@@ -74,7 +74,7 @@ type section struct {
 }
 
 var sections = []section{
-	{"targets", "Targets", "The goals of issue #8, reported, not asserted.", nil},
+	{"targets", "Targets", "The performance goals set for the library, each judged from this run's rows: reported, not asserted.", nil},
 	{"acquire-release", "Acquire + release of a free lock",
 		"Median (p50), 99th percentile and largest of one acquire and one release, on one open session or client; the plain read and write of the same server, timed in turns with them, are the baselines (× read, × write: p50 over the baseline's p50). `hustings RunIfLeader` also opens and closes a session (its lease) per run.",
 		renderLatencyRatios},

@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// Target is one performance goal of issue #8, with what this run measured.
+// Target is one performance goal set for the library, with what this
+// run measured.
 type Target struct {
 	Goal     string `json:"goal"`
 	Backend  string `json:"backend"`
@@ -16,7 +17,7 @@ type Target struct {
 	Note     string `json:"note,omitempty"` // what limits a miss
 }
 
-// Goals, as the issue states them.
+// Goals, as they were set for the library.
 const (
 	goalAcquire   = "acquire + release ≤ 1.3× two plain writes"
 	goalRunIf     = "RunIfLeader throughput ≥ best peer"
