@@ -69,10 +69,21 @@ type Session interface {
 	// even if the session lives on; 0 ties it to the session only; < 0 is
 	// ErrInvalid.
 	Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error)
-	// KeepAlive extends the session, and so every lock it holds, by its TTL
-	// in one round trip. It returns an error matching ErrSessionLost if the
-	// session expired before the call arrived.
+	// KeepAlive extends the session, and so every lock it holds, by its TTL,
+	// and confirms those locks, in one round trip whatever their number.
+	// It returns an error matching ErrSessionLost if the session expired
+	// before the call arrived. Locks it finds the backend no longer holds
+	// for the session are reported by Lost; the call still succeeds.
 	KeepAlive(ctx context.Context) error
+	// Lost returns the locks that Acquire granted this session, that it has
+	// not released since, and that the backend was found to hold for it no
+	// more although the session lives (deleted or evicted behind its back,
+	// their lease revoked), by name with the token they were granted under;
+	// nil if none. KeepAlive checks every lock; a backend that can push a
+	// deletion may report it sooner. A name leaves Lost when Acquire grants
+	// it again or Release is called for it under its token. Lost does not
+	// block.
+	Lost() map[string]events.Token
 	// Release gives up the lock name held under token. With hold > 0 the
 	// lock stays held for hold after the call (a minimum hold, so late
 	// candidates skip), by nobody alive: Holder still reports the releasing

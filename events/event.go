@@ -57,11 +57,16 @@ var (
 	ErrUnreachable = errors.New("events: backend unreachable")
 	// ErrCanceled: the context the campaign ran under ended.
 	ErrCanceled = errors.New("events: context canceled")
+	// ErrLockLost: the session lives, but the backend no longer holds the
+	// lock for it: deleted or evicted behind its back, its lease revoked.
+	// Another candidate may already hold it.
+	ErrLockLost = errors.New("events: lock lost")
 )
 
 // ReasonCode returns the short, stable code of a revocation reason, for
 // logs, metrics (the reason label) and machine-read output: "resigned",
-// "lease-expired", "session-lost", "unreachable" or "canceled"; "other"
+// "lease-expired", "session-lost", "lock-lost", "unreachable" or
+// "canceled"; "other"
 // for an error that wraps none of the reasons above, "" for nil.
 func ReasonCode(reason error) string {
 	if reason == nil {
@@ -75,6 +80,7 @@ func ReasonCode(reason error) string {
 		{ErrUnreachable, "unreachable"},
 		{ErrLeaseExpired, "lease-expired"},
 		{ErrSessionLost, "session-lost"},
+		{ErrLockLost, "lock-lost"},
 		{ErrCanceled, "canceled"},
 	} {
 		if errors.Is(reason, r.err) {

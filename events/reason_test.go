@@ -19,6 +19,7 @@ func TestReasonCode(t *testing.T) {
 		{fmt.Errorf("%w: %w", events.ErrUnreachable, errors.New("dial tcp: refused")), "unreachable"},
 		{fmt.Errorf("%w: gone", events.ErrSessionLost), "session-lost"},
 		{events.ErrCanceled, "canceled"},
+		{fmt.Errorf("%w: deleted", events.ErrLockLost), "lock-lost"},
 		{errors.New("something else"), "other"},
 	} {
 		if got := events.ReasonCode(tc.reason); got != tc.want {

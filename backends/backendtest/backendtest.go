@@ -40,6 +40,10 @@ type Harness struct {
 	// Registry runs the registry checks too: the backend must implement
 	// backends.Registry and its sessions backends.Registrar.
 	Registry bool
+	// Delete removes the lock name from the backend behind its holder's
+	// back, as an operator's delete or an eviction would (a DEL of the key,
+	// a delete of the key or node). Required.
+	Delete func(t *testing.T, b backends.Backend, name string)
 }
 
 // wakeBound is how long the suite waits for a watch signal or for a call
@@ -63,6 +67,8 @@ var checks = []check{
 	{"TokensIncrease", tokensIncrease},
 	{"RaceForFreeLock", raceForFreeLock},
 	{"KeepAliveKeepsLocks", keepAliveKeepsLocks},
+	{"DeletedLockIsLost", deletedLockIsLost},
+	{"ReleasedLockIsNotLost", releasedLockIsNotLost},
 	{"ExpiryFreesLock", expiryFreesLock},
 	{"ExpiryLosesAllLocks", expiryLosesAllLocks},
 	{"CloseFreesLocks", closeFreesLocks},
@@ -78,8 +84,8 @@ var checks = []check{
 // Run runs the contract suite against the backends h.New returns.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
-	if h.New == nil || h.TTL <= 0 {
-		t.Fatalf("backendtest: Harness needs New and a TTL > 0 (TTL is %v)", h.TTL)
+	if h.New == nil || h.TTL <= 0 || h.Delete == nil {
+		t.Fatalf("backendtest: Harness needs New, Delete and a TTL > 0 (TTL is %v)", h.TTL)
 	}
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
 	all := checks

@@ -22,6 +22,64 @@ func keepAliveKeepsLocks(e *env) {
 	e.wantErr("Acquire of a lock kept alive past its TTL", err, backends.ErrHeld)
 }
 
+// deletedLockIsLost: a lock deleted behind its holder's back is reported
+// by the holder's Lost after its next KeepAlive, which still succeeds;
+// the session's other locks are not. It stays lost while another holds it,
+// and leaves Lost once the session acquires it again.
+func deletedLockIsLost(e *env) {
+	a := e.open("a")
+	gone, kept := e.name(), e.name()
+	tok := e.acquire(a, gone, 0)
+	keptTok := e.acquire(a, kept, 0)
+	e.keepAlive(a)
+	if lost := a.Lost(); lost != nil {
+		e.t.Fatalf("Lost() = %v with every lock in place, want nil", lost)
+	}
+	e.h.Delete(e.t, e.b, gone)
+	e.eventually("a's KeepAlive reports the deleted lock", func() bool {
+		e.keepAlive(a)
+		return a.Lost()[gone] == tok
+	})
+	if lost := a.Lost(); len(lost) != 1 {
+		e.t.Fatalf("Lost() = %v, want only %s:%d", lost, gone, tok)
+	}
+	e.wantHolder(kept, "a", keptTok)
+	b := e.open("b")
+	next := e.acquire(b, gone, 0)
+	if next <= tok {
+		e.t.Fatalf("token after the delete = %d, want > %d", next, tok)
+	}
+	e.keepAlive(a)
+	if a.Lost()[gone] != tok {
+		e.t.Fatalf("Lost() = %v once another session holds the lock, want %s:%d", a.Lost(), gone, tok)
+	}
+	_, err := a.Acquire(e.ctx, gone, 0)
+	e.wantErr("Acquire of the lost lock, held by another", err, backends.ErrHeld)
+	e.release(b, gone, next, 0)
+	again := e.acquire(a, gone, 0)
+	if again <= next {
+		e.t.Fatalf("token when a takes it back = %d, want > %d", again, next)
+	}
+	e.keepAlive(a)
+	if lost := a.Lost(); lost != nil {
+		e.t.Fatalf("Lost() = %v after a acquired the lock again, want nil", lost)
+	}
+}
+
+// releasedLockIsNotLost: a lock the session released, or released with a
+// hold, is not reported lost, and neither is one it holds.
+func releasedLockIsNotLost(e *env) {
+	a := e.open("a")
+	freed, held, kept := e.name(), e.name(), e.name()
+	e.release(a, freed, e.acquire(a, freed, 0), 0)
+	e.release(a, held, e.acquire(a, held, 0), e.h.TTL)
+	e.acquire(a, kept, 0)
+	e.keepAlive(a)
+	if lost := a.Lost(); lost != nil {
+		e.t.Fatalf("Lost() = %v after releases, want nil", lost)
+	}
+}
+
 // expiryFreesLock: a session that stops renewing loses its lock after the
 // TTL; another session takes it with a higher token, and the lost
 // session's KeepAlive is ErrSessionLost.

@@ -10,7 +10,7 @@
 // callers compute their deadlines from the TTL they asked for), and puts a
 // session key bound to it. Every lock key the session takes is bound to
 // the same lease, as is its registry entry in each group, so one KeepAlive
-// (one keep-alive request, whatever the number of locks) renews them all,
+// renews them all (one keep-alive request, whatever the number of locks),
 // and when the lease expires or Close revokes it, etcd deletes them all at
 // once. etcd checks for expired leases periodically (every 500 ms), so a
 // lost session's locks are freed somewhat after the TTL, never before.
@@ -44,6 +44,32 @@
 // key is instead bound to a new lease of the hold (one more round trip)
 // and marked held by nobody alive: its create revision, and so Holder's
 // token, stay, and it survives the session's Close.
+//
+// # Ownership
+//
+// Renewing the lease proves nothing about the locks: a lock key deleted
+// while the lease lives (by an operator, or a buggy tool) is gone, and
+// another candidate may take it. So KeepAlive also confirms every lock
+// the session was granted and has not released, alongside the keep-alive
+// request and in the same round trip of latency: read-only transactions
+// that compare each lock key's mod revision with its token (Acquire
+// created the key at that revision, and only Release writes it after, so
+// a key deleted, recreated, overwritten or bound to another lease fails),
+// and that a guarded lock's guard key exists. When every compare holds
+// the answer is empty; otherwise the same transaction reads the keys, and
+// the locks found gone are reported by Lost while KeepAlive returns nil.
+// A lock whose guard lease ended is reported too.
+//
+// etcd takes at most --max-txn-ops (default 128) compares per
+// transaction, so a session holding n locks sends ⌈n/128⌉ transactions
+// per KeepAlive (a lock acquired with a lease counts twice), all in
+// flight at once with the keep-alive request on the client's one
+// connection: 10,000 locks cost 79 transactions and one keep-alive
+// request per tick, each transaction about 11 KB for names of a dozen
+// bytes, and one round trip once gRPC has sized its flow-control window
+// for the link (until then, a round trip more per window's worth). A
+// server configured with a lower --max-txn-ops refuses them, and
+// KeepAlive of a session holding that many locks fails.
 //
 // # Candidate registry
 //
@@ -84,8 +110,8 @@
 //
 // # What blocks
 //
-// Every call is one or two round trips and blocks until the server
-// answers or ctx ends; a call with a done ctx sends nothing and returns an
+// Every call is one or two round trips (KeepAlive: one, of ⌈n/128⌉+1
+// requests in parallel) and blocks until the server answers or ctx ends; a call with a done ctx sends nothing and returns an
 // error matching backends.ErrUnavailable and ctx.Err(). Local checks come
 // first: a closed session returns backends.ErrSessionClosed, bad input
 // backends.ErrInvalid. A Close that does not reach the server leaves the
@@ -94,16 +120,21 @@
 // # Channels and concurrency
 //
 // Backend and every session are safe for concurrent use. No constructor
-// or method starts a goroutine except Watch, whose goroutine pumps the
-// etcd watch into the returned channel and closes it when ctx ends (or the
-// client is closed, or the watch breaks); cancel ctx to stop it.
+// starts a goroutine. KeepAlive starts one per confirming transaction and
+// waits for them all before it returns. Watch starts one that outlives
+// it: it pumps the etcd watch into the returned channel and closes it
+// when ctx ends (or the client is closed, or the watch breaks); cancel
+// ctx to stop it.
 //
 // # Errors
 //
 // etcd's "lease not found" becomes backends.ErrSessionLost; a TTL the
 // server refuses becomes backends.ErrInvalid; every other failure (no
 // connection, no leader, timeouts, a done context) becomes
-// backends.ErrUnavailable, wrapping the client's error.
+// backends.ErrUnavailable, wrapping the client's error. A KeepAlive whose
+// lease is gone returns ErrSessionLost whatever its confirmation found; one
+// that renewed the lease but could not confirm the locks returns
+// ErrUnavailable.
 //
 // # What it cannot promise
 //

@@ -27,7 +27,20 @@ func TestContract(t *testing.T) {
 		New:      func(t *testing.T) backends.Backend { return newBackend(t, cli) },
 		TTL:      2 * time.Second,
 		Registry: true,
+		Delete:   deleteLock(cli),
 	})
+}
+
+// deleteLock returns a Harness.Delete that deletes a lock's key with cli,
+// as an operator would.
+func deleteLock(cli *clientv3.Client) func(t *testing.T, b backends.Backend, name string) {
+	return func(t *testing.T, b backends.Backend, name string) {
+		t.Helper()
+		resp, err := cli.Delete(t.Context(), etcd.LockKey(b.(*etcd.Backend), name))
+		if err != nil || resp.Deleted != 1 {
+			t.Fatalf("delete the key of %q: %+v, %v; want one key deleted", name, resp, err)
+		}
+	}
 }
 
 // TestGroups runs the group scenario of the contract suite (crashes and

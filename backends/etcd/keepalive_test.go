@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
 )
 
@@ -71,21 +72,93 @@ func (s countedStream) SendMsg(m any) error {
 	return s.ClientStream.SendMsg(m)
 }
 
-// TestThousandLocksOneRequestPerKeepAlive: a session holding 1,000 locks
-// is kept alive by one lease keep-alive request per KeepAlive, with no
-// request per lock.
-func TestThousandLocksOneRequestPerKeepAlive(t *testing.T) {
-	const locks, renewals = 1000, 5
+// TestKeepAliveRequests: a KeepAlive sends one lease keep-alive request,
+// and one transaction per 128 locks held (64 acquired with a lease) to
+// confirm them; nothing per lock.
+func TestKeepAliveRequests(t *testing.T) {
+	const renewals = 3
 	srv := etcdtest.Start(t)
 	counts := &requests{n: make(map[string]int)}
 	b := newBackend(t, srv.Client(t, counts.dialOptions()...))
-	s := open(t, b, "many", 30*time.Second)
+	plain := open(t, b, "plain", time.Minute)
+	guarded := open(t, b, "guarded", time.Minute)
+	for _, tc := range []struct {
+		s           backends.Session
+		lease       time.Duration
+		locks, txns int
+	}{
+		{plain, 0, 0, 0},
+		{plain, 0, 1, 1},
+		{plain, 0, 128, 1},
+		{plain, 0, 129, 2},
+		{plain, 0, 1000, 8}, // ⌈1000/128⌉
+		{guarded, time.Minute, 64, 1},
+		{guarded, time.Minute, 100, 2},
+	} {
+		acquireMany(t, tc.s, tc.locks, tc.lease)
+		before := counts.snapshot()
+		for range renewals {
+			keepAlive(t, tc.s)
+		}
+		got := counts.since(before)
+		want := map[string]int{"/etcdserverpb.Lease/LeaseKeepAlive": renewals}
+		if tc.txns > 0 {
+			want["/etcdserverpb.KV/Txn"] = renewals * tc.txns
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%d KeepAlives of a session with %d locks (lease %v) sent %v, want %v", renewals, tc.locks, tc.lease, got, want)
+		}
+		if lost := tc.s.Lost(); lost != nil {
+			t.Fatalf("Lost() = %v with every lock in place", lost)
+		}
+	}
+	for _, i := range []int{0, 500, 999} {
+		name := fmt.Sprintf("%s-%d", plain.ID(), i)
+		if h, err := b.Holder(t.Context(), name); err != nil || h.ID != plain.ID() {
+			t.Fatalf("Holder(%q) = %+v, %v; want %s", name, h, err, plain.ID())
+		}
+	}
+}
+
+// TestKeepAliveOneRoundTrip: on a link with 50 ms of latency each way, a
+// KeepAlive of a session holding 1,000 locks takes one round trip (its
+// nine requests are in flight at once), not nine. The link is slow from
+// the start, as a real one is: gRPC sizes its flow-control windows from
+// the round trips it measures, and until it has, the first KeepAlive's
+// 90 KB of transactions wait one round trip more for window.
+func TestKeepAliveOneRoundTrip(t *testing.T) {
+	const rtt = 100 * time.Millisecond
+	link, cli := etcdtest.Start(t).Linked(t)
+	t.Cleanup(link.Heal) // before the link closes: toxiproxy leaks an active latency toxic's goroutine
+	link.Latency(rtt/2, 0)
+	s := open(t, newBackend(t, cli), "many", time.Minute)
+	acquireMany(t, s, 1000, 0)
+	for range 3 {
+		keepAlive(t, s) // let gRPC size its windows
+	}
+	best := time.Hour
+	for range 3 {
+		start := time.Now()
+		keepAlive(t, s)
+		best = min(best, time.Since(start))
+	}
+	t.Logf("KeepAlive of 1,000 locks over a %v round trip: %v at best", rtt, best)
+	if best > 2*rtt {
+		t.Fatalf("KeepAlive of 1,000 locks took %v at best, want under %v (two round trips); nine in a row would take %v", best, 2*rtt, 9*rtt)
+	}
+}
+
+// acquireMany makes s hold n locks named after its ID, s.ID()+"-0" to
+// s.ID()+"-"+(n-1), with lease; those it holds already stay as they are.
+func acquireMany(t *testing.T, s backends.Session, n int, lease time.Duration) {
+	t.Helper()
+	const workers = 100 // enough to be quick on a slow link
 	var wg sync.WaitGroup
-	errs := make(chan error, locks)
-	for w := range 8 {
+	errs := make(chan error, n)
+	for w := range workers {
 		wg.Go(func() {
-			for i := w; i < locks; i += 8 {
-				if _, err := s.Acquire(t.Context(), fmt.Sprintf("lock-%d", i), 0); err != nil {
+			for i := w; i < n; i += workers {
+				if _, err := s.Acquire(t.Context(), fmt.Sprintf("%s-%d", s.ID(), i), lease); err != nil {
 					errs <- err
 				}
 			}
@@ -94,24 +167,6 @@ func TestThousandLocksOneRequestPerKeepAlive(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Fatalf("Acquire: %v", err)
-	}
-
-	before := counts.snapshot()
-	for range renewals {
-		if err := s.KeepAlive(t.Context()); err != nil {
-			t.Fatalf("KeepAlive: %v", err)
-		}
-	}
-	got := counts.since(before)
-	want := map[string]int{"/etcdserverpb.Lease/LeaseKeepAlive": renewals}
-	if !maps.Equal(got, want) {
-		t.Fatalf("%d KeepAlives of a session with %d locks sent %v, want %v", renewals, locks, got, want)
-	}
-	for _, i := range []int{0, locks / 2, locks - 1} {
-		name := fmt.Sprintf("lock-%d", i)
-		if h, err := b.Holder(t.Context(), name); err != nil || h.ID != "many" {
-			t.Fatalf("Holder(%q) = %+v, %v; want many", name, h, err)
-		}
+		t.Fatalf("%s: Acquire: %v", s.ID(), err)
 	}
 }

@@ -20,7 +20,8 @@ const staleTries = 3
 // binds the key to the session's lease; the token is the key's create
 // revision. If the key exists it reports the holder, or returns the same
 // token when this session holds it. A lease > 0 costs one more round trip
-// first: it grants the lock's guard lease.
+// first: it grants the lock's guard lease. The lock granted is confirmed by
+// every KeepAlive from then on, until Release.
 func (s *session) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
 	if err := s.usable(); err != nil {
 		return 0, err
@@ -43,7 +44,11 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	if guard != 0 && !used {
 		s.b.revoke(ctx, guard)
 	}
-	return tok, err
+	if err != nil {
+		return 0, err
+	}
+	s.ledger.Granted(name, tok)
+	return tok, nil
 }
 
 // acquire runs the acquiring transaction, clearing a lock whose lease
@@ -124,6 +129,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	if err := backends.ValidateRelease(name, hold); err != nil {
 		return err
 	}
+	s.ledger.Released(name, token) // whatever the outcome: the session claims this grant no more
 	if token == 0 || token > math.MaxInt64 {
 		return s.notHeld(name, token)
 	}

@@ -11,6 +11,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/ledger"
 )
 
 // Open starts a session for candidate id: it grants an etcd lease of ttl
@@ -51,13 +53,21 @@ type session struct {
 	mu     sync.Mutex
 	closed bool
 	guards map[string]clientv3.LeaseID // guard leases of locks taken with a lease, by name
+
+	ledger ledger.Ledger // what Acquire granted, and what KeepAlive found gone
 }
 
 // ID returns the candidate ID the session was opened for.
 func (s *session) ID() string { return s.id }
 
-// KeepAlive renews the session's lease, and so every lock of the session,
-// with one keep-alive request.
+// KeepAlive renews the session's lease, and so every lock of the
+// session, and confirms the locks the session holds, in one round trip of
+// latency: one lease keep-alive request and, alongside it, one read-only
+// transaction per maxTxnOps locks (half as many locks acquired with a
+// lease), all in flight at once. Locks found gone go to Lost. The lease
+// comes first: if it is gone the result matches backends.ErrSessionLost
+// and nothing goes to Lost; if the confirmation fails the result matches
+// backends.ErrUnavailable, although the lease may have been renewed.
 func (s *session) KeepAlive(ctx context.Context) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -65,8 +75,29 @@ func (s *session) KeepAlive(ctx context.Context) error {
 	if err := ctxErr(ctx, "keep-alive"); err != nil {
 		return err
 	}
+	parts := chunks(s.held())
+	gone := make([][]held, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, part := range parts {
+		wg.Go(func() { gone[i], errs[i] = s.confirm(ctx, part) })
+	}
 	_, err := s.b.client.KeepAliveOnce(ctx, s.lease)
-	return translate(ctx, "keep-alive", err)
+	wg.Wait()
+	if err != nil {
+		return translate(ctx, "keep-alive", err)
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err // one is enough: the locks are not confirmed
+		}
+	}
+	for _, part := range gone {
+		for _, l := range part {
+			s.ledger.Gone(l.name, l.token)
+		}
+	}
+	return nil
 }
 
 // Close revokes the session's lease, which deletes every lock key bound to
@@ -123,3 +154,6 @@ func (s *session) setGuard(name string, g clientv3.LeaseID) {
 func (s *session) lost(what string) error {
 	return fmt.Errorf("etcd: %s: session of %s (lease %x) expired: %w", what, s.id, int64(s.lease), backends.ErrSessionLost)
 }
+
+// Lost returns the locks KeepAlive found gone; see backends.Session.
+func (s *session) Lost() map[string]events.Token { return s.ledger.Lost() }

@@ -49,6 +49,7 @@ func TestContract(t *testing.T) {
 		TTL:      time.Second,
 		Advance:  clock.Advance,
 		Registry: true,
+		Delete:   deleteLock,
 	})
 }
 
@@ -62,8 +63,12 @@ func TestContractRealClock(t *testing.T) {
 		New:      func(*testing.T) backends.Backend { return memory.New() },
 		TTL:      400 * time.Millisecond,
 		Registry: true,
+		Delete:   deleteLock,
 	})
 }
+
+// deleteLock removes a lock behind its holder's back.
+func deleteLock(_ *testing.T, b backends.Backend, name string) { b.(*memory.Backend).Delete(name) }
 
 // TestPartitionLosesSession: a partitioned candidate's calls block until
 // their context ends and fail with ErrUnavailable; its renewals never

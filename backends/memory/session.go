@@ -7,6 +7,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/ledger"
 )
 
 // session is one candidate's liveness on a Backend. Every field after ttl
@@ -20,6 +21,8 @@ type session struct {
 	ended   bool // the backend forgot it: it expired, or Close reached it
 	closed  bool // its owner called Close
 	locks   map[string]*lock
+
+	ledger ledger.Ledger // what it was granted, and lost behind its back
 }
 
 // alive reports whether the backend still knows s at now.
@@ -50,11 +53,14 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	}
 	if l := s.b.lookup(name, now); l != nil {
 		if l.sess == s {
+			s.ledger.Granted(name, l.token)
 			return l.token, nil
 		}
 		return 0, heldErr(name, l)
 	}
-	return s.b.take(s, name, lease, now), nil
+	tok := s.b.take(s, name, lease, now)
+	s.ledger.Granted(name, tok)
+	return tok, nil
 }
 
 // KeepAlive extends s by its TTL from now, unless it already expired.
@@ -72,8 +78,16 @@ func (s *session) KeepAlive(ctx context.Context) error {
 		return err
 	}
 	s.expires = now.Add(s.ttl)
+	for name, tok := range s.ledger.Held() {
+		if l := s.b.lookup(name, now); l == nil || l.sess != s || l.token != tok {
+			s.ledger.Gone(name, tok)
+		}
+	}
 	return nil
 }
+
+// Lost returns the locks KeepAlive found gone; see backends.Session.
+func (s *session) Lost() map[string]events.Token { return s.ledger.Lost() }
 
 // Release gives up name held by s under token, at once or after hold.
 func (s *session) Release(ctx context.Context, name string, token events.Token, hold time.Duration) error {
@@ -86,6 +100,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	if err := s.b.reach(ctx, s.id); err != nil {
 		return err
 	}
+	s.ledger.Released(name, token)
 	s.b.mu.Lock()
 	defer s.b.mu.Unlock()
 	now := s.b.clock.Now()

@@ -43,6 +43,12 @@ type Backend struct {
 	client goredis.UniversalClient
 	prefix string
 	hub    hub // every Watch, over one connection
+
+	// oneServer: client is a *goredis.Client, which talks to one server
+	// (standalone, or the primary a Sentinel names), so a script may read
+	// keys of any slot. Any other client (ClusterClient, Ring, a wrapper)
+	// may spread keys over servers, and KeepAlive reads locks one by one.
+	oneServer bool
 }
 
 // New returns a Backend that sends its commands through client. It does no
@@ -55,7 +61,8 @@ func New(client goredis.UniversalClient, opts ...Option) (*Backend, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: redis: nil client", backends.ErrInvalid)
 	}
-	b := &Backend{client: client, prefix: DefaultPrefix}
+	_, oneServer := client.(*goredis.Client)
+	b := &Backend{client: client, prefix: DefaultPrefix, oneServer: oneServer}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(b)

@@ -6,9 +6,11 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// The scripts touch only the keys of one lock, which share a hash slot;
-// none reads a session key, which lives in a slot of its own. They are run
-// with EVALSHA, and with EVAL when the server does not have them cached.
+// The scripts but confirmScript touch only the keys of one lock, which
+// share a hash slot; none reads a session key, which lives in a slot of
+// its own. confirmScript reads the lock keys of many names, so it runs on
+// a single server only (see Backend.oneServer). They are run with EVALSHA,
+// and with EVAL when the server does not have them cached.
 
 // acquireScript takes the lock if it is free, or if its value is exactly
 // ARGV[4] (a holder whose session the caller found gone; session keys are
@@ -82,6 +84,29 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   return 1
 end
 return 0
+`)
+
+// confirmScript finds which of a session's locks no longer hold the value
+// it was granted, "<token> s <session ID>": deleted, evicted, expired with
+// their lease, or overwritten. It reads them with one MGET per 1,000 keys
+// (unpack is bounded by the Lua stack).
+//
+// KEYS: lock keys. ARGV: session ID, then the token of each lock key in
+// order. Returns the indexes (from 1) in KEYS of the locks not as granted.
+var confirmScript = goredis.NewScript(`
+local suffix = ' s ' .. ARGV[1]
+local gone = {}
+for first = 1, #KEYS, 1000 do
+  local last = math.min(first + 999, #KEYS)
+  local vals = redis.call('MGET', unpack(KEYS, first, last))
+  for j = 1, #vals do
+    local i = first + j - 1
+    if vals[j] ~= ARGV[i + 1] .. suffix then
+      gone[#gone + 1] = i
+    end
+  end
+end
+return gone
 `)
 
 // scriptCall is one script run with its keys and arguments.

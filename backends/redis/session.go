@@ -15,6 +15,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/ledger"
 )
 
 // session is one Open: a session key that its KeepAlive renews. It knows
@@ -31,6 +32,8 @@ type session struct {
 	closed bool
 	names  map[string]struct{} // locks it may hold
 	groups map[string]struct{} // groups it may have an entry in
+
+	ledger ledger.Ledger // what Acquire granted, and what KeepAlive found gone
 }
 
 func newSession(b *Backend, id string, ttl time.Duration) *session {
@@ -54,13 +57,27 @@ func (s *session) ID() string { return s.id }
 // Acquire takes name if it is free, held by this session (same token), or
 // held by a session that is gone (compare-and-set on that exact holder).
 // One round trip when it is free or ours; two or three when it is not.
+// The ledger records what it grants, for KeepAlive to confirm.
 func (s *session) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
-	if err := s.check(ctx, "acquire", name); err != nil {
+	if err := s.usable(); err != nil {
 		return 0, err
 	}
-	if lease < 0 {
-		return 0, fmt.Errorf("%w: lease %v must be ≥ 0", backends.ErrInvalid, lease)
+	if err := backends.ValidateAcquire(name, lease); err != nil {
+		return 0, err
 	}
+	if err := ctx.Err(); err != nil {
+		return 0, unavailable(ctx, "acquire", err)
+	}
+	tok, err := s.acquire(ctx, name, lease)
+	if err == nil {
+		s.ledger.Granted(name, tok)
+	}
+	return tok, err
+}
+
+// acquire runs the acquire script, and the take-over if the holder's
+// session is gone.
+func (s *session) acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
 	k := s.b.keys(name)
 	s.track(name)
 	tok, holder, err := s.try(ctx, k, lease, "")
@@ -115,7 +132,7 @@ func (s *session) try(ctx context.Context, k lockKeys, lease time.Duration, expe
 	if !alive {
 		// The lock is now held by a session that is gone, which is free;
 		// deleting it wakes the waiters at once.
-		s.b.undo(ctx, k, fmt.Sprintf("%d s %s", tok, s.sid))
+		s.b.undo(ctx, k, s.value(events.Token(tok)))
 		return 0, "", s.lost()
 	}
 	return events.Token(tok), "", nil
@@ -134,34 +151,20 @@ func acquireReply(reply any) (status, val string, err error) {
 	return "", "", fmt.Errorf("unexpected acquire reply %#v", reply)
 }
 
-// KeepAlive renews the session key, and so every lock of the session, with
-// one PEXPIRE. PEXPIRE never creates a key: a session that expired stays
-// lost.
-func (s *session) KeepAlive(ctx context.Context) error {
+// Release frees name, or marks it held by nobody alive for hold, if this
+// session holds it under token. One round trip. Whatever its outcome, the
+// session claims name under token no more: KeepAlive stops confirming it,
+// and Lost stops reporting it.
+func (s *session) Release(ctx context.Context, name string, token events.Token, hold time.Duration) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return unavailable(ctx, "keep-alive", err)
-	}
-	ok, err := s.b.client.PExpire(ctx, s.key, s.ttl).Result()
-	if err != nil {
-		return unavailable(ctx, "keep-alive", err)
-	}
-	if !ok {
-		return s.lost()
-	}
-	return nil
-}
-
-// Release frees name, or marks it held by nobody alive for hold, if this
-// session holds it under token. One round trip.
-func (s *session) Release(ctx context.Context, name string, token events.Token, hold time.Duration) error {
-	if err := s.check(ctx, "release", name); err != nil {
+	if err := backends.ValidateRelease(name, hold); err != nil {
 		return err
 	}
-	if hold < 0 {
-		return fmt.Errorf("%w: hold %v must be ≥ 0", backends.ErrInvalid, hold)
+	s.ledger.Released(name, token)
+	if err := ctx.Err(); err != nil {
+		return unavailable(ctx, "release", err)
 	}
 	k := s.b.keys(name)
 	tok := strconv.FormatUint(uint64(token), 10)
@@ -293,3 +296,6 @@ func (s *session) untrack(name string) {
 func (b *Backend) undo(ctx context.Context, k lockKeys, val string) {
 	_ = undoScript.Run(ctx, b.client, []string{k.lock}, val, k.channel).Err()
 }
+
+// Lost returns the locks KeepAlive found gone; see backends.Session.
+func (s *session) Lost() map[string]events.Token { return s.ledger.Lost() }

@@ -54,11 +54,13 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 }
 
 // current returns the session's node for name, unless there is none, its
-// lease ended (the lock is lost) or it is queued for another lease: then
-// it deletes it and returns nil.
+// lease ended (the lock is lost: Lost reports it until an Acquire grants
+// it again) or it is queued for another lease: then it deletes it and
+// returns nil.
 func (s *session) current(ctx context.Context, name string, lease time.Duration, start time.Time) *lock {
 	l := s.lockOf(name)
 	if l != nil && (l.leaseOver(start) || !l.granted && l.lease != lease) {
+		s.lose(l)
 		s.drop(ctx, l)
 		return nil
 	}
@@ -73,14 +75,14 @@ func (s *session) join(ctx context.Context, name string, lease time.Duration, st
 		return 0, err
 	}
 	if st.NumChildren == 1 {
-		l.granted = true
-		return l.token, nil
+		return s.grant(l), nil
 	}
 	return s.contend(ctx, l, lease, start, st.Mtime)
 }
 
 // reacquire confirms that the session still holds l: its node exists.
-// If others deleted it (its session or lease had ended) it joins anew.
+// If it is gone (deleted by others, or behind the session's back) the lock
+// is lost, and it joins anew.
 func (s *session) reacquire(ctx context.Context, l *lock, lease time.Duration, start time.Time) (events.Token, error) {
 	var ok bool
 	err := s.b.call(ctx, "acquire "+l.name, func() error {
@@ -92,9 +94,9 @@ func (s *session) reacquire(ctx context.Context, l *lock, lease time.Duration, s
 		return 0, s.fail(ctx, "acquire "+l.name, err)
 	}
 	if ok {
-		return l.token, nil
+		return s.grant(l), nil
 	}
-	s.forget(l)
+	s.lose(l)
 	return s.join(ctx, l.name, lease, start)
 }
 
@@ -160,8 +162,7 @@ func (s *session) contend(ctx context.Context, l *lock, lease time.Duration, sta
 		}
 		switch v.kind {
 		case mine:
-			l.granted = true
-			return l.token, nil
+			return s.grant(l), nil
 		case held:
 			if l.lease > 0 {
 				s.drop(ctx, l) // a lease counts from the Acquire that wins: no queueing
@@ -182,7 +183,8 @@ func (s *session) contend(ctx context.Context, l *lock, lease time.Duration, sta
 // Release deletes the session's node of name, which wakes the next
 // waiter. With a hold, the same transaction creates the persistent hold
 // marker, holding the releasing candidate's ID and token, which others
-// honour until hold after its creation.
+// honour until hold after its creation. Whatever its outcome, name under
+// token leaves Lost: the session claims it no more.
 func (s *session) Release(ctx context.Context, name string, token events.Token, hold time.Duration) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -190,6 +192,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	if err := backends.ValidateRelease(name, hold); err != nil {
 		return err
 	}
+	s.ledger.Released(name, token)
 	if err := s.enter(ctx, name); err != nil {
 		return err
 	}

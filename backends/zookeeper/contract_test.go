@@ -1,8 +1,13 @@
 package zookeeper_test
 
 import (
+	"net/url"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/backendtest"
@@ -17,6 +22,7 @@ func harness(t *testing.T) backendtest.Harness {
 		New:      func(t *testing.T) backends.Backend { return newBackend(t, conn, timeout) },
 		TTL:      2 * time.Second, // room for a loaded machine between renewals
 		Registry: true,
+		Delete:   func(t *testing.T, _ backends.Backend, name string) { deleteHolder(t, conn, name) },
 	}
 }
 
@@ -27,4 +33,25 @@ func TestContract(t *testing.T) { backendtest.Run(t, harness(t)) }
 // FIFO through the registry, with crashes and resignations.
 func TestGroups(t *testing.T) {
 	backendtest.RunGroups(t, harness(t))
+}
+
+// deleteHolder deletes the holder's node of the lock name (under the
+// test's root), as an operator would: the oldest child of
+// root/locks/<name>, by sequence number.
+func deleteHolder(t *testing.T, conn *zk.Conn, name string) {
+	t.Helper()
+	parent := root(t) + "/locks/" + url.PathEscape(name)
+	kids, _, err := conn.Children(parent)
+	if err != nil {
+		t.Fatalf("children of %s: %v", parent, err)
+	}
+	kids = slices.DeleteFunc(kids, func(k string) bool { return !strings.Contains(k, "-") }) // the hold marker
+	if len(kids) == 0 {
+		t.Fatalf("lock %q has no node to delete", name)
+	}
+	seq := func(k string) string { _, s, _ := strings.Cut(k, "-"); return s }
+	oldest := slices.MinFunc(kids, func(a, b string) int { return strings.Compare(seq(a), seq(b)) })
+	if err := conn.Delete(parent+"/"+oldest, -1); err != nil {
+		t.Fatalf("delete %s/%s: %v", parent, oldest, err)
+	}
 }

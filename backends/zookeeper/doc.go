@@ -21,19 +21,25 @@
 // The ZooKeeper session is the conn's; a backends.Session is a logical
 // session on it, one per Open, so that many candidates and campaigns can
 // share one conn. Each has a node whose mtime, the server's clock, records
-// its last renewal; KeepAlive writes it: one request, whatever the number of
-// locks. Others treat the session's lock nodes as dead once its node is gone
-// or the server's clock has passed mtime + TTL, and delete them when they
-// look. The session's own calls count the TTL on the local clock from the
-// start of the last successful Open or KeepAlive, which never ends later
-// than the server's count, and fail with backends.ErrSessionLost after it.
-// The ZooKeeper session backs the TTL during partitions: the server deletes
+// its last renewal. KeepAlive writes it and, in the same transaction (a
+// multi), checks that the node of every lock an Acquire granted still
+// exists: one request for up to 1,000 locks, one more for each further 1,000
+// (a bound well within the server's 1 MB request limit, jute.maxbuffer). A
+// multi is all or nothing and names only the first check that failed, so
+// each lock node found gone (deleted by an operator) costs one more request;
+// such locks are reported by Lost, and the session is renewed all the same.
+// Others treat the session's lock nodes as dead once its node is gone or the
+// server's clock has passed mtime + TTL, and delete them when they look. The
+// session's own calls count the TTL on the local clock from the start of the
+// last successful Open or KeepAlive, which never ends later than the
+// server's count, and fail with backends.ErrSessionLost after it. The
+// ZooKeeper session backs the TTL during partitions: the server deletes
 // every ephemeral node of the conn one session timeout after it last heard
-// from it, so Open rejects TTLs longer than the session timeout. go-zookeeper
-// does not report the timeout it negotiated: pass the one given to
-// zk.Connect with WithSessionTimeout (default 4 s). A new ZooKeeper session
-// on the conn (the old one expired) loses every Session opened before it.
-// One-shot runs open their session with the lease as TTL, so
+// from it, so Open rejects TTLs longer than the session timeout.
+// go-zookeeper does not report the timeout it negotiated: pass the one given
+// to zk.Connect with WithSessionTimeout (default 4 s). A new ZooKeeper
+// session on the conn (the old one expired) loses every Session opened
+// before it. One-shot runs open their session with the lease as TTL, so
 // campaign.RunIfLeader and Every on ZooKeeper need campaign.WithLease no
 // longer than the session timeout (RunIfLeader's default lease is 30 s).
 //
@@ -112,7 +118,8 @@
 // goes silent returns when go-zookeeper gives up on the connection, two
 // thirds of the session timeout after it last heard from the server; the
 // call then returns ErrUnavailable, wrapping the context's error if it
-// ended meanwhile. A call makes one request, or a few under contention;
+// ended meanwhile. A call makes one request, or a few under contention
+// (KeepAlive: one per 1,000 locks held, and one per lock found gone);
 // none starts a goroutine, and none retries on its own.
 //
 // A closed conn cannot be told from a disconnected one (go-zookeeper does
@@ -136,15 +143,16 @@
 // # What is not guaranteed
 //
 // The backend cannot stop a paused process from believing it holds a lock
-// after its TTL or lease: protect resources with the token. Expiry is
-// judged on the server's clock, the holder's own deadline on its local
-// clock: a server clock that jumps forward ends sessions, leases and holds
-// early. A lock whose holder's process lives on but stops renewing is freed
-// only when someone looks after its TTL, not by an event. A Close that
-// cannot reach the server leaves the session's nodes behind: its lock nodes
-// and registry entries are deleted by whoever finds them expired, its
-// session node (if nothing leads to it) stays until the conn's ZooKeeper
-// session ends. Each lock name and group keeps a small container node,
-// which the server deletes some time (60 s by default) after its last
-// child.
+// after its TTL or lease: protect resources with the token. Expiry is judged
+// on the server's clock, the holder's own deadline on its local clock: a
+// server clock that jumps forward ends sessions, leases and holds early. A
+// lock whose holder's process lives on but stops renewing is freed only when
+// someone looks after its TTL, not by an event. A lock node deleted behind
+// its holder's back is noticed at the holder's next KeepAlive (or Acquire),
+// not pushed: no watch is kept on held nodes. A Close that cannot reach the
+// server leaves the session's nodes behind: its lock nodes and registry
+// entries are deleted by whoever finds them expired, its session node (if
+// nothing leads to it) stays until the conn's ZooKeeper session ends. Each
+// lock name and group keeps a small container node, which the server deletes
+// some time (60 s by default) after its last child.
 package zookeeper

@@ -9,14 +9,15 @@ import (
 	"github.com/hustings/hustings/backends"
 )
 
-// TestKeepAliveCostsOneRequest: a session holding 1,000 locks renews them
-// all with one request per KeepAlive, counted by the server (mntr's
-// zk_packets_received): no per-lock traffic.
+// TestKeepAliveCostsOneRequest: a session renews itself and confirms
+// every lock it holds with one request per KeepAlive, with 0, 1 or 1,000
+// locks, counted by the server (mntr's zk_packets_received): no per-lock
+// traffic. Beyond 1,000 locks the checks take one more request per 1,000.
 func TestKeepAliveCostsOneRequest(t *testing.T) {
 	if testing.Short() {
-		t.Skip("takes 1,000 locks")
+		t.Skip("takes 1,001 locks")
 	}
-	const locks, renewals = 1000, 50
+	const renewals = 50
 	const timeout = 4 * time.Second
 	srv := server(t)
 	b := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
@@ -25,33 +26,41 @@ func TestKeepAliveCostsOneRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(t.Context())
-	acquireAll(t, s, locks)
-	if err := s.KeepAlive(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	before := packets(t, srv)
-	for range renewals {
+	held := 0
+	for _, c := range []struct{ locks, requests int }{{0, 1}, {1, 1}, {1000, 1}, {1001, 2}} {
+		acquireAll(t, s, held, c.locks)
+		held = c.locks
 		if err := s.KeepAlive(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-	}
-	after := packets(t, srv)
-	// The second mntr counts itself; the conn's pings (one every 1.3 s)
-	// and anything else on the server add a few more, never 1,000.
-	got := after - before
-	t.Logf("%d keep-alives of a session with %d locks: %d packets received by the server", renewals, locks, got)
-	if got < renewals || got > renewals+10 {
-		t.Fatalf("%d keep-alives cost %d requests, want %d (+ a few pings)", renewals, got, renewals)
+		before := packets(t, srv)
+		for range renewals {
+			if err := s.KeepAlive(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		after := packets(t, srv)
+		if lost := s.Lost(); lost != nil {
+			t.Fatalf("Lost() = %v, want nil", lost)
+		}
+		// The second mntr counts itself; the conn's pings (one every 1.3 s)
+		// and anything else on the server add a few more, never 1,000.
+		got, want := after-before, int64(renewals*c.requests)
+		t.Logf("%d keep-alives of a session with %d locks: %d packets received by the server", renewals, c.locks, got)
+		if got < want || got > want+10 {
+			t.Fatalf("%d keep-alives with %d locks cost %d requests, want %d (+ a few pings)", renewals, c.locks, got, want)
+		}
 	}
 }
 
-// acquireAll takes locks lock-0 … lock-<n-1> through s, 16 at a time
-// (calls for different names go on in parallel), renewing s meanwhile: on
-// a busy machine the thousand acquires can take longer than its TTL.
-func acquireAll(t *testing.T, s backends.Session, n int) {
+// acquireAll takes locks lock-<from> … lock-<to-1> through s, 16 at a
+// time (calls for different names go on in parallel), renewing s
+// meanwhile: on a busy machine a thousand acquires can take longer than
+// its TTL.
+func acquireAll(t *testing.T, s backends.Session, from, to int) {
 	t.Helper()
 	names := make(chan string)
-	errs := make(chan error, n+1)
+	errs := make(chan error, to-from+1)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	renewed := make(chan struct{})
@@ -80,7 +89,7 @@ func acquireAll(t *testing.T, s backends.Session, n int) {
 			}
 		})
 	}
-	for i := range n {
+	for i := from; i < to; i++ {
 		names <- fmt.Sprintf("lock-%d", i)
 	}
 	close(names)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/ledger"
 )
 
 // session is one logical session on the Backend's conn: an ephemeral node
@@ -31,9 +32,14 @@ type session struct {
 	busy    map[string]chan struct{} // lock names with an Acquire or Release in progress; closed when it ends
 	expires time.Time                // start of the last successful Open or KeepAlive + ttl, local clock
 	closed  bool
-	lost    error // set once the session is known to be lost
-	locks   map[string]*lock
+	lost    error             // set once the session is known to be lost
+	locks   map[string]*lock  // the session's nodes, queued or holding: what it holds
 	entries map[string]string // group → the path of the session's registry entry
+
+	// ledger reports Lost: it is fed from locks as Acquire grants them,
+	// Release and Dequeue give them up, and KeepAlive or Acquire finds
+	// them gone.
+	ledger ledger.Ledger
 }
 
 // lock is the session's node for one lock name: queued, or holding.
@@ -44,7 +50,7 @@ type lock struct {
 	token   events.Token // the node's czxid
 	lease   time.Duration
 	start   time.Time // start of the Acquire that made the node, local clock
-	granted bool      // an Acquire returned it as the holder
+	granted bool      // an Acquire returned it as the holder; set under the session's mu
 }
 
 // leaseOver reports whether the lock's lease has ended at now.
@@ -99,34 +105,6 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 
 // ID returns the candidate ID the session was opened for.
 func (s *session) ID() string { return s.id }
-
-// KeepAlive renews the session node: one round trip, whatever the number
-// of locks. It fails with ErrUnavailable while the conn has no session,
-// and with ErrSessionLost once the TTL has passed since the start of the
-// last successful renewal, the node is gone, or the conn's ZooKeeper
-// session changed.
-func (s *session) KeepAlive(ctx context.Context) error {
-	start := time.Now()
-	if err := s.alive(ctx, start); err != nil {
-		return err
-	}
-	err := s.b.call(ctx, "keep-alive", func() error {
-		_, err := s.b.conn.Set(s.path, s.data, -1)
-		return err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		err = s.markLost(ctx, errors.New("its node is gone (expired)"))
-	}
-	if err != nil {
-		return s.fail(ctx, "keep-alive", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.lost == nil && start.Add(s.ttl).After(s.expires) {
-		s.expires = start.Add(s.ttl)
-	}
-	return nil
-}
 
 // Close deletes the session node, every lock node of the session and its
 // registry entries in one transaction, which wakes their watchers. Hold
@@ -266,10 +244,40 @@ func (s *session) record(l *lock) bool {
 func (s *session) forget(l *lock) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.unrecord(l)
+}
+
+// unrecord drops l from the session's nodes. s.mu must be held.
+func (s *session) unrecord(l *lock) {
 	if s.locks[l.name] == l {
 		delete(s.locks, l.name)
 	}
 	s.b.untrack(l.name, l.child)
+}
+
+// grant marks l as held: an Acquire returns its token. If l was found
+// gone meanwhile (a KeepAlive or Close took it from the session's nodes),
+// it is reported lost at once.
+func (s *session) grant(l *lock) events.Token {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.granted = true
+	s.ledger.Granted(l.name, l.token)
+	if s.locks[l.name] != l {
+		s.ledger.Gone(l.name, l.token)
+	}
+	return l.token
+}
+
+// lose drops l, whose node was found gone (or whose lease ended) while
+// the session lives: if it was granted, Lost reports it.
+func (s *session) lose(l *lock) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unrecord(l)
+	if l.granted {
+		s.ledger.Gone(l.name, l.token)
+	}
 }
 
 // drop forgets l and deletes its node, as far as ctx allows.

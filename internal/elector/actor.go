@@ -285,6 +285,21 @@ func (a *actor) expire() {
 	a.discardSession()
 }
 
+// lockLost ends the term in force if its session reports the term's lock
+// lost (deleted or evicted behind its back, its lease revoked: a renewal
+// confirms every lock of the session), and reports whether it did. The
+// campaign then tries again at once, watching the lock: another candidate
+// may hold it already.
+func (a *actor) lockLost() bool {
+	name, tok := a.e.slots[a.term.event.Slot], a.term.event.Token
+	if lost, ok := a.sess.Lost()[name]; !ok || lost != tok {
+		return false
+	}
+	a.revoke(fmt.Errorf("%w: the backend no longer holds %s under token %d for this session", events.ErrLockLost, name, tok))
+	a.lost, a.tryAt = true, time.Now()
+	return true
+}
+
 // lose ends the term because the backend lost the session.
 func (a *actor) lose(err error) {
 	if a.term != nil {

@@ -297,7 +297,7 @@ func (a *actor) keptAlive(start time.Time, err error) {
 		a.succeed()
 		a.renewed = start
 		a.keepAt = start.Add(a.cfg.KeepAlive)
-		if a.term != nil {
+		if a.term != nil && !a.lockLost() {
 			a.extend(start.Add(a.cfg.TTL - a.cfg.MarginFor(a.cfg.TTL)))
 		}
 	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):

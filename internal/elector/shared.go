@@ -41,7 +41,7 @@ func (a *actor) adopt() {
 		return
 	}
 	a.renewed = cur.renewed
-	if a.term != nil && cur.sess != nil {
+	if a.term != nil && cur.sess != nil && !a.lockLost() {
 		a.extend(cur.renewed.Add(a.cfg.TTL - a.cfg.MarginFor(a.cfg.TTL)))
 	}
 	if a.renewWanted && a.term == nil {

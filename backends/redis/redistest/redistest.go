@@ -3,7 +3,8 @@
 // PID. By default without persistence: Kill and Restart stand for a crash
 // and for a failover to an empty replica, and a restarted server has lost
 // every key. With Durable, every write is fsynced to an append-only file
-// before it is answered, and a restart keeps every key.
+// before it is answered, and a restart keeps every key. With Cluster, the
+// server is a Redis Cluster of one node; with Config, any directive.
 //
 // A Server is safe for concurrent use. Start stops its server when the test
 // ends; a Server from StartServer must be stopped with Stop.
@@ -12,6 +13,7 @@ package redistest
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -39,6 +41,8 @@ type Server struct {
 	dir     string
 	port    int
 	durable bool
+	cluster bool
+	config  []string // more arguments, from Config
 
 	mu      sync.Mutex
 	proc    *testserver.Process // nil while killed
@@ -64,6 +68,19 @@ type Option func(*Server)
 // fsync it before answering (appendfsync always), so that Kill and Restart
 // lose nothing that was acknowledged.
 func Durable() Option { return func(s *Server) { s.durable = true } }
+
+// Cluster makes the server a Redis Cluster of one node that serves every
+// slot: commands and scripts over keys of several slots fail with
+// CROSSSLOT as on any Cluster. Connect with ClusterClient. It needs
+// redis-server 7.0 or later (CLUSTER ADDSLOTSRANGE).
+func Cluster() Option { return func(s *Server) { s.cluster = true } }
+
+// Config sets a configuration directive of the server, such as
+// Config("maxmemory", "4mb"), for every start of it; it comes after
+// those redistest sets, so it may override them.
+func Config(directive, value string) Option {
+	return func(s *Server) { s.config = append(s.config, "--"+directive, value) }
+}
 
 // StartServer starts a server whose working directory and log
 // (redis-server.log) are in dir, and waits until it answers PING. The
@@ -150,15 +167,47 @@ func (s *Server) start() error {
 		persist = []string{"--appendonly", "yes", "--appendfsync", "always"}
 	}
 	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--daemonize", "no"}, persist...)
+	if s.cluster {
+		// The node config (its ID, its slots) outlives a restart, as on a
+		// real node; the data does not.
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-announce-ip", "127.0.0.1")
+	}
+	args = append(args, s.config...)
 	p, err := testserver.Start(s.dir, Binary, args...)
 	if err != nil {
 		return err
 	}
-	if err := p.WaitFor(readyTimeout, s.ping); err != nil {
+	ready := s.ping
+	if s.cluster {
+		ready = s.clusterReady
+	}
+	if err := p.WaitFor(readyTimeout, ready); err != nil {
 		p.Kill()
 		return fmt.Errorf("redistest: %w", err)
 	}
 	s.proc = p
+	return nil
+}
+
+// clusterReady gives the node every slot, if it has none yet, and
+// returns nil once it reports the cluster state ok.
+func (s *Server) clusterReady() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	reply, err := s.send(ctx, "CLUSTER ADDSLOTSRANGE 0 16383")
+	if err != nil {
+		return err
+	}
+	if reply != "+OK" && !strings.Contains(reply, "already busy") {
+		return fmt.Errorf("CLUSTER ADDSLOTSRANGE answered %q", reply)
+	}
+	text, err := s.bulk(ctx, "CLUSTER INFO")
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(text, "cluster_state:ok") {
+		return errors.New("cluster state not ok yet")
+	}
 	return nil
 }
 
@@ -200,6 +249,15 @@ func Client(t testing.TB, addr string) *goredis.Client {
 	return c
 }
 
+// ClusterClient returns a Cluster client of the Cluster server at addr,
+// with ContextTimeoutEnabled as Options, closed when the test ends.
+func ClusterClient(t testing.TB, addr string) *goredis.ClusterClient {
+	t.Helper()
+	c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: []string{addr}, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // CommandCalls returns how many times the server has run each command
 // since it started (INFO commandstats, keyed by command name such as
 // "pexpire" or "evalsha"). Commands run by scripts count too. It talks over
@@ -227,12 +285,68 @@ func (s *Server) CommandCalls(ctx context.Context) (map[string]int64, error) {
 	return calls, nil
 }
 
+// Evictions returns how many keys the server evicted under maxmemory
+// since it started (INFO stats, evicted_keys).
+func (s *Server) Evictions(ctx context.Context) (int64, error) {
+	text, err := s.info(ctx, "stats")
+	if err != nil {
+		return 0, fmt.Errorf("redistest: INFO stats: %w", err)
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "evicted_keys:"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("redistest: INFO stats has no evicted_keys")
+}
+
 // info sends INFO section on a fresh connection and returns the text.
 func (s *Server) info(ctx context.Context, section string) (string, error) {
+	return s.bulk(ctx, "INFO "+section)
+}
+
+// bulk sends an inline command whose reply is a bulk string on a fresh
+// connection, and returns the string.
+func (s *Server) bulk(ctx context.Context, command string) (string, error) {
+	var text string
+	err := s.exchange(ctx, command, func(r *bufio.Reader) error {
+		head, err := r.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+		if err != nil || !strings.HasPrefix(head, "$") {
+			return fmt.Errorf("unexpected reply %q", head)
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return err
+		}
+		text = string(body)
+		return nil
+	})
+	return text, err
+}
+
+// send sends an inline command whose reply is one line (a status or an
+// error) on a fresh connection, and returns the line.
+func (s *Server) send(ctx context.Context, command string) (string, error) {
+	var line string
+	err := s.exchange(ctx, command, func(r *bufio.Reader) error {
+		l, err := r.ReadString('\n')
+		line = strings.TrimSpace(l)
+		return err
+	})
+	return line, err
+}
+
+// exchange sends command on a fresh connection and reads its reply with
+// read, within ctx and 5 s.
+func (s *Server) exchange(ctx context.Context, command string, read func(*bufio.Reader) error) error {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", s.Addr())
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer c.Close()
 	deadline := time.Now().Add(5 * time.Second)
@@ -240,21 +354,8 @@ func (s *Server) info(ctx context.Context, section string) (string, error) {
 		deadline = dl
 	}
 	_ = c.SetDeadline(deadline)
-	if _, err := fmt.Fprintf(c, "INFO %s\r\n", section); err != nil {
-		return "", err
+	if _, err := fmt.Fprintf(c, "%s\r\n", command); err != nil {
+		return err
 	}
-	r := bufio.NewReader(c)
-	head, err := r.ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
-	if err != nil || !strings.HasPrefix(head, "$") {
-		return "", fmt.Errorf("unexpected reply %q", head)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return "", err
-	}
-	return string(body), nil
+	return read(bufio.NewReader(c))
 }
