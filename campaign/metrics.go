@@ -56,7 +56,7 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) (*Metrics, err
 		acquired:          counter("acquired_total", "Tries that got the lock.", nb...),
 		won:               counter("elections_won_total", "Terms begun by campaigns and groups.", nb...),
 		notAcquired:       counter("not_acquired_total", "Tries that did not get the lock, by reason (contention, backend-error, fail-open-forced, canceled, invalid).", "name", "backend", "reason"),
-		revoked:           counter("revoked_total", "Terms ended, by reason (resigned, lease-expired, session-lost, unreachable, canceled).", "name", "backend", "reason"),
+		revoked:           counter("revoked_total", "Terms ended, by reason (resigned, lease-expired, session-lost, lock-lost, unreachable, canceled).", "name", "backend", "reason"),
 		actionFailures:    counter("action_failures_total", "One-shot runs whose function returned an error.", nb...),
 		keepAliveFailures: counter("keepalive_failures_total", "Session renewals that failed.", "backend"),
 		active:            prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hustings_active_terms", Help: "Terms in force."}, nb),
