@@ -33,8 +33,9 @@ func fullConfig() config {
 	return config{
 		Samples: 2000, Window: 5 * time.Second, Handovers: 50, Failovers: 15, EventSamples: 100,
 		Scale: []int{1, 100, 1000, 10000, 100000}, HoldWindow: 10 * time.Second,
-		// 100,000 campaigns started at once elect none on etcd within the
-		// limit and take minutes and many GB to close (bench/README.md).
+		// 100,000 campaigns started at once elect none on etcd or
+		// ZooKeeper within the limit, and on etcd take minutes and many GB
+		// to close (bench/README.md, finding 6).
 		ScaleMax:    map[string]int{"etcd": 10000, "zookeeper": 10000},
 		FailoverTTL: time.Second, FailoverTry: 100 * time.Millisecond, ScaleTTL: 3 * time.Second,
 	}

@@ -158,12 +158,21 @@ func renderScale(rows []Row) string {
 		v := r.Values
 		reqs := "–"
 		if r.Backend != "memory" {
-			reqs = fmt.Sprintf("%.1f", v["requests_per_s"])
+			reqs = fmtRate(v["requests_per_s"])
 		}
 		out = append(out, []string{r.Backend, r.Subject, fmtNum(v["locks"]), electedCell(r), fmtNum(v["bytes_per_campaign"]),
 			fmtNum(v["heap_per_campaign"]), fmtNum(v["stack_per_campaign"]), fmt.Sprintf("%.2f", v["goroutines_per_campaign"]), reqs, r.Note})
 	}
 	return table([]string{"backend", "subject", "campaigns", "elected (started at once)", "bytes each", "of which heap", "of which stacks", "goroutines each", "requests/s while holding", "note"}, out)
+}
+
+// fmtRate formats a rate per second: one decimal while it is small (1.0,
+// 1.8), thousands separators when it is not (30,202).
+func fmtRate(v float64) string {
+	if v >= 100 {
+		return fmtNum(v)
+	}
+	return fmt.Sprintf("%.1f", v)
 }
 
 // electedCell says how many of a scale row's campaigns were elected and

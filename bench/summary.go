@@ -91,7 +91,7 @@ func (rep *Report) scaleCell(backend string) string {
 		v := held.Values
 		s := fmt.Sprintf("%s: %s B, %.2f goroutines", fmtNum(v["locks"]), fmtNum(v["bytes_per_campaign"]), v["goroutines_per_campaign"])
 		if backend != "memory" {
-			s += fmt.Sprintf("; %.1f/s", v["requests_per_s"])
+			s += fmt.Sprintf("; %s/s", fmtRate(v["requests_per_s"]))
 			if p := rep.Find("scale", backend, "redislock", held.Param); p != nil {
 				s += fmt.Sprintf(" (redislock %s/s)", fmtNum(p.Values["requests_per_s"]))
 			}

@@ -206,7 +206,12 @@ func (b *bench) holdCampaigns(ctx context.Context, s *system, n int) (Row, error
 	if elected < n {
 		b.logf("  only %d of %d campaigns elected within %v; last error: %v", elected, n, electLimit(n), lastErr(cs))
 	}
-	held := b.settle(ctx, "holding")
+	var held footprint
+	if elected < n {
+		held = measure() // campaigns still trying: the count will not settle
+	} else {
+		held = b.settle(ctx, "holding")
+	}
 	rate, err := b.requestRate(ctx, s)
 	if err != nil {
 		return Row{}, err
