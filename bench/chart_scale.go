@@ -56,13 +56,13 @@ func scaleFigure(rep *Report) figure {
 	for _, s := range series {
 		memPts, reqPts = append(memPts, s.mem...), append(reqPts, s.reqs...)
 	}
-	setLogRange(mem, memPts)
+	setLogRange(mem, memPts, targetBytes)
 	setLogRange(reqs, reqPts)
 	for _, s := range series {
 		addScaleLine(mem, s.mem, s.line, s.marks)
 		addScaleLine(reqs, s.reqs, s.line, s.marks)
 	}
-	target, _ := plotter.NewLine(plotter.XYs{{X: mem.X.Min, Y: 8192}, {X: mem.X.Max, Y: 8192}})
+	target, _ := plotter.NewLine(plotter.XYs{{X: mem.X.Min, Y: targetBytes}, {X: mem.X.Max, Y: targetBytes}})
 	target.Color, target.Dashes = color.Gray{Y: 110}, []vg.Length{vg.Points(4), vg.Points(4)}
 	mem.Add(target)
 	f.key("target: 8 KiB a campaign", target)
@@ -116,16 +116,22 @@ func logPanel(title, unit string) *plot.Plot {
 	return p
 }
 
+// targetBytes is the goal for a held campaign's memory, drawn as a line.
+const targetBytes = 8192
+
 // setLogRange sets p's axes to whole powers of ten around pts' positive
-// values, with room either side of the first and last counts. A value
-// ≤ 0 is drawn on the floor, Y.Min.
-func setLogRange(p *plot.Plot, pts []scalePoint) {
+// values and also (lines drawn across), with room either side of the
+// first and last counts. A value ≤ 0 is drawn on the floor, Y.Min.
+func setLogRange(p *plot.Plot, pts []scalePoint, also ...float64) {
 	lo, hi, nmax := math.Inf(1), 0.0, 1.0
 	for _, pt := range pts {
 		nmax = max(nmax, pt.n)
 		if pt.v > 0 {
 			lo, hi = min(lo, pt.v), max(hi, pt.v)
 		}
+	}
+	for _, v := range also {
+		lo, hi = min(lo, v), max(hi, v)
 	}
 	if hi == 0 {
 		lo, hi = 1, 10
