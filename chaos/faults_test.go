@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"syscall"
 	"time"
 
@@ -18,11 +19,11 @@ const (
 // faultOrder is the order faults are listed in, and menu their weights in
 // the schedule.
 var (
-	faultOrder = []history.FaultKind{history.Kill, history.Stop, history.Pause, history.Blackhole, history.Reset, history.Latency, history.Restart, history.Stall}
+	faultOrder = []history.FaultKind{history.Kill, history.Stop, history.Pause, history.Blackhole, history.Reset, history.Latency, history.Restart, history.Tamper, history.Stall}
 	menu       = []struct {
 		kind   history.FaultKind
 		weight int
-	}{{history.Kill, 2}, {history.Stop, 2}, {history.Pause, 4}, {history.Blackhole, 2}, {history.Reset, 1}, {history.Latency, 2}, {history.Restart, 1}}
+	}{{history.Kill, 2}, {history.Stop, 2}, {history.Pause, 4}, {history.Blackhole, 2}, {history.Reset, 1}, {history.Latency, 2}, {history.Restart, 1}, {history.Tamper, 2}}
 	// pauses are the lengths of SIGSTOP pauses, in TTLs.
 	pauses = []float64{0.5, 1, 2, 5}
 )
@@ -51,7 +52,7 @@ func (c *cluster) ttls(lo, hi float64) time.Duration {
 // is false if it had no target (no leader at the moment).
 func (c *cluster) inject(kind history.FaultKind) (healed time.Time, ok bool) {
 	leaders := c.leaders()
-	needsLeader := kind == history.Kill || kind == history.Stop || kind == history.Pause
+	needsLeader := kind == history.Kill || kind == history.Stop || kind == history.Pause || kind == history.Tamper
 	if needsLeader && len(leaders) == 0 {
 		return time.Time{}, false
 	}
@@ -92,6 +93,22 @@ func (c *cluster) inject(kind history.FaultKind) (healed time.Time, ok bool) {
 		}
 		time.Sleep(d)
 		target.link.Heal()
+	case history.Tamper:
+		l, ok := target.term()
+		if !ok {
+			return time.Time{}, false // it lost its term meanwhile
+		}
+		name := l.Name
+		if name == groupName {
+			name = fmt.Sprintf("%s/slot-%d", groupName, l.Slot)
+		}
+		c.t.Logf("tamper: delete %s's lock %s on the server", describe(target), name)
+		f.From = time.Now()
+		if err := c.srv.tamper(c.t.Context(), name); err != nil {
+			c.t.Logf("tamper %s: %v (nothing deleted)", name, err)
+			return time.Time{}, false
+		}
+		f.To = f.From
 	case history.Restart:
 		f.Node = ""
 		d := c.ttls(0, 1)

@@ -1,10 +1,20 @@
 package chaos
 
 import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
+	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/redis/redistest"
 	"github.com/hustings/hustings/backends/zookeeper/zktest"
 )
@@ -19,6 +29,9 @@ type server struct {
 	// and data, waiting until it serves.
 	down func()
 	up   func() error
+	// tamper deletes the lock name on the server behind its holder's
+	// back, as an operator's delete would (the holder's node or key).
+	tamper func(ctx context.Context, name string) error
 }
 
 // backend describes how to run one backend in the chaos suite.
@@ -44,11 +57,17 @@ var backendsUnderTest = []backend{
 // interval; the Redis backend's docs say so, and fencing covers it.)
 func startRedis(t *testing.T) server {
 	s := redistest.Start(t, redistest.Durable())
+	rdb := goredis.NewClient(&goredis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
 	return server{
 		addr: s.Addr(),
 		url:  func(a string) string { return "redis://" + a },
 		down: s.Kill,
 		up:   s.Restart,
+		tamper: func(ctx context.Context, name string) error {
+			// A raw DEL publishes nothing: waiters find out by polling.
+			return rdb.Del(ctx, redis.DefaultPrefix+":{"+name+"}:lock").Err()
+		},
 	}
 }
 
@@ -56,21 +75,58 @@ func startRedis(t *testing.T) server {
 // it through their links like any other server.
 func startEtcd(t *testing.T) server {
 	s := etcdtest.Start(t)
+	cli := s.Client(t)
 	return server{
 		addr: s.Addr(),
 		url:  func(a string) string { return "etcd://" + a },
 		down: s.Stop,
 		up:   s.Restart,
+		tamper: func(ctx context.Context, name string) error {
+			_, err := cli.Delete(ctx, etcd.DefaultPrefix+"lock/"+name)
+			return err
+		},
 	}
 }
 
 // startZooKeeper runs a ZooKeeper server process (tickTime 200 ms).
 func startZooKeeper(t *testing.T) server {
 	s := zktest.Start(t)
+	var conn *zk.Conn // dialled at the first tamper, after the nodes made the root
+	t.Cleanup(func() {
+		if conn != nil {
+			conn.Close()
+		}
+	})
 	return server{
 		addr: s.Addr(),
 		url:  func(a string) string { return "zk://" + a + "/chaos" },
 		down: s.Stop,
 		up:   s.Restart,
+		tamper: func(ctx context.Context, name string) error {
+			if conn == nil {
+				c, err := zktest.Dial(s.Addr(), 4*time.Second)
+				if err != nil {
+					return err
+				}
+				conn = c
+			}
+			return deleteHolderNode(conn, "/chaos/locks/"+url.PathEscape(name))
+		},
 	}
+}
+
+// deleteHolderNode deletes the oldest node in the line under parent (the
+// holder's), leaving a hold marker (a child without a sequence) alone.
+func deleteHolderNode(conn *zk.Conn, parent string) error {
+	kids, _, err := conn.Children(parent)
+	if err != nil {
+		return err
+	}
+	kids = slices.DeleteFunc(kids, func(k string) bool { return !strings.Contains(k, "-") })
+	if len(kids) == 0 {
+		return fmt.Errorf("no node in %s", parent)
+	}
+	seq := func(k string) string { _, s, _ := strings.Cut(k, "-"); return s }
+	oldest := slices.MinFunc(kids, func(a, b string) int { return strings.Compare(seq(a), seq(b)) })
+	return conn.Delete(parent+"/"+oldest, -1)
 }

@@ -12,7 +12,7 @@ import (
 const (
 	RulePairing  = "pairing"  // every Elected is followed by exactly one Revoked of its term, or by its node's death
 	RuleTokens   = "tokens"   // tokens of one lock strictly increase in the order terms begin
-	RuleOverlap  = "overlap"  // no two nodes hold one lock at once, unless the older was paused
+	RuleOverlap  = "overlap"  // no two nodes hold one lock at once, unless the older was paused, or its lock was tampered with and it revoked within Config.Tamper
 	RuleFence    = "fence"    // the fenced resource took no stale write, and no token of two terms
 	RuleCrash    = "crash"    // after a leader's SIGKILL, a new leader within Config.Crash
 	RuleGraceful = "graceful" // after a leader's SIGTERM, a new leader within Config.Graceful
@@ -37,6 +37,10 @@ type Report struct {
 	// Excused counts overlaps explained by a pause or stall of the older
 	// holder: fencing, not timing, protects a resource from those.
 	Excused int
+	// Tampered counts overlaps after the older holder's lock was deleted
+	// behind its back, each ended by the older holder's Revoked within
+	// Config.Tamper of the deletion.
+	Tampered int
 	// Crash and Graceful are the measured failovers, from the SIGKILL or
 	// SIGTERM of a leader to its lock's next Elected, in fault order.
 	// Failovers while another fault was in force are not measured.
@@ -60,7 +64,7 @@ func Check(h History, cfg Config) Report {
 	}
 	for _, ts := range sortedGroups(byKey) {
 		checkTokens(ts, &r)
-		checkOverlap(ts, h.Faults, &r)
+		checkOverlap(ts, h.Faults, cfg.Tamper, &r)
 	}
 	checkFence(h, &r)
 	checkFailover(h, cfg, &r)
@@ -132,8 +136,9 @@ func checkTokens(ts []Term, r *Report) {
 }
 
 // checkOverlap wants no two terms of one lock to overlap, unless the older
-// one's node was paused or stalled during it. ts is sorted by From.
-func checkOverlap(ts []Term, faults []Fault, r *Report) {
+// one's node was paused or stalled during it, or its lock was tampered with
+// and it revoked within bound of that. ts is sorted by From.
+func checkOverlap(ts []Term, faults []Fault, bound time.Duration, r *Report) {
 	for j, c := range ts {
 		for _, p := range ts[:j] {
 			end := p.To
@@ -142,6 +147,10 @@ func checkOverlap(ts []Term, faults []Fault, r *Report) {
 			}
 			if paused(faults, p.Node, p.From, end) {
 				r.Excused++
+				continue
+			}
+			if at, ok := tampered(faults, p.Node, p.From, end); ok && end.Sub(at) <= bound {
+				r.Tampered++
 				continue
 			}
 			r.fail(RuleOverlap, "%v: %s held it (token %d) until %v, %s (token %d) from %v: %v at once", c.Key, p.Node, p.Token, stamp(end), c.Node, c.Token, stamp(c.From), end.Sub(c.From))
@@ -158,6 +167,18 @@ func paused(faults []Fault, node string, from, to time.Time) bool {
 		}
 	}
 	return false
+}
+
+// tampered returns the last time node's lock was tampered with in
+// [from, to], if it was.
+func tampered(faults []Fault, node string, from, to time.Time) (time.Time, bool) {
+	var at time.Time
+	for _, f := range faults {
+		if f.Kind == Tamper && f.Node == node && !f.From.Before(from) && !f.From.After(to) && f.From.After(at) {
+			at = f.From
+		}
+	}
+	return at, !at.IsZero()
 }
 
 // checkFence replays the resource's log: a write below the highest

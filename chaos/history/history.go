@@ -59,6 +59,7 @@ const (
 	Reset     FaultKind = "reset"     // one node's link resets every connection
 	Latency   FaultKind = "latency"   // one node's link is slow
 	Restart   FaultKind = "restart"   // the backend server restarts (Node is empty)
+	Tamper    FaultKind = "tamper"    // Node's lock is deleted on the server behind its back, at From
 )
 
 // Fault is one fault in force from From to To (To == From for an instant).
@@ -106,6 +107,10 @@ type Config struct {
 	// Settle bounds how long after a fault heals beliefs may disagree with
 	// the backend: 2 × TTL.
 	Settle time.Duration
+	// Tamper bounds how long a leader whose lock was deleted behind its
+	// back may go on believing it leads: one keep-alive interval (a
+	// renewal confirms the session's locks) and the renewal's round trip.
+	Tamper time.Duration
 }
 
 // Term is one holding of a lock, from its Elected to its Revoked or to the

@@ -190,3 +190,32 @@ func TestFaultAfterFailover(t *testing.T) {
 		t.Fatalf("crash failovers %v, violations %v; want one measured, none", r.Crash, r.Violations)
 	}
 }
+
+// TestTamperedLock: a leader whose lock is deleted behind its back may
+// overlap its successor until its next renewal finds the lock gone, and no
+// longer than Config.Tamper after the deletion.
+func TestTamperedLock(t *testing.T) {
+	withTamper := func(revokedAt int, on string) History {
+		h := good()
+		h.Events[6] = rv(revokedAt, "d", 9) // d leads from 8000
+		h.Events = append(h.Events, el(11050, "e", 11), rv(13000, "e", 11))
+		h.Faults = append(h.Faults, Fault{Tamper, on, at(11000), at(11000)})
+		h.Writes = append(h.Writes, wr(11060, "e", 11, true))
+		return h
+	}
+	tcfg := cfg
+	tcfg.Tamper = 700 * time.Millisecond
+	r := Check(withTamper(11600, "d"), tcfg)
+	if len(r.Violations) != 0 || r.Tampered != 1 {
+		t.Fatalf("revoked 600 ms after the tamper: violations %v, tampered %d; want none, 1", r.Violations, r.Tampered)
+	}
+	for name, h := range map[string]History{
+		"revoked too late":           withTamper(11800, "d"),
+		"another node's lock tamper": withTamper(11600, "c"),
+	} {
+		r := Check(h, tcfg)
+		if len(r.Violations) != 1 || r.Violations[0].Rule != RuleOverlap {
+			t.Errorf("%s: violations %v, want one overlap", name, r.Violations)
+		}
+	}
+}
