@@ -115,6 +115,10 @@ func operatorScenario(ctx context.Context, env *scenarioEnv) error {
 	}
 	env.tl.note("%s freezes in pass %d, after reading the spec and before writing it (a long GC pause, say); frozen, it renews nothing either", old.Holder, operatorFreezeAt)
 	links[old.Holder].Crash()
+	// Deferred after the closes, so it runs before them: at the end the
+	// frozen replica's calls fail at once, as a dead host's would, and
+	// closing it does not wait out its hung session close.
+	defer links[old.Holder].Refuse()
 	desired.Store(5)
 	env.tl.note("meanwhile the user scales the app to replicas=%d", desired.Load())
 	if err := waitUntil(ctx, func() bool { return res.token() > old.Token }); err != nil {
