@@ -7,7 +7,7 @@
 // processes, etcd embedded), with the helpers the backend tests use, and
 // stops them when it ends, on error or interrupt too. Run it from bench/:
 //
-//	go run .          # the full run, about 20 minutes
+//	go run .          # the full run, about 15 minutes
 //	go run . -quick   # a smoke run, under 3 minutes
 package main
 
