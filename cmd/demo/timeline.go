@@ -170,6 +170,7 @@ func reason(err error) string {
 		"unreachable":   "backend unreachable at the deadline",
 		"lease-expired": "lease expired",
 		"session-lost":  "session lost",
+		"lock-lost":     "lock lost: removed from the backend",
 		"canceled":      "context canceled",
 	}
 	if name, ok := names[events.ReasonCode(err)]; ok {
