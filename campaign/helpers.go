@@ -27,42 +27,51 @@ func WhileLeader(ctx context.Context, c *Campaign, fn func(ctx context.Context, 
 	return elector.WhileLeader(ctx, c.e, fn)
 }
 
-// Every runs fn at most once per period across every candidate running
-// Every on the same lock name: periods are windows aligned to multiples of
-// period (on each node's clock), and the one candidate that gets the lock
-// at the start of a window keeps it until just before the window's end, so
-// candidates whose clocks or schedules run late skip that window. A node
-// more than half a period late for a window skips it by itself.
+// Every runs fn once per period across every candidate running Every on
+// the same lock name: periods are windows aligned to multiples of period
+// (on each node's clock), and the one candidate that gets the window's
+// lock at its start keeps it until a safety margin before the window's
+// end, so candidates whose clocks or schedules run late skip that window.
+// A node more than half a period late for a window skips it by itself.
 //
-// The window's minimum hold ends a safety margin before the next window;
-// on backends whose leases are coarse (etcd counts whole seconds and
-// expires up to about half a second late) short periods need a larger
-// margin (WithSafetyMargin of a second or more), or windows are lost.
+// Window k is claimed on the lock name/window-(k mod 2): the hold that
+// marks a window taken may outlast the window (etcd frees a lease whole
+// seconds after it was granted, and up to half a second late) without
+// touching the next window, whose lock is the other one; tokens still
+// increase from window to window on every backend of this module. Periods
+// shorter than the backend can keep apart are refused with ErrInvalid:
+// etcd's leases last at least 2 s, so 2 s there, and 100 ms elsewhere.
 //
 // fn's context ends with the lease (default: the period). Errors from fn
 // are logged and the loop goes on; backend errors too. Every returns
-// ctx.Err() when ctx ends, or an error for bad input.
+// ctx.Err() when ctx ends, or an error for bad input. WithClock sets the
+// clock windows follow (default time.Now).
 func Every(ctx context.Context, b backends.Backend, name string, period time.Duration, fn func(ctx context.Context, token events.Token) error, opts ...Option) error {
-	if period <= 0 {
-		return fmt.Errorf("%w: period %v must be > 0", ErrInvalid, period)
+	if period < elector.MinTTL {
+		return fmt.Errorf("%w: period %v is shorter than %v", ErrInvalid, period, elector.MinTTL)
 	}
 	opts = append([]Option{WithLease(period)}, opts...)
 	cfg := elector.NewConfig(opts)
-	if _, err := validateRun(ctx, &cfg, b, name, fn == nil); err != nil {
+	if _, err := validateRun(ctx, &cfg, b, windowName(name, 0), fn == nil); err != nil {
 		return err
 	}
+	if least := minPeriod(b); period < least {
+		return fmt.Errorf("%w: period %v is shorter than the %s backend can keep windows apart: at least %v", ErrInvalid, period, elector.BackendLabel(b), least)
+	}
+	now := cfg.Now
 	run := func(ctx context.Context, tok events.Token) (struct{}, error) { return struct{}{}, fn(ctx, tok) }
 	for {
-		w := time.Now().Truncate(period).Add(period)
-		if err := sleepUntil(ctx, w); err != nil {
+		w := now().Truncate(period).Add(period)
+		if err := sleepUntil(ctx, w.Sub(now())); err != nil {
 			return err
 		}
-		if late := time.Since(w); late > period/2 {
+		if late := now().Sub(w); late > period/2 {
 			cfg.Logger.Info("late for the window; skipping it", "name", name, "window", w, "late", late)
 			continue
 		}
 		end := w.Add(period - cfg.MarginFor(cfg.Lease))
-		res, err := RunIfLeader(ctx, b, name, run, append(opts, WithMinHold(max(time.Until(end), 0)))...)
+		lock := windowName(name, w.UnixNano()/int64(period))
+		res, err := RunIfLeader(ctx, b, lock, run, append(opts, WithMinHold(max(end.Sub(now()), 0)))...)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -76,9 +85,20 @@ func Every(ctx context.Context, b backends.Backend, name string, period time.Dur
 	}
 }
 
-// sleepUntil waits until t or until ctx ends.
-func sleepUntil(ctx context.Context, t time.Time) error {
-	timer := time.NewTimer(time.Until(t))
+// windowName is the lock that claims window k of Every on name.
+func windowName(name string, k int64) string { return fmt.Sprintf("%s/window-%d", name, k&1) }
+
+// minPeriod is the shortest period Every keeps windows apart with on b.
+func minPeriod(b backends.Backend) time.Duration {
+	if elector.BackendLabel(b) == "etcd" {
+		return 2 * time.Second // leases of whole seconds, at least 2
+	}
+	return elector.MinTTL
+}
+
+// sleepUntil waits for d or until ctx ends.
+func sleepUntil(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():

@@ -238,9 +238,60 @@ func TestEveryRunsOncePerPeriodAcrossNodes(t *testing.T) {
 }
 
 func TestEveryRejectsBadPeriod(t *testing.T) {
-	err := campaign.Every(t.Context(), memory.New(), "x", 0, func(context.Context, events.Token) error { return nil })
-	if !errors.Is(err, campaign.ErrInvalid) {
-		t.Fatalf("err = %v, want ErrInvalid", err)
+	for _, period := range []time.Duration{0, -time.Second, 50 * time.Millisecond} {
+		err := campaign.Every(t.Context(), memory.New(), "x", period, func(context.Context, events.Token) error { return nil })
+		if !errors.Is(err, campaign.ErrInvalid) {
+			t.Fatalf("period %v: err = %v, want ErrInvalid", period, err)
+		}
+	}
+}
+
+// TestEverySkewedClocks: replicas whose clocks disagree by less than the
+// safety margin still run every window exactly once, each window as the
+// runner's own clock names it, with tokens increasing from window to
+// window; short periods work as long ones do.
+func TestEverySkewedClocks(t *testing.T) {
+	for _, period := range []time.Duration{time.Minute, time.Second} {
+		t.Run(period.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := memory.New()
+				margin := period / 10 // the default: a tenth of the lease, the period
+				var mu sync.Mutex
+				runs := map[time.Time]int{}
+				var tokens []events.Token
+				ctx, cancel := context.WithCancel(t.Context())
+				var wg sync.WaitGroup
+				for i, skew := range []time.Duration{0, margin / 3, -margin / 3, margin / 5, -margin / 5} {
+					now := func() time.Time { return time.Now().Add(skew) }
+					wg.Go(func() {
+						time.Sleep(time.Duration(i) * period / 50) // skewed starts too
+						campaign.Every(ctx, b, "nightly", period, func(ctx context.Context, tok events.Token) error {
+							mu.Lock()
+							defer mu.Unlock()
+							runs[now().Round(period)]++ // the runner's window start, to the nearest period
+							tokens = append(tokens, tok)
+							return nil
+						}, campaign.WithClock(now))
+					})
+				}
+				time.Sleep(10*period + period/2)
+				cancel()
+				wg.Wait()
+				if len(runs) != 10 {
+					t.Fatalf("ran in %d windows out of 10: %v", len(runs), runs)
+				}
+				for w, n := range runs {
+					if n != 1 {
+						t.Errorf("window %v ran %d times", w, n)
+					}
+				}
+				for i := 1; i < len(tokens); i++ {
+					if tokens[i] <= tokens[i-1] {
+						t.Fatalf("tokens not increasing: %v", tokens)
+					}
+				}
+			})
+		})
 	}
 }
 

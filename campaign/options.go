@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -133,4 +134,16 @@ func WithMinHold(d time.Duration) Option {
 // logged; contention is logged at debug level only. Default: discard.
 func WithLogger(l *slog.Logger) Option {
 	return elector.OptionFunc(func(c *elector.Config) { c.Logger = l })
+}
+
+// WithClock makes Every read the time from now instead of time.Now: its
+// windows follow that clock. For tests that skew replicas' clocks, and for
+// processes whose schedule follows another clock. Applies to Every.
+func WithClock(now func() time.Time) Option {
+	return elector.OptionFunc(func(c *elector.Config) {
+		c.Now = now
+		if now == nil {
+			c.Reject(errors.New("nil clock"))
+		}
+	})
 }

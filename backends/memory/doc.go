@@ -12,7 +12,8 @@
 // last successful KeepAlive; a lock lives while its session does, and no
 // longer than its lease, if it has one. A lock released with a hold stays
 // held by nobody alive until the hold ends, even if its session closes.
-// Fencing tokens strictly increase per name for the life of the Backend.
+// Fencing tokens strictly increase for the life of the Backend, per name
+// and across names (one counter), as etcd's and ZooKeeper's do.
 // Time is read from the Clock (see WithClock) at each call.
 //
 // # What blocks

@@ -55,14 +55,14 @@ func WithClock(c Clock) Option {
 type Backend struct {
 	clock Clock
 
-	mu       sync.Mutex
-	locks    map[string]*lock
-	counters map[string]events.Token // per name; never reset
-	watches  map[string]map[chan struct{}]struct{}
-	cut      map[string]chan struct{} // partitioned IDs; closed on Heal
-	cutAll   chan struct{}            // non-nil while partitioned; closed on HealAll
-	groups   map[string]map[*session]strategy.Candidate
-	orders   map[string]uint64 // last registration order per group; never reset
+	mu      sync.Mutex
+	locks   map[string]*lock
+	last    events.Token // the last token given, to any name: tokens increase across names too
+	watches map[string]map[chan struct{}]struct{}
+	cut     map[string]chan struct{} // partitioned IDs; closed on Heal
+	cutAll  chan struct{}            // non-nil while partitioned; closed on HealAll
+	groups  map[string]map[*session]strategy.Candidate
+	orders  map[string]uint64 // last registration order per group; never reset
 }
 
 // lock is one held lock. A lock released with a hold has no session.
@@ -84,13 +84,12 @@ func (l *lock) live(now time.Time) bool {
 // New returns an empty Backend. It starts no goroutine.
 func New(opts ...Option) *Backend {
 	b := &Backend{
-		clock:    systemClock{},
-		locks:    make(map[string]*lock),
-		counters: make(map[string]events.Token),
-		watches:  make(map[string]map[chan struct{}]struct{}),
-		cut:      make(map[string]chan struct{}),
-		groups:   make(map[string]map[*session]strategy.Candidate),
-		orders:   make(map[string]uint64),
+		clock:   systemClock{},
+		locks:   make(map[string]*lock),
+		watches: make(map[string]map[chan struct{}]struct{}),
+		cut:     make(map[string]chan struct{}),
+		groups:  make(map[string]map[*session]strategy.Candidate),
+		orders:  make(map[string]uint64),
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -158,8 +157,8 @@ func (b *Backend) lookup(name string, now time.Time) *lock {
 // take gives the free lock name to s with the next fencing token. b.mu
 // must be held.
 func (b *Backend) take(s *session, name string, lease time.Duration, now time.Time) events.Token {
-	b.counters[name]++
-	l := &lock{sess: s, id: s.id, token: b.counters[name]}
+	b.last++
+	l := &lock{sess: s, id: s.id, token: b.last}
 	if lease > 0 {
 		l.until = now.Add(lease)
 	}

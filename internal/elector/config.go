@@ -89,6 +89,8 @@ type Config struct {
 	// Observer is told what happens, for metrics; never nil after
 	// NewConfig.
 	Observer Observer
+	// Now is the clock Every's windows follow; time.Now by default.
+	Now func() time.Time
 	// Bad holds the errors of options given values they reject (see
 	// Reject); validation reports the first.
 	Bad []error
@@ -192,6 +194,9 @@ func (c *Config) defaults() {
 	}
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 }
 
