@@ -39,8 +39,11 @@ func NewCandidate(b backends.Backend, opts ...Option) (*Candidate, error) {
 func (c *Candidate) ID() string { return c.c.ID() }
 
 // Run opens and renews the session until ctx ends or Close is called, then
-// closes it, freeing every lock still held on it. It returns ctx.Err(), or
-// ErrClosed after Close, and ErrRunning or ErrClosed if called again.
+// closes it, freeing every lock still held on it. It returns ctx.Err(),
+// ErrClosed after Close, ErrInvalid (wrapping the backend's error) when the
+// backend refuses to open the session (a closed client, a TTL over
+// ZooKeeper's session timeout), which no retry cures, and ErrRunning or
+// ErrClosed if called again. Campaigns on it then end with ErrClosed.
 func (c *Candidate) Run(ctx context.Context) error { return c.c.Run(ctx) }
 
 // Close stops Run and waits for it. Calling it again, or before Run, is

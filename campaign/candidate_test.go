@@ -206,3 +206,36 @@ func TestCandidateRunsOnce(t *testing.T) {
 		cand.Close()
 	})
 }
+
+// refusing is a backend that refuses every session, as ZooKeeper does a
+// TTL over its session timeout.
+type refusing struct{ *memory.Backend }
+
+func (refusing) Open(context.Context, string, time.Duration) (backends.Session, error) {
+	return nil, fmt.Errorf("%w: TTL over the session timeout", backends.ErrInvalid)
+}
+
+// TestCandidateRefusedSessionEnds: a session the backend refuses is not
+// retried forever in silence: the candidate's Run returns ErrInvalid, and
+// its campaigns end.
+func TestCandidateRefusedSessionEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := refusing{memory.New()}
+		cand, err := campaign.NewCandidate(b, campaign.WithID("a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := campaign.New(b, "x", campaign.WithCandidate(cand))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- c.Run(context.Background()) }()
+		if err := cand.Run(context.Background()); !errors.Is(err, campaign.ErrInvalid) || !errors.Is(err, backends.ErrInvalid) {
+			t.Fatalf("candidate's Run = %v, want ErrInvalid", err)
+		}
+		if err := <-done; !errors.Is(err, campaign.ErrClosed) {
+			t.Fatalf("campaign's Run = %v, want ErrClosed", err)
+		}
+	})
+}

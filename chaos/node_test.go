@@ -116,25 +116,35 @@ func (f nodeFlags) run(ctx context.Context, out *printer) error {
 	opts := []campaign.Option{campaign.WithID(f.id), campaign.WithTTL(f.ttl), campaign.WithRetry(f.ttl / 8)}
 	var evs <-chan events.Event
 	var run func(context.Context) error
+	var closeCampaign func() error
 	if f.slots == 1 {
 		c, err := campaign.New(b, f.name, opts...)
 		if err != nil {
 			return err
 		}
-		evs, run = c.Events(), func(ctx context.Context) error { return campaign.WhileLeader(ctx, c, fence.work) }
+		evs, closeCampaign = c.Events(), c.Close
+		run = func(ctx context.Context) error { return campaign.WhileLeader(ctx, c, fence.work) }
 	} else {
 		g, err := group.New(b, f.name, f.slots, opts...)
 		if err != nil {
 			return err
 		}
-		evs, run = g.Events(), func(ctx context.Context) error { return group.WhileLeader(ctx, g, fence.work) }
+		evs, closeCampaign = g.Events(), g.Close
+		run = func(ctx context.Context) error { return group.WhileLeader(ctx, g, fence.work) }
 	}
 	wg.Go(func() {
 		for e := range evs {
 			out.event(e)
 		}
 	})
-	return run(ctx)
+	// SIGTERM (ctx's end) closes the campaign, which resigns: its term is
+	// reported revoked as "resigned", as a service stopping would.
+	stopClose := context.AfterFunc(ctx, func() { _ = closeCampaign() })
+	defer stopClose()
+	if err := run(context.Background()); !errors.Is(err, campaign.ErrClosed) {
+		return err
+	}
+	return nil
 }
 
 // printer writes lines, one at a time.
@@ -153,9 +163,7 @@ func (p *printer) print(l line) {
 
 func (p *printer) event(e events.Event) {
 	l := line{TimeUnixNano: e.Time.UnixNano(), Name: e.Name, Slot: e.Slot, Event: e.Kind.String(), Token: e.Token, DeadlineUnixNano: e.Deadline.UnixNano()}
-	if e.Reason != nil {
-		l.Reason = e.Reason.Error()
-	}
+	l.Reason = events.ReasonCode(e.Reason)
 	p.print(l)
 }
 

@@ -103,8 +103,9 @@ func (c *Candidate) report(gen uint64) {
 
 // Run keeps the session alive until ctx ends or Close is called, then
 // closes it, which frees every lock its electors still hold. It returns
-// ctx.Err(), or ErrClosed after Close, and ErrRunning or ErrClosed if
-// called again.
+// ctx.Err(), ErrClosed after Close, ErrInvalid (wrapping the backend's
+// error) when the backend refuses to open the session, which no retry
+// cures, and ErrRunning or ErrClosed if called again.
 func (c *Candidate) Run(ctx context.Context) error {
 	if err := CheckContext(ctx); err != nil {
 		return err
@@ -149,24 +150,33 @@ func (c *Candidate) loop(ctx context.Context) error {
 			}
 		case <-timer.C:
 		}
-		next = c.tick(ctx)
+		var fatal error
+		if next, fatal = c.tick(ctx); fatal != nil {
+			return fatal
+		}
 	}
 }
 
-// tick opens or renews the session and returns when to tick again.
-func (c *Candidate) tick(ctx context.Context) time.Time {
+// tick opens or renews the session and returns when to tick again, or an
+// error that no retry can cure: the backend refuses the configuration (a
+// TTL over ZooKeeper's session timeout, say) or its client was closed.
+func (c *Candidate) tick(ctx context.Context) (time.Time, error) {
 	cur, _ := c.state()
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.TTL)
 	defer cancel()
 	if cur.sess == nil {
 		s, err := c.backend.Open(cctx, c.cfg.ID, c.cfg.TTL)
+		if errors.Is(err, backends.ErrInvalid) {
+			c.cfg.Logger.Error("open session refused", "id", c.cfg.ID, "err", err)
+			return time.Time{}, Invalid(err)
+		}
 		if err != nil {
 			c.cfg.Logger.Warn("open session failed", "id", c.cfg.ID, "err", err)
-			return time.Now().Add(c.cfg.RetryPause())
+			return time.Now().Add(c.cfg.RetryPause()), nil
 		}
 		c.set(shared{sess: s, renewed: start, gen: cur.gen + 1})
-		return start.Add(c.cfg.KeepAlive)
+		return start.Add(c.cfg.KeepAlive), nil
 	}
 	err := cur.sess.KeepAlive(cctx)
 	c.cfg.Observer.KeepAlive(BackendLabel(c.backend), time.Since(start), err)
@@ -174,15 +184,15 @@ func (c *Candidate) tick(ctx context.Context) time.Time {
 	case err == nil:
 		c.set(shared{sess: cur.sess, renewed: start, gen: cur.gen})
 		c.releaseOrphans(cctx, cur)
-		return start.Add(c.cfg.KeepAlive)
+		return start.Add(c.cfg.KeepAlive), nil
 	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
 		c.cfg.Logger.Warn("session lost", "id", c.cfg.ID, "err", err)
 		c.set(shared{gen: cur.gen + 1})
 		c.closeSession(cur.sess)
-		return time.Now()
+		return time.Now(), nil
 	default:
 		c.cfg.Logger.Warn("keep-alive failed", "id", c.cfg.ID, "err", err)
-		return time.Now().Add(c.cfg.RetryPause())
+		return time.Now().Add(c.cfg.RetryPause()), nil
 	}
 }
 
