@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/human"
 )
 
 // Errors returned by every backend, possibly wrapped with details; match
@@ -165,29 +165,9 @@ const MaxTTL = 7 * 24 * time.Hour
 // keeps) to MaxTTL. what names it in the error, which matches ErrInvalid.
 func ValidateTTL(what string, d time.Duration) error {
 	if d < time.Millisecond || d > MaxTTL {
-		return fmt.Errorf("%w: %s %s must be from 1ms to %s", ErrInvalid, what, human(d), human(MaxTTL))
+		return fmt.Errorf("%w: %s %s must be from 1ms to %s", ErrInvalid, what, human.Duration(d), human.Duration(MaxTTL))
 	}
 	return nil
-}
-
-// human formats d as people write it, for messages: whole days as
-// "7 days", whole hours and minutes without trailing zero units ("2h",
-// "1h30m"), anything else as time.Duration does ("1.5s", "250ms").
-func human(d time.Duration) string {
-	const day = 24 * time.Hour
-	switch {
-	case d == day:
-		return "1 day"
-	case d > 0 && d%day == 0:
-		return fmt.Sprintf("%d days", d/day)
-	case d > 0 && d%time.Minute == 0:
-		s := strings.TrimSuffix(d.String(), "0s") // "2h0m", "1h30m", "5m"
-		if strings.HasSuffix(s, "h0m") {
-			s = strings.TrimSuffix(s, "0m")
-		}
-		return s
-	}
-	return d.String()
 }
 
 // Dequeuer is implemented by the sessions of backends that queue waiters

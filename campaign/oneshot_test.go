@@ -197,46 +197,6 @@ func TestRunIfLeaderRacersRunOnce(t *testing.T) {
 	}
 }
 
-func TestEveryRunsOncePerPeriodAcrossNodes(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := memory.New()
-		period := time.Minute
-		var mu sync.Mutex
-		runs := map[time.Time]int{}
-		var tokens []events.Token
-		ctx, cancel := context.WithCancel(t.Context())
-		var wg sync.WaitGroup
-		for i := range 5 {
-			wg.Go(func() {
-				time.Sleep(time.Duration(i) * 700 * time.Millisecond) // skewed starts
-				campaign.Every(ctx, b, "nightly", period, func(ctx context.Context, tok events.Token) error {
-					mu.Lock()
-					defer mu.Unlock()
-					runs[time.Now().Truncate(period)]++
-					tokens = append(tokens, tok)
-					return nil
-				})
-			})
-		}
-		time.Sleep(10*period + period/2)
-		cancel()
-		wg.Wait()
-		if len(runs) != 10 {
-			t.Fatalf("ran in %d windows out of 10: %v", len(runs), runs)
-		}
-		for w, n := range runs {
-			if n != 1 {
-				t.Errorf("window %v ran %d times", w, n)
-			}
-		}
-		for i := 1; i < len(tokens); i++ {
-			if tokens[i] <= tokens[i-1] {
-				t.Fatalf("tokens not increasing: %v", tokens)
-			}
-		}
-	})
-}
-
 func TestEveryRejectsBadPeriod(t *testing.T) {
 	for _, period := range []time.Duration{0, -time.Second, 50 * time.Millisecond} {
 		err := campaign.Every(t.Context(), memory.New(), "x", period, func(context.Context, events.Token) error { return nil })

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -21,6 +20,7 @@ import (
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/zookeeper"
+	"github.com/hustings/hustings/internal/human"
 )
 
 // DefaultTimeout is how long Open waits for the server to answer, unless
@@ -105,7 +105,7 @@ func (t Target) Open(ctx context.Context, opts ...Option) (b backends.Backend, c
 func (t Target) unreachable(ctx context.Context, cfg config, lastDial, err error) error {
 	within := ""
 	if context.Cause(ctx) == errTimeout {
-		within = " within " + human(cfg.timeout)
+		within = " within " + human.Duration(cfg.timeout)
 	}
 	cause := err
 	if ctx.Err() != nil {
@@ -231,24 +231,4 @@ func waitSession(ctx context.Context, conn *zk.Conn) error {
 		}
 	}
 	return nil
-}
-
-// human formats d as people write it, for messages: whole days as
-// "7 days", whole hours and minutes without trailing zero units ("2h",
-// "1h30m"), anything else as time.Duration does ("1.5s", "250ms").
-func human(d time.Duration) string {
-	const day = 24 * time.Hour
-	switch {
-	case d == day:
-		return "1 day"
-	case d > 0 && d%day == 0:
-		return fmt.Sprintf("%d days", d/day)
-	case d > 0 && d%time.Minute == 0:
-		s := strings.TrimSuffix(d.String(), "0s") // "2h0m", "1h30m", "5m"
-		if strings.HasSuffix(s, "h0m") {
-			s = strings.TrimSuffix(s, "0m")
-		}
-		return s
-	}
-	return d.String()
 }

@@ -6,11 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/dial"
+	"github.com/hustings/hustings/internal/human"
 )
 
 // backendFlags are the --backend and --dial-timeout flags of every command.
@@ -28,7 +28,7 @@ func (f *backendFlags) register(fs *flag.FlagSet, def string) {
 // check refuses a bad URL or timeout before anything starts.
 func (f backendFlags) check() (dial.Target, error) {
 	if f.timeout <= 0 {
-		return dial.Target{}, fmt.Errorf("--dial-timeout %s must be more than 0", human(f.timeout))
+		return dial.Target{}, fmt.Errorf("--dial-timeout %s must be more than 0", human.Duration(f.timeout))
 	}
 	return dial.Parse(f.url)
 }
@@ -62,24 +62,4 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 		return fmt.Errorf("%s takes flags only, not %q (%q lists them)", fs.Name(), fs.Arg(0), fs.Name()+" --help")
 	}
 	return nil
-}
-
-// human formats d as people write it, for messages: whole days as
-// "7 days", whole hours and minutes without trailing zero units ("2h",
-// "1h30m"), anything else as time.Duration does ("1.5s", "250ms").
-func human(d time.Duration) string {
-	const day = 24 * time.Hour
-	switch {
-	case d == day:
-		return "1 day"
-	case d > 0 && d%day == 0:
-		return fmt.Sprintf("%d days", d/day)
-	case d > 0 && d%time.Minute == 0:
-		s := strings.TrimSuffix(d.String(), "0s") // "2h0m", "1h30m", "5m"
-		if strings.HasSuffix(s, "h0m") {
-			s = strings.TrimSuffix(s, "0m")
-		}
-		return s
-	}
-	return d.String()
 }

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestRefusals: flags that cannot work are refused before anything
@@ -82,17 +81,5 @@ func TestFlagHelp(t *testing.T) {
 	err := run(t.Context(), []string{"node", "--help"}, &out, &out)
 	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "-dial-timeout") || !strings.Contains(out.String(), "-ttl") {
 		t.Fatalf("node --help: %v\n%s", err, out.String())
-	}
-}
-
-func TestHuman(t *testing.T) {
-	for d, want := range map[string]string{"168h": "7 days", "24h": "1 day", "2h": "2h", "90m": "1h30m", "1.5s": "1.5s", "1ms": "1ms", "-1s": "-1s"} {
-		dd, err := time.ParseDuration(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := human(dd); got != want {
-			t.Errorf("human(%s) = %q, want %q", d, got, want)
-		}
 	}
 }

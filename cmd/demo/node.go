@@ -16,6 +16,7 @@ import (
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/group"
+	"github.com/hustings/hustings/internal/human"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -41,7 +42,7 @@ func parseNode(args []string, stdout io.Writer) (nodeFlags, error) {
 	fs.Lookup("backend").Usage = "URL of a server every node shares (required): redis://host:port[/db] | etcd://host:port[,host:port…] | zk://host:port[,host:port…][/root]"
 	fs.StringVar(&f.name, "name", "", "lock (or group) name; required")
 	fs.StringVar(&f.id, "id", "", "candidate ID; required")
-	fs.DurationVar(&f.ttl, "ttl", 2*time.Second, "session TTL, from "+human(minNodeTTL)+" to "+human(backends.MaxTTL))
+	fs.DurationVar(&f.ttl, "ttl", 2*time.Second, "session TTL, from "+human.Duration(minNodeTTL)+" to "+human.Duration(backends.MaxTTL))
 	fs.IntVar(&f.slots, "slots", 1, "group slots; 1 is a single lock")
 	fs.StringVar(&f.strategyName, "strategy", "", "group strategy: fifo, random, score or weighted")
 	fs.Float64Var(&f.score, "score", 0, "score, for --strategy score")
@@ -72,13 +73,13 @@ func (f *nodeFlags) check(set map[string]bool) (err error) {
 	}
 	switch {
 	case f.ttl < minNodeTTL:
-		return fmt.Errorf("--ttl %s is too short to hold a lock (it is renewed every third of it): the shortest that works is %s", human(f.ttl), human(minNodeTTL))
+		return fmt.Errorf("--ttl %s is too short to hold a lock (it is renewed every third of it): the shortest that works is %s", human.Duration(f.ttl), human.Duration(minNodeTTL))
 	case f.ttl > backends.MaxTTL:
-		return fmt.Errorf("--ttl %s is longer than the longest a backend takes, %s", human(f.ttl), human(backends.MaxTTL))
+		return fmt.Errorf("--ttl %s is longer than the longest a backend takes, %s", human.Duration(f.ttl), human.Duration(backends.MaxTTL))
 	case f.target.Scheme == "zk" && f.ttl > dial.ZooKeeperSessionTimeout:
-		return fmt.Errorf("--ttl %s is longer than the ZooKeeper session timeout, %s: use %s or less", human(f.ttl), human(dial.ZooKeeperSessionTimeout), human(dial.ZooKeeperSessionTimeout))
+		return fmt.Errorf("--ttl %s is longer than the ZooKeeper session timeout, %s: use %s or less", human.Duration(f.ttl), human.Duration(dial.ZooKeeperSessionTimeout), human.Duration(dial.ZooKeeperSessionTimeout))
 	case f.work < 0:
-		return fmt.Errorf("--work %s is negative: give how often the work loop wakes, or 0 for no work", human(f.work))
+		return fmt.Errorf("--work %s is negative: give how often the work loop wakes, or 0 for no work", human.Duration(f.work))
 	case f.slots < 1:
 		return fmt.Errorf("--slots %d must be at least 1", f.slots)
 	case f.strategyName != "" && f.slots < 2:
@@ -249,9 +250,9 @@ func (f nodeFlags) describe() string {
 			fmt.Fprintf(&s, ", strategy %s", f.strategyName)
 		}
 	}
-	fmt.Fprintf(&s, " on %s (TTL %s, retry %s)", f.target, human(f.ttl), human(f.ttl/8))
+	fmt.Fprintf(&s, " on %s (TTL %s, retry %s)", f.target, human.Duration(f.ttl), human.Duration(f.ttl/8))
 	if f.work > 0 {
-		fmt.Fprintf(&s, "; while leading, a work loop wakes every %s and stops when the term ends (it writes nothing: a real one would write with its token)", human(f.work))
+		fmt.Fprintf(&s, "; while leading, a work loop wakes every %s and stops when the term ends (it writes nothing: a real one would write with its token)", human.Duration(f.work))
 	}
 	s.WriteString("; SIGTERM or Ctrl-C resigns")
 	return s.String()
@@ -262,7 +263,7 @@ func (f nodeFlags) describe() string {
 func (f nodeFlags) workLoop(ctx context.Context, term events.Event, out *lines) error {
 	line := nodeEvent{Node: f.id, Name: term.Name, Slot: term.Slot, Token: term.Token}
 	line.TimeUnixNano, line.Event = time.Now().UnixNano(), "work-started"
-	line.Detail = fmt.Sprintf("wakes every %s while term %d lasts", human(f.work), term.Token)
+	line.Detail = fmt.Sprintf("wakes every %s while term %d lasts", human.Duration(f.work), term.Token)
 	if err := out.print(line); err != nil {
 		return err
 	}

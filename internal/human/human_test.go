@@ -1,4 +1,4 @@
-package backends
+package human
 
 import (
 	"testing"
@@ -18,8 +18,8 @@ func TestHuman(t *testing.T) {
 		0:                              "0s",
 		25*time.Hour + time.Nanosecond: "25h0m0.000000001s",
 	} {
-		if got := human(d); got != want {
-			t.Errorf("human(%v) = %q, want %q", d, got, want)
+		if got := Duration(d); got != want {
+			t.Errorf("Duration(%v) = %q, want %q", d, got, want)
 		}
 	}
 }
