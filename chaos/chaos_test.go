@@ -66,11 +66,9 @@ func loadProfile(t *testing.T) profile {
 	return p
 }
 
-// bounds are the checker's limits for backend b: the in the long
-// profile; in the short one, a TTL more for failovers and settling and a
-// second more for handovers: make test runs it with the race detector, on
-// a 2-core machine shared with the rest of the suite and, on CI, with other
-// work. Safety (overlaps, tokens, the fence) is held to the same rules.
+// bounds are the checker's limits for backend b: the design's in the long
+// profile; in the short one, make test's, generous for liveness (see
+// below). Safety (overlaps, tokens, the fence) is held to the same rules.
 func (p profile) bounds(b backend) history.Config {
 	retry := p.ttl / 8
 	c := history.Config{
@@ -82,10 +80,15 @@ func (p profile) bounds(b backend) history.Config {
 		Tamper: p.ttl/3 + 300*time.Millisecond,
 	}
 	if p.name == "short" {
-		c.Crash += p.ttl
-		c.Graceful += time.Second
-		c.Settle += p.ttl
-		c.Tamper += time.Second
+		// make test's run is for safety: overlaps, tokens, the fence and
+		// pairing are held to the same rules, but liveness gets room for
+		// the race detector and a busy 2-core machine (seen beside two CPU
+		// burners: handovers of 1.8–4.4 s, a server unanswered for seconds
+		// after a node's 5-TTL pause). make chaos holds the bounds above.
+		c.Crash += 2 * p.ttl
+		c.Graceful = 5 * time.Second
+		c.Settle += 10 * time.Second
+		c.Tamper += 2 * time.Second
 	}
 	return c
 }
