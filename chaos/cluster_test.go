@@ -16,13 +16,11 @@ import (
 	"github.com/hustings/hustings/chaos/history"
 )
 
-// The candidates of a run: lockNodes on one lock, groupNodes on a group of
-// groupSlots slots.
+// The locks of a run: one lock, and a group of groupSlots slots. How many
+// candidates campaign for each is the profile's (nodes).
 const (
 	lockName   = "lock"
 	groupName  = "grp"
-	lockNodes  = 5
-	groupNodes = 8
 	groupSlots = 3
 )
 
@@ -64,10 +62,10 @@ func newCluster(t *testing.T, b backend, p profile) *cluster {
 	}
 	t.Cleanup(closeDirect)
 	c.direct = direct
-	for range lockNodes {
+	for range p.lockNodes {
 		c.add(lockName)
 	}
-	for range groupNodes {
+	for range p.groupNodes {
 		c.add(groupName)
 	}
 	return c
