@@ -1,0 +1,106 @@
+// Package apisize measures the public API of the library's core packages:
+// exported top-level names and the exported methods of exported types,
+// the way "about 37 names" is counted for etcd's Session, Election and
+// Mutex. Run `go test -v -run TestExportedNames ./internal/apisize` to see
+// the count per package.
+package apisize
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// packages are the ones whose size is budgeted, relative to this folder.
+var packages = []string{"campaign", "group", "events", "backends", "strategy"}
+
+// budget is the most exported names they may have together: today's
+// count, to be lowered, never raised without a reason in the commit.
+const budget = 149
+
+func TestExportedNames(t *testing.T) {
+	total := 0
+	for _, pkg := range packages {
+		n, err := exported(filepath.Join("..", "..", pkg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%-9s %3d exported names", pkg, n)
+		total += n
+	}
+	t.Logf("total     %3d (budget %d)", total, budget)
+	if total > budget {
+		t.Errorf("%d exported names in %v, over the budget of %d", total, packages, budget)
+	}
+}
+
+// exported counts the exported top-level names of the package in dir
+// (its non-test files), and the exported methods of its exported types.
+func exported(dir string) (int, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	fset := token.NewFileSet()
+	n := 0
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return 0, err
+		}
+		for _, d := range f.Decls {
+			n += exportedIn(d)
+		}
+	}
+	return n, nil
+}
+
+func exportedIn(d ast.Decl) int {
+	n := 0
+	switch d := d.(type) {
+	case *ast.FuncDecl:
+		if !d.Name.IsExported() {
+			return 0
+		}
+		if d.Recv == nil || receiverExported(d.Recv) {
+			n++
+		}
+	case *ast.GenDecl:
+		for _, s := range d.Specs {
+			switch s := s.(type) {
+			case *ast.TypeSpec:
+				if s.Name.IsExported() {
+					n++
+				}
+			case *ast.ValueSpec:
+				for _, id := range s.Names {
+					if id.IsExported() {
+						n++
+					}
+				}
+			}
+		}
+	}
+	return n
+}
+
+// receiverExported reports whether a method's receiver type is exported.
+func receiverExported(recv *ast.FieldList) bool {
+	t := recv.List[0].Type
+	if s, ok := t.(*ast.StarExpr); ok {
+		t = s.X
+	}
+	if ix, ok := t.(*ast.IndexExpr); ok {
+		t = ix.X
+	}
+	id, ok := t.(*ast.Ident)
+	return ok && id.IsExported()
+}
