@@ -6,7 +6,7 @@
 
 GO ?= go
 
-.PHONY: test deps vet demo chaos bench bench-quick bench-check
+.PHONY: test test-busy deps vet demo chaos bench bench-quick bench-check
 
 # The chaos suite runs after the other packages, on its own: its failover
 # bounds are about the library, not about sharing two cores with a
@@ -17,6 +17,15 @@ test: deps vet bench-check
 
 vet:
 	$(GO) vet ./...
+
+# make test-busy: make test beside two CPU burners (started and stopped by
+# PID), with the test cache cleared first, as a busy CI runner would run
+# it. Every change must pass it; a test that fails here has a defect.
+test-busy:
+	$(GO) clean -testcache
+	@sh -c 'while :; do :; done' & b1=$$!; sh -c 'while :; do :; done' & b2=$$!; \
+	trap 'kill $$b1 $$b2' EXIT INT TERM; \
+	$(MAKE) test
 
 demo:
 	$(GO) run ./cmd/demo
