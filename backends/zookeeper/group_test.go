@@ -78,22 +78,7 @@ func TestGroupUnpreferredWaiter(t *testing.T) {
 // it the holder of a lock no campaign wants.
 func TestSharedSessionLeavesLineOnClose(t *testing.T) {
 	f := newTwoSlots(t)
-	k, err := campaign.NewCandidate(f.b, campaign.WithID("k"), campaign.WithTTL(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := campaign.New(f.b, f.slot(0), campaign.WithCandidate(k), campaign.WithRetry(500*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { c.Close(); _ = k.Close(); wg.Wait() })
-	wg.Go(func() { _ = k.Run(context.Background()) })
-	wg.Go(func() { _ = c.Run(context.Background()) })
-	wg.Go(func() {
-		for range c.Events() {
-		}
-	})
+	c := runShared(t, f.b, f.slot(0))
 	waitUntil(t, "k queued on slot 0", func() bool { return f.queued(t, 0) })
 	c.Close()
 	f.release(t, 0)
@@ -108,11 +93,27 @@ func TestSharedSessionLeavesLineOnClose(t *testing.T) {
 func TestSharedSessionLeavesLineWhenClosedMidAcquire(t *testing.T) {
 	f := newTwoSlots(t)
 	b := &stallAfterQueue{Backend: f.b, queued: make(chan struct{}, 1)}
+	c := runShared(t, b, f.slot(0))
+	select { // the server put k in line; the campaign has not heard yet
+	case <-b.queued:
+	case <-time.After(10 * time.Second):
+		t.Fatal("k was not queued on slot 0 within 10s")
+	}
+	c.Close()
+	f.release(t, 0)
+	if h, err := f.b.Holder(t.Context(), f.slot(0)); err != nil || !h.Free() {
+		t.Fatalf("Holder after the closed campaign's lock was released = %+v, %v; want free: the shared session stayed in line", h, err)
+	}
+}
+
+// runShared runs a campaign for name on a shared session of candidate k on
+// b (TTL 2 s, retry 500 ms), reading its events, until the test ends.
+func runShared(t *testing.T, b backends.Backend, name string) *campaign.Campaign {
 	k, err := campaign.NewCandidate(b, campaign.WithID("k"), campaign.WithTTL(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := campaign.New(b, f.slot(0), campaign.WithCandidate(k))
+	c, err := campaign.New(b, name, campaign.WithCandidate(k), campaign.WithRetry(500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,12 +125,7 @@ func TestSharedSessionLeavesLineWhenClosedMidAcquire(t *testing.T) {
 		for range c.Events() {
 		}
 	})
-	<-b.queued // the server put k in line; the campaign has not heard yet
-	c.Close()
-	f.release(t, 0)
-	if h, err := f.b.Holder(t.Context(), f.slot(0)); err != nil || !h.Free() {
-		t.Fatalf("Holder after the closed campaign's lock was released = %+v, %v; want free: the shared session stayed in line", h, err)
-	}
+	return c
 }
 
 // stallAfterQueue is a ZooKeeper backend whose sessions' Acquire, once the
