@@ -121,8 +121,9 @@ func TestKeepAliveRequests(t *testing.T) {
 }
 
 // TestKeepAliveOneRoundTrip: on a link with 50 ms of latency each way, a
-// KeepAlive of a session holding 1,000 locks takes one round trip (its
-// nine requests are in flight at once), not nine. The link is slow from
+// KeepAlive of a session holding 1,000 locks sends its nine requests at
+// once: it takes about one round trip, and well under the nine it would
+// take one after another (the bound, 5, leaves room for a busy machine). The link is slow from
 // the start, as a real one is: gRPC sizes its flow-control windows from
 // the round trips it measures, and until it has, the first KeepAlive's
 // 90 KB of transactions wait one round trip more for window.
@@ -143,8 +144,8 @@ func TestKeepAliveOneRoundTrip(t *testing.T) {
 		best = min(best, time.Since(start))
 	}
 	t.Logf("KeepAlive of 1,000 locks over a %v round trip: %v at best", rtt, best)
-	if best > 2*rtt {
-		t.Fatalf("KeepAlive of 1,000 locks took %v at best, want under %v (two round trips); nine in a row would take %v", best, 2*rtt, 9*rtt)
+	if best > 5*rtt {
+		t.Fatalf("KeepAlive of 1,000 locks took %v at best, want under %v (five round trips); nine in a row would take %v", best, 5*rtt, 9*rtt)
 	}
 }
 
