@@ -139,8 +139,15 @@ func (f nodeFlags) run(ctx context.Context, out *printer) error {
 	})
 	// SIGTERM (ctx's end) closes the campaign, which resigns: its term is
 	// reported revoked as "resigned", as a service stopping would.
-	stopClose := context.AfterFunc(ctx, func() { _ = closeCampaign() })
-	defer stopClose()
+	ran := make(chan struct{})
+	defer close(ran) // before wg.Wait, deferred earlier
+	wg.Go(func() {
+		select {
+		case <-ctx.Done():
+			_ = closeCampaign()
+		case <-ran:
+		}
+	})
 	if err := run(context.Background()); !errors.Is(err, campaign.ErrClosed) {
 		return err
 	}
