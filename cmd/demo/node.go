@@ -16,14 +16,10 @@ import (
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/group"
+	"github.com/hustings/hustings/internal/elector"
 	"github.com/hustings/hustings/internal/human"
 	"github.com/hustings/hustings/strategy"
 )
-
-// minNodeTTL is the shortest --ttl a node takes: a session is renewed
-// every third of its TTL, and below this the renewals would be within a
-// busy machine's scheduling delays (the library's own floor).
-const minNodeTTL = 100 * time.Millisecond
 
 // nodeFlags are the flags of "demo node".
 type nodeFlags struct {
@@ -42,7 +38,7 @@ func parseNode(args []string, stdout io.Writer) (nodeFlags, error) {
 	fs.Lookup("backend").Usage = "URL of a server every node shares (required): redis://host:port[/db] | etcd://host:port[,host:port…] | zk://host:port[,host:port…][/root]"
 	fs.StringVar(&f.name, "name", "", "lock (or group) name; required")
 	fs.StringVar(&f.id, "id", "", "candidate ID; required")
-	fs.DurationVar(&f.ttl, "ttl", 2*time.Second, "session TTL, from "+human.Duration(minNodeTTL)+" to "+human.Duration(backends.MaxTTL))
+	fs.DurationVar(&f.ttl, "ttl", 2*time.Second, "session TTL, from "+human.Duration(elector.MinTTL)+" to "+human.Duration(backends.MaxTTL))
 	fs.IntVar(&f.slots, "slots", 1, "group slots; 1 is a single lock")
 	fs.StringVar(&f.strategyName, "strategy", "", "group strategy: fifo, random, score or weighted")
 	fs.Float64Var(&f.score, "score", 0, "score, for --strategy score")
@@ -72,8 +68,8 @@ func (f *nodeFlags) check(set map[string]bool) (err error) {
 			"the memory backend lives inside one process, so each node would hold its own lock")
 	}
 	switch {
-	case f.ttl < minNodeTTL:
-		return fmt.Errorf("--ttl %s is too short to hold a lock (it is renewed every third of it): the shortest that works is %s", human.Duration(f.ttl), human.Duration(minNodeTTL))
+	case f.ttl < elector.MinTTL:
+		return fmt.Errorf("--ttl %s is too short to hold a lock (it is renewed every third of it): the shortest that works is %s", human.Duration(f.ttl), human.Duration(elector.MinTTL))
 	case f.ttl > backends.MaxTTL:
 		return fmt.Errorf("--ttl %s is longer than the longest a backend takes, %s", human.Duration(f.ttl), human.Duration(backends.MaxTTL))
 	case f.target.Scheme == "zk" && f.ttl > dial.ZooKeeperSessionTimeout:
