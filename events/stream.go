@@ -28,16 +28,16 @@ import "sync/atomic"
 // when the owner closes the stream. Only the owner may call Publish, Ready,
 // Sent and Close; C and Dropped are safe from any goroutine.
 type Stream struct {
-	ch        chan Event
-	current   Event
-	has       bool  // current holds a published event
-	delivered Event // the last event known to be received
-	inFlight  Event // the event in the buffer, if busy
-	busy      bool
-	owed      Event // the Revoked for the delivered term, once published
-	closed    bool
-	uncounted bool // current was counted as dropped when published
-	dropped   atomic.Uint64
+	ch         chan Event
+	current    Event
+	has        bool  // current holds a published event
+	delivered  Event // the last event known to be received
+	inFlight   Event // the event in the buffer, if busy
+	busy       bool
+	owed       Event // the Revoked for the delivered term, once published
+	closed     bool
+	curDropped bool // current was counted as dropped when it was published
+	dropped    atomic.Uint64
 }
 
 // NewStream returns a stream with nothing published.
@@ -68,10 +68,10 @@ func (s *Stream) publish(e Event, history []Event) {
 	if s.closed {
 		return
 	}
-	prev, had, counted := s.current, s.has, s.uncounted
-	s.current, s.has, s.uncounted = e, true, false
+	prev, had, prevDropped := s.current, s.has, s.curDropped
+	s.current, s.has, s.curDropped = e, true, false
 	s.settle()
-	if had && !counted && !sameState(prev, s.delivered) && !sameState(prev, s.owed) {
+	if had && !prevDropped && !sameState(prev, s.delivered) && !sameState(prev, s.owed) {
 		s.dropped.Add(1) // replaced before the subscriber received it
 	}
 	knownTerm := s.delivered.Kind == Elected
@@ -89,7 +89,7 @@ func (s *Stream) publish(e Event, history []Event) {
 		// The end of a term the subscriber never saw begin: it will never
 		// be sent, so it is dropped now, and not again when replaced.
 		s.dropped.Add(1)
-		s.uncounted = true
+		s.curDropped = true
 	}
 	if knownTerm {
 		s.offer()
