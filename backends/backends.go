@@ -79,8 +79,9 @@ type Session interface {
 	// not released since, and that the backend was found to hold for it no
 	// more although the session lives (deleted or evicted behind its back,
 	// their lease revoked), by name with the token they were granted under;
-	// nil if none. KeepAlive checks every lock; a backend that can push a
-	// deletion may report it sooner. A name leaves Lost when Acquire grants
+	// nil if none. KeepAlive checks every lock; a LossNotifier reports a
+	// deletion sooner, and may then also report the locks of a session
+	// whose end it saw before KeepAlive reports the session lost. A name leaves Lost when Acquire grants
 	// it again or Release is called for it under its token. Lost does not
 	// block.
 	Lost() map[string]events.Token
@@ -108,6 +109,18 @@ type Watcher interface {
 	// The backend closes the channel when ctx ends or the watch breaks; the
 	// receiver should then fall back to polling or watch again.
 	Watch(ctx context.Context, name string) (<-chan struct{}, error)
+}
+
+// LossNotifier is implemented by the sessions of backends that can push
+// the loss of a lock (a watch on the session's own keys): Lost then
+// reports a lock deleted or revoked behind the session's back within
+// milliseconds, not only after the next KeepAlive.
+type LossNotifier interface {
+	// Losses returns a channel that receives a value whenever Lost gains a
+	// lock; signals coalesce (the buffer holds one), so the receiver reads
+	// Lost. The same channel on every call; it is never closed. The first
+	// call may start the watch that feeds it; Close stops it.
+	Losses() <-chan struct{}
 }
 
 // Holder describes who holds a lock.

@@ -54,9 +54,6 @@ func (s *Stream) C() <-chan Event { return s.ch }
 // Revoked of terms whose Elected it never received.
 func (s *Stream) Dropped() uint64 { return s.dropped.Load() }
 
-// Current returns the last published event, and false if there is none.
-func (s *Stream) Current() (Event, bool) { return s.current, s.has }
-
 // Publish makes e the current state. It takes back an event still unread in
 // the buffer, so that Ready offers what leads to e.
 func (s *Stream) Publish(e Event) { s.publish(e, nil) }

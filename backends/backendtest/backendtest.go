@@ -68,6 +68,7 @@ var checks = []check{
 	{"RaceForFreeLock", raceForFreeLock},
 	{"KeepAliveKeepsLocks", keepAliveKeepsLocks},
 	{"DeletedLockIsLost", deletedLockIsLost},
+	{"DeletedLockIsPushed", deletedLockIsPushed},
 	{"ReleasedLockIsNotLost", releasedLockIsNotLost},
 	{"ExpiryFreesLock", expiryFreesLock},
 	{"ExpiryLosesAllLocks", expiryLosesAllLocks},

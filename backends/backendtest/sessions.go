@@ -1,6 +1,8 @@
 package backendtest
 
 import (
+	"time"
+
 	"errors"
 
 	"github.com/hustings/hustings/backends"
@@ -63,6 +65,33 @@ func deletedLockIsLost(e *env) {
 	e.keepAlive(a)
 	if lost := a.Lost(); lost != nil {
 		e.t.Fatalf("Lost() = %v after a acquired the lock again, want nil", lost)
+	}
+}
+
+// deletedLockIsPushed: where the session is a backends.LossNotifier, a
+// lock deleted behind its back goes to Lost, and the channel signals, with
+// no KeepAlive; a lock it releases itself does neither. (Other backends
+// have nothing to check here: KeepAlive finds the loss, as
+// DeletedLockIsLost checks.)
+func deletedLockIsPushed(e *env) {
+	a := e.open("a")
+	n, ok := a.(backends.LossNotifier)
+	if !ok {
+		e.t.Logf("%T is not a backends.LossNotifier: losses are found by KeepAlive only", a)
+		return
+	}
+	losses := n.Losses()
+	released, gone := e.name(), e.name()
+	e.release(a, released, e.acquire(a, released, 0), 0)
+	tok := e.acquire(a, gone, 0)
+	e.h.Delete(e.t, e.b, gone)
+	select {
+	case <-losses:
+	case <-time.After(wakeBound):
+		e.t.Fatalf("no signal on Losses within %v of the delete", wakeBound)
+	}
+	if lost := a.Lost(); len(lost) != 1 || lost[gone] != tok {
+		e.t.Fatalf("Lost() = %v after the delete, with no KeepAlive; want only %s:%d", lost, gone, tok)
 	}
 }
 

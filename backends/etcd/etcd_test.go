@@ -89,3 +89,13 @@ func acquire(t testing.TB, s backends.Session, name string) events.Token {
 	}
 	return tok
 }
+
+// TestStorm starts a storm of campaigns on one shared session at once
+// against an embedded etcd server (see backendtest.RunStorm).
+func TestStorm(t *testing.T) {
+	cli := etcdtest.Start(t).Client(t)
+	backendtest.RunStorm(t, backendtest.Harness{
+		New: func(t *testing.T) backends.Backend { return newBackend(t, cli) },
+		TTL: time.Second,
+	}, 0)
+}

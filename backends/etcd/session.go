@@ -35,24 +35,29 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 		return nil, err
 	}
 	s := &session{b: b, id: id, lease: lease, key: b.sessionKey(lease), guards: make(map[string]clientv3.LeaseID)}
-	if _, err := b.client.Put(ctx, s.key, id, clientv3.WithLease(lease)); err != nil {
+	resp, err := b.client.Put(ctx, s.key, id, clientv3.WithLease(lease))
+	if err != nil {
 		b.revoke(ctx, lease)
 		return nil, translate(ctx, "open session", err)
 	}
+	s.opened = resp.Header.Revision
 	return s, nil
 }
 
 // session is one candidate's liveness on etcd: one lease, to which every
 // lock key it holds is bound.
 type session struct {
-	b     *Backend
-	id    string
-	lease clientv3.LeaseID
-	key   string // bound to lease: exists while the session lives
+	b      *Backend
+	id     string
+	lease  clientv3.LeaseID
+	key    string // bound to lease: exists while the session lives
+	opened int64  // the store's revision when the session key was put
 
-	mu     sync.Mutex
-	closed bool
-	guards map[string]clientv3.LeaseID // guard leases of locks taken with a lease, by name
+	mu      sync.Mutex
+	closed  bool
+	guards  map[string]clientv3.LeaseID // guard leases of locks taken with a lease, by name
+	unwatch context.CancelFunc          // stops the loss watch; nil until Losses
+	watcher sync.WaitGroup              // the loss watch's goroutine
 
 	ledger ledger.Ledger // what Acquire granted, and what KeepAlive found gone
 }
@@ -105,11 +110,15 @@ func (s *session) KeepAlive(ctx context.Context) error {
 // Close of a session the server already forgot returns nil.
 func (s *session) Close(ctx context.Context) error {
 	s.mu.Lock()
-	closed := s.closed
+	closed, unwatch := s.closed, s.unwatch
 	s.closed = true
 	s.mu.Unlock()
 	if closed {
 		return nil
+	}
+	if unwatch != nil {
+		unwatch()
+		s.watcher.Wait()
 	}
 	if err := ctxErr(ctx, "close session"); err != nil {
 		return err

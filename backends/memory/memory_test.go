@@ -269,3 +269,12 @@ func TestGroups(t *testing.T) {
 		Registry: true,
 	})
 }
+
+// TestStorm starts a storm of campaigns on one shared session at once
+// (see backendtest.RunStorm).
+func TestStorm(t *testing.T) {
+	backendtest.RunStorm(t, backendtest.Harness{
+		New: func(*testing.T) backends.Backend { return memory.New() },
+		TTL: time.Second,
+	}, 0)
+}

@@ -89,14 +89,17 @@ func (b *Backend) reach(ctx context.Context, id string) error {
 }
 
 // Delete removes the lock name whoever holds it, the way an operator's
-// delete or an eviction would on a real server: the holder is not told
-// (its next KeepAlive finds the lock gone and reports it in Lost), and
-// waiters are woken. A lock released with a hold is removed too; the
+// delete or an eviction would on a real server: the holder's session
+// reports it in Lost at once, as a watch on its own keys would (and its
+// next KeepAlive would find it anyway), and waiters are woken. A lock released with a hold is removed too; the
 // fencing counter is kept. Deleting a free lock does nothing.
 func (b *Backend) Delete(name string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if l := b.locks[name]; l != nil {
+		if l.sess != nil {
+			l.sess.ledger.Gone(name, l.token) // pushed at once, as a watch would
+		}
 		b.remove(name, l)
 	}
 }

@@ -86,8 +86,13 @@ func (s *session) KeepAlive(ctx context.Context) error {
 	return nil
 }
 
-// Lost returns the locks KeepAlive found gone; see backends.Session.
+// Lost returns the locks KeepAlive or Delete found gone; see
+// backends.Session.
 func (s *session) Lost() map[string]events.Token { return s.ledger.Lost() }
+
+// Losses tells of locks Delete took from the session; see
+// backends.LossNotifier.
+func (s *session) Losses() <-chan struct{} { return s.ledger.Losses() }
 
 // Release gives up name held by s under token, at once or after hold.
 func (s *session) Release(ctx context.Context, name string, token events.Token, hold time.Duration) error {

@@ -379,3 +379,13 @@ func wantFree(t *testing.T, b backends.Backend, name string) {
 		t.Fatalf("Holder(%q) = %+v, %v; want free", name, h, err)
 	}
 }
+
+// TestStorm starts a storm of campaigns on one shared session at once
+// against a real server (see backendtest.RunStorm).
+func TestStorm(t *testing.T) {
+	srv := redistest.Start(t)
+	backendtest.RunStorm(t, backendtest.Harness{
+		New: func(t *testing.T) backends.Backend { return newBackend(t, srv.Addr()) },
+		TTL: time.Second,
+	}, 0)
+}

@@ -55,3 +55,9 @@ func deleteHolder(t *testing.T, conn *zk.Conn, name string) {
 		t.Fatalf("delete %s/%s: %v", parent, oldest, err)
 	}
 }
+
+// TestStorm starts a storm of campaigns on one shared session at once
+// against a real server (see backendtest.RunStorm).
+func TestStorm(t *testing.T) {
+	backendtest.RunStorm(t, harness(t), 0)
+}

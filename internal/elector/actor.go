@@ -20,10 +20,11 @@ type actor struct {
 	cfg *Config
 	ctx context.Context // Run's
 
-	sess    backends.Session
-	renewed time.Time // start of the session's last successful Open or KeepAlive
-	term    *term     // the term in force, nil if none
-	lastErr error     // the last backend failure, nil after a success
+	sess     backends.Session
+	renewed  time.Time // start of the session's last successful Open or KeepAlive
+	term     *term     // the term in force, nil if none
+	lastErr  error     // the last backend failure, nil after a success
+	failures int       // backend failures in a row, for the backoff
 
 	op       *op            // the backend call in flight, nil if none
 	releases []release      // resignations waiting for the op slot
@@ -33,12 +34,13 @@ type actor struct {
 	backoffUntil          time.Time // no acquire before this (after Resign)
 	watchAt               time.Time // no new watch before this
 	woken                 bool      // a watch signal came while an acquire was in flight
-	inLines               bool      // a failed acquire may have left the session in lines
+	doubt                 []string  // locks the session may hold or wait for untold (see disown)
 	lost                  bool      // a try found the lock held since the last term: watch it
 
 	watch       <-chan struct{}
 	watchCancel context.CancelFunc
-	gate        *gate // the strategy's gate, nil without one
+	losses      <-chan struct{} // the own session's pushed lock losses, nil if none
+	gate        *gate           // the strategy's gate, nil without one
 
 	shared        *Candidate // the shared session's owner; nil: own session
 	gen           uint64     // the shared session's generation in use
@@ -88,6 +90,10 @@ func (a *actor) run() error {
 		case <-a.wake.C:
 		case _, ok := <-a.watch:
 			a.watchFired(ok)
+		case <-a.losses:
+			if a.term != nil {
+				a.lockLost()
+			}
 		case req := <-a.e.resigns:
 			a.resign(req)
 		case <-a.e.updates:
@@ -142,7 +148,7 @@ func (a *actor) startTry(w *waker) bool {
 		a.startWatch()
 	case g != nil && (!g.fresh || !w.now.Before(g.rankedAt.Add(a.cfg.Retry))):
 		a.startRank()
-	case g != nil && !g.eligible(w.now) && a.inLines && isDequeuer(a.sess):
+	case g != nil && !g.eligible(w.now) && len(a.doubt) > 0:
 		a.startLeave()
 	case g != nil && !g.eligible(w.now):
 		next := g.rankedAt.Add(a.cfg.RetryPause())
@@ -160,11 +166,6 @@ func (a *actor) startTry(w *waker) bool {
 		a.startAcquire()
 	}
 	return true
-}
-
-func isDequeuer(s backends.Session) bool {
-	_, ok := s.(backends.Dequeuer)
-	return ok
 }
 
 // waker finds the earliest time something not yet due becomes due.
@@ -311,6 +312,7 @@ func (a *actor) lose(err error) {
 // fail records a backend failure.
 func (a *actor) fail(what string, err error) {
 	a.lastErr = err
+	a.failures++
 	a.e.setState(func(s *State) { s.Err = err })
 	attrs := []any{"name", a.e.name, "id", a.cfg.ID, "err", err}
 	if a.term != nil {
@@ -319,8 +321,15 @@ func (a *actor) fail(what string, err error) {
 	a.cfg.Logger.Warn(what+" failed", attrs...)
 }
 
-// succeed clears the last failure.
+// succeed clears the last failure and the backoff.
 func (a *actor) succeed() {
+	a.failures = 0
+	a.clearErr()
+}
+
+// clearErr clears the last failure but not the backoff: a renewal that
+// works says nothing of the calls that failed.
+func (a *actor) clearErr() {
 	if a.lastErr != nil {
 		a.lastErr = nil
 		a.e.setState(func(s *State) { s.Err = a.audit.err }) // a misconfiguration stays shown
@@ -340,10 +349,13 @@ func (a *actor) discardSession() {
 		a.sess = nil
 		return
 	}
-	a.sess = nil
+	a.sess, a.losses = nil, nil
 	a.openAt = time.Now()
 	a.background(func(ctx context.Context) { _ = s.Close(ctx) })
 }
+
+// backoff returns the pause before the next try after a failure.
+func (a *actor) backoff() time.Duration { return a.cfg.Backoff(a.failures) }
 
 // background runs f in a goroutine the actor waits for, with a context that
 // survives Run's but is bounded by the TTL.

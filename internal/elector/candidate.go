@@ -20,6 +20,8 @@ import (
 type Candidate struct {
 	backend backends.Backend
 	cfg     Config
+	calls   *limiter // the electors' backend calls in flight; not the keep-alive
+	opens   int      // Opens failed in a row, for the backoff; Run's own
 
 	mu       sync.Mutex
 	cur      shared
@@ -64,6 +66,7 @@ func NewCandidate(b backends.Backend, opts ...Option) (*Candidate, error) {
 	}
 	return &Candidate{
 		backend: b, cfg: cfg,
+		calls:    newLimiter(callsInFlight),
 		changed:  make(chan struct{}),
 		lost:     make(chan uint64, 1),
 		claims:   map[string]bool{},
@@ -148,6 +151,11 @@ func (c *Candidate) loop(ctx context.Context) error {
 			if cur, _ := c.state(); gen != cur.gen || cur.sess == nil {
 				continue // already replaced
 			}
+		case <-c.losses():
+			timer.Stop()
+			cur, _ := c.state()
+			c.set(cur) // the electors look at Lost
+			continue
 		case <-timer.C:
 		}
 		var fatal error
@@ -172,9 +180,11 @@ func (c *Candidate) tick(ctx context.Context) (time.Time, error) {
 			return time.Time{}, Invalid(err)
 		}
 		if err != nil {
+			c.opens++
 			c.cfg.Logger.Warn("open session failed", "id", c.cfg.ID, "err", err)
-			return time.Now().Add(c.cfg.RetryPause()), nil
+			return time.Now().Add(c.cfg.Backoff(c.opens)), nil
 		}
+		c.opens = 0
 		c.set(shared{sess: s, renewed: start, gen: cur.gen + 1})
 		return start.Add(c.cfg.KeepAlive), nil
 	}
@@ -194,6 +204,21 @@ func (c *Candidate) tick(ctx context.Context) (time.Time, error) {
 		c.cfg.Logger.Warn("keep-alive failed", "id", c.cfg.ID, "err", err)
 		return time.Now().Add(c.cfg.RetryPause()), nil
 	}
+}
+
+// losses returns the current session's pushed lock losses, or nil.
+func (c *Candidate) losses() <-chan struct{} {
+	cur, _ := c.state()
+	return lossesOf(cur.sess)
+}
+
+// lossesOf returns s's pushed lock losses (see backends.LossNotifier), or
+// nil if s has none.
+func lossesOf(s backends.Session) <-chan struct{} {
+	if n, ok := s.(backends.LossNotifier); ok {
+		return n.Losses()
+	}
+	return nil
 }
 
 // stop asks the electors on the candidate to end their terms gracefully

@@ -278,6 +278,23 @@ func (c *Config) RetryPause() time.Duration {
 	return c.Retry + rand.N(c.Jitter)
 }
 
+// backoffDoublings is how many times a run of failures doubles the
+// retry interval at most: it pauses for 8 retry intervals at most.
+const backoffDoublings = 3
+
+// Backoff returns the pause before the next try after failures backend
+// failures in a row: RetryPause after one (or none), then the retry
+// interval doubled for each further failure, up to 8 times it,
+// with equal jitter (between half and all of it), so that candidates an
+// overloaded server turned away do not all come back together.
+func (c *Config) Backoff(failures int) time.Duration {
+	if failures <= 1 {
+		return c.RetryPause()
+	}
+	d := c.Retry << min(failures-1, backoffDoublings)
+	return d/2 + rand.N(d/2+1)
+}
+
 // defaultID returns hostname-pid-random, unique per process start.
 func defaultID() string {
 	host, err := os.Hostname()

@@ -36,18 +36,65 @@ func (s *queueSess) Dequeue(_ context.Context, name string) error { delete(s.lin
 func TestLinesOfEarlierRoundsAreLeft(t *testing.T) {
 	slots := SlotNames("g", 3)
 	s := &queueSess{free: map[string]bool{}, lines: map[string]bool{}}
-	if _, _, err := acquireAny(t.Context(), s, slots, "me"); err == nil {
+	_, _, doubt, err := acquireAny(t.Context(), s, slots, "me", nil)
+	if err == nil {
 		t.Fatal("round 1 should find all held")
 	}
 	h := fnv.New32a()
 	h.Write([]byte("me"))
 	first := int(h.Sum32() % uint32(len(slots))) // the slot acquireAny tries first
 	s.free = map[string]bool{slots[first]: true}
-	slot, _, err := acquireAny(t.Context(), s, slots, "me")
-	if err != nil || slot != first {
-		t.Fatalf("round 2: slot %d err %v", slot, err)
+	slot, _, doubt, err := acquireAny(t.Context(), s, slots, "me", doubt)
+	if err != nil || slot != first || len(doubt) != 0 {
+		t.Fatalf("round 2: slot %d, doubt %v, err %v; want slot %d, no doubt", slot, doubt, err, first)
 	}
 	if len(s.lines) != 0 {
 		t.Errorf("won slot %d but still queued on %v (from round 1): a second slot will come to this session unannounced", slot, s.lines)
+	}
+}
+
+// holdSess models a backend that does not queue: it records what the
+// session holds.
+type holdSess struct {
+	backends.Session
+	held     map[string]events.Token
+	next     events.Token
+	released []string
+}
+
+func (s *holdSess) Acquire(_ context.Context, name string, _ time.Duration) (events.Token, error) {
+	if tok, ok := s.held[name]; ok {
+		return tok, nil
+	}
+	s.next++
+	s.held[name] = s.next
+	return s.next, nil
+}
+
+func (s *holdSess) Release(_ context.Context, name string, tok events.Token, _ time.Duration) error {
+	if s.held[name] != tok {
+		return backends.ErrNotHeld
+	}
+	delete(s.held, name)
+	s.released = append(s.released, name)
+	return nil
+}
+
+// A slot whose acquire lost its answer is in doubt: the session may hold
+// it. Winning another slot releases it, so a group campaign never keeps
+// two; the slot won is kept.
+func TestSlotInDoubtIsReleasedWhenAnotherIsWon(t *testing.T) {
+	slots := SlotNames("g", 2)
+	h := fnv.New32a()
+	h.Write([]byte("me"))
+	first := int(h.Sum32() % uint32(len(slots)))
+	other := slots[1-first]
+	s := &holdSess{held: map[string]events.Token{other: 7}} // the lost answer's lock
+	slot, tok, doubt, err := acquireAny(t.Context(), s, slots, "me", []string{other})
+	if err != nil || slot != first || len(doubt) != 0 {
+		t.Fatalf("acquireAny = slot %d, doubt %v, err %v; want slot %d, no doubt", slot, doubt, err, first)
+	}
+	if _, ok := s.held[other]; ok || len(s.held) != 1 || s.held[slots[first]] != tok {
+		t.Errorf("after winning %s the session holds %v, want only it (token %d)", slots[first], s.held, tok)
 	}
 }

@@ -50,9 +50,11 @@ func lockOnce(ctx context.Context, b backends.Backend, names []string, cfg *Conf
 	w := newWaiter(ctx, b, names, cfg, start)
 	defer w.stop()
 	held := false // the backend has said another candidate holds the lock
+	var doubt []string
 	for {
 		actx, cancel := context.WithTimeout(ctx, cfg.Lease)
-		slot, tok, err := acquireAny(actx, s, names, cfg.ID)
+		slot, tok, left, err := acquireAny(actx, s, names, cfg.ID, doubt)
+		doubt = left
 		cancel()
 		if err == nil {
 			return w.held(s, names[slot], slot, tok)

@@ -3,7 +3,7 @@ package elector
 import (
 	"context"
 	"errors"
-	"hash/fnv"
+	"fmt"
 	"time"
 
 	"github.com/hustings/hustings/backends"
@@ -46,6 +46,7 @@ type result struct {
 	retry       release           // the release itself, to try again
 	view        view              // what a rank read
 	holders     []backends.Holder // what an audit read
+	doubt       []string          // an acquire's or a leave's new doubt (see disown)
 	err         error
 }
 
@@ -64,21 +65,58 @@ func (a *actor) opDone() <-chan result {
 	return a.op.done
 }
 
-// call runs f in a goroutine the actor owns, with a context bounded by
-// timeout, and makes it the op in flight. A release survives the end of
-// Run's context: it is what lets the next leader in at once.
+// errNotSent marks the result of a call that never reached the backend:
+// it was given up while it waited for its turn on a shared session.
+var errNotSent = errors.New("campaign: call not sent")
+
+// call runs f in a goroutine the actor owns and makes it the op in
+// flight. On a shared session, f first waits for its turn (see limiter);
+// its context is bounded by timeout from then on. A release survives the
+// end of Run's context: it is what lets the next leader in at once.
 func (a *actor) call(kind opKind, timeout time.Duration, f func(ctx context.Context) result) {
+	a.callAfter(nil, kind, timeout, f)
+}
+
+// callAfter is call with prep run first in the goroutine, before the turn
+// is taken and the timeout starts (a release waits there for the work
+// bound to its term).
+func (a *actor) callAfter(prep func(), kind opKind, timeout time.Duration, f func(ctx context.Context) result) {
 	parent := a.ctx
 	if kind == opRelease {
 		parent = context.WithoutCancel(a.ctx)
 	}
-	ctx, cancel := context.WithTimeout(parent, timeout)
+	wctx, cancel := context.WithCancel(parent)
 	o := &op{kind: kind, sess: a.sess, start: time.Now(), cancel: cancel, done: make(chan result, 1)}
 	a.op = o
+	lim, lane := a.limiter(), laneTake
+	if kind == opRelease || kind == opLeave {
+		lane = laneFree
+	}
 	a.wg.Go(func() {
 		defer cancel()
+		if prep != nil {
+			prep()
+		}
+		if lim != nil {
+			if err := lim.wait(wctx, lane); err != nil {
+				o.done <- result{err: fmt.Errorf("%w: %w", errNotSent, err)}
+				return
+			}
+			defer lim.done()
+		}
+		ctx, stop := context.WithTimeout(wctx, timeout)
+		defer stop()
 		o.done <- f(ctx)
 	})
+}
+
+// limiter returns the shared session's limiter, or nil: a session of the
+// actor's own has one call in flight at a time.
+func (a *actor) limiter() *limiter {
+	if a.shared == nil {
+		return nil
+	}
+	return a.shared.calls
 }
 
 func (a *actor) startOpen() {
@@ -104,69 +142,24 @@ func (a *actor) startKeepAlive() {
 func (a *actor) startAcquire() {
 	s := a.sess
 	a.woken = false
-	slots, id := a.e.slots, a.cfg.ID
+	slots, id, doubt := a.e.slots, a.cfg.ID, a.doubt
 	a.cfg.Observer.Attempt(a.e.name, a.e.label)
 	a.call(opAcquire, a.cfg.TTL, func(ctx context.Context) result {
-		slot, tok, err := acquireAny(ctx, s, slots, id)
-		return result{slot: slot, token: tok, err: err}
+		slot, tok, doubt, err := acquireAny(ctx, s, slots, id, doubt)
+		return result{slot: slot, token: tok, doubt: doubt, err: err}
 	})
 }
 
-// startLeave takes the session out of every slot's line: a candidate the
-// strategy no longer prefers stops trying, so a line must not make it a
-// holder it would never learn of.
+// startLeave disowns the locks in doubt: a candidate the strategy no
+// longer prefers stops trying, so a lock its session was given untold
+// must not stay held for nobody, nor a line make it a holder it would
+// never learn of.
 func (a *actor) startLeave() {
-	s, slots := a.sess, a.e.slots
+	s, doubt := a.sess, a.doubt
 	a.call(opLeave, a.cfg.TTL, func(ctx context.Context) result {
-		d := s.(backends.Dequeuer)
-		var err error
-		for _, name := range slots {
-			if e := d.Dequeue(ctx, name); e != nil {
-				err = e
-			}
-		}
-		return result{err: err}
+		left := disownAll(ctx, s, doubt)
+		return result{doubt: left}
 	})
-}
-
-// leaveLines takes the session out of the lines of every slot but the one
-// it won, on backends that queue waiters, so a candidate never comes to
-// hold two slots: earlier rounds may have left it in any line. Failures are
-// ignored: the session's end clears its lines anyway.
-func leaveLines(ctx context.Context, s backends.Session, slots []string, won int) {
-	d, ok := s.(backends.Dequeuer)
-	if !ok || len(slots) < 2 {
-		return
-	}
-	for i, name := range slots {
-		if i != won {
-			_ = d.Dequeue(ctx, name)
-		}
-	}
-}
-
-// acquireAny tries the slots one after another, starting from one that
-// depends on the candidate ID so that candidates spread over the slots,
-// until one is had. It returns ErrHeld (wrapped) when all are held, and
-// stops at the first other failure.
-func acquireAny(ctx context.Context, s backends.Session, slots []string, id string) (int, events.Token, error) {
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	first := int(h.Sum32() % uint32(len(slots)))
-	var err error
-	for i := range slots {
-		slot := (first + i) % len(slots)
-		tok, e := s.Acquire(ctx, slots[slot], 0)
-		if e == nil {
-			leaveLines(ctx, s, slots, slot)
-			return slot, tok, nil
-		}
-		err = e
-		if !errors.Is(e, backends.ErrHeld) {
-			break
-		}
-	}
-	return 0, 0, err
 }
 
 // startWatch asks the backend to wake us when the lock changes. The watch
@@ -190,8 +183,7 @@ func (a *actor) startWatch() {
 func (a *actor) startRelease() {
 	r := a.releases[0]
 	a.releases = a.releases[1:]
-	a.call(opRelease, a.cfg.Grace+a.cfg.TTL, func(ctx context.Context) result {
-		a.drain(r.term)
+	a.callAfter(func() { a.drain(r.term) }, opRelease, a.cfg.TTL, func(ctx context.Context) result {
 		if r.sess == nil {
 			return result{reply: r.reply} // the session, and so the lock, is gone
 		}
@@ -221,7 +213,7 @@ func (a *actor) finish(r result) {
 	case opWatch:
 		a.watched(r)
 	case opAcquire:
-		a.acquired(r.slot, r.token, r.err)
+		a.acquired(r)
 	case opRelease:
 		a.released(r)
 	case opRegister:
@@ -229,7 +221,9 @@ func (a *actor) finish(r result) {
 	case opRank:
 		a.ranked(r.view, r.err)
 	case opLeave:
-		a.inLines = r.err != nil // try again at the next chance
+		if !errors.Is(r.err, errNotSent) {
+			a.doubt = r.doubt // what is left is tried again at the next chance
+		}
 	case opAudit:
 		a.audited(r)
 	}
@@ -243,10 +237,11 @@ func (a *actor) cleanUp(r result, o *op) {
 	if o.kind == opAcquire {
 		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, "canceled") // its Attempt was counted
 	}
-	if o.kind == opAcquire && r.err != nil && o.sess == a.sess {
+	if o.kind == opAcquire && r.err != nil && o.sess == a.sess && !errors.Is(r.err, errNotSent) {
 		// Given up mid-call (a stop, say), the acquire may still have
-		// queued the session in a line: a session that lives on must leave.
-		a.inLines = true
+		// taken a lock or queued the session: a session that lives on
+		// must disown them.
+		a.doubt = r.doubt
 	}
 	if o.kind == opAcquire && r.err == nil && o.sess != nil {
 		s, name, tok := o.sess, a.e.slots[r.slot], r.token
@@ -278,11 +273,12 @@ func (a *actor) opened(start time.Time, r result) {
 	}
 	if r.err != nil {
 		a.fail("open session", r.err)
-		a.openAt = time.Now().Add(a.cfg.RetryPause())
+		a.openAt = time.Now().Add(a.backoff())
 		return
 	}
 	a.succeed()
-	a.sess, a.renewed, a.inLines = r.sess, start, false
+	a.sess, a.renewed, a.doubt = r.sess, start, nil
+	a.losses = lossesOf(r.sess)
 	a.keepAt = start.Add(a.cfg.KeepAlive)
 	a.tryAt = time.Now()
 	if a.gate != nil {
@@ -294,7 +290,7 @@ func (a *actor) keptAlive(start time.Time, err error) {
 	a.cfg.Observer.KeepAlive(a.e.label, time.Since(start), err)
 	switch {
 	case err == nil:
-		a.succeed()
+		a.clearErr()
 		a.renewed = start
 		a.keepAt = start.Add(a.cfg.KeepAlive)
 		if a.term != nil && !a.lockLost() {
@@ -309,11 +305,14 @@ func (a *actor) keptAlive(start time.Time, err error) {
 	}
 }
 
-func (a *actor) acquired(slot int, token events.Token, err error) {
+func (a *actor) acquired(r result) {
+	slot, token, err := r.slot, r.token, r.err
+	if !errors.Is(err, errNotSent) {
+		a.doubt = r.doubt
+	}
 	switch {
 	case err == nil:
 		a.succeed()
-		a.inLines = false // acquireAny left the other lines
 		a.cfg.Observer.Acquired(a.e.name, a.e.label)
 		a.elect(slot, token)
 	case errors.Is(err, backends.ErrHeld):
@@ -323,7 +322,6 @@ func (a *actor) acquired(slot int, token events.Token, err error) {
 			a.audit.at = time.Now().Add(a.cfg.TTL) // lost for a TTL: audit then
 		}
 		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, "contention")
-		a.inLines = true
 		a.tryAt = time.Now().Add(a.cfg.RetryPause())
 		if a.gate != nil {
 			a.gate.fresh = false
@@ -339,8 +337,7 @@ func (a *actor) acquired(slot int, token events.Token, err error) {
 	default:
 		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, "backend-error")
 		a.fail("acquire", err)
-		a.inLines = true // a call that timed out may still have queued the session
-		a.tryAt = time.Now().Add(a.cfg.RetryPause())
+		a.tryAt = time.Now().Add(a.backoff())
 	}
 }
 
@@ -354,7 +351,7 @@ func (a *actor) released(r result) {
 			// Keep the shared session; try the release again later, and
 			// acquire nothing meanwhile.
 			a.releases = append([]release{r.retry}, a.releases...)
-			a.releaseAt = time.Now().Add(a.cfg.RetryPause())
+			a.releaseAt = time.Now().Add(a.backoff())
 			return
 		}
 		if r.from == a.sess {
@@ -379,7 +376,7 @@ func (a *actor) needWatch(now time.Time) bool {
 func (a *actor) watched(r result) {
 	if r.err != nil {
 		a.fail("watch", r.err)
-		a.watchAt = time.Now().Add(a.cfg.RetryPause())
+		a.watchAt = time.Now().Add(a.backoff())
 		return
 	}
 	a.watch, a.watchCancel = r.watch, r.watchCancel

@@ -36,7 +36,7 @@ func (a *actor) registeredResult(err error) {
 		a.lose(err)
 	default:
 		a.fail("register", err)
-		a.gate.registerAt = time.Now().Add(a.cfg.RetryPause())
+		a.gate.registerAt = time.Now().Add(a.backoff())
 	}
 }
 
@@ -71,14 +71,14 @@ func (a *actor) ranked(v view, err error) {
 	if err != nil {
 		a.fail("rank", err)
 		a.gate.fresh, a.gate.rankedAt = false, now
-		a.tryAt = now.Add(a.cfg.RetryPause())
+		a.tryAt = now.Add(a.backoff())
 		return
 	}
 	vd, err := judge(a.gate.strategy, a.e.name, v, a.e.entry(), len(a.e.slots))
 	if err != nil {
 		a.fail("rank", err)
 		a.gate.fresh, a.gate.rankedAt = true, now
-		a.tryAt = now.Add(a.cfg.RetryPause())
+		a.tryAt = now.Add(a.backoff())
 		return
 	}
 	a.succeed()

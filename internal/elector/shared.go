@@ -33,7 +33,7 @@ func (a *actor) adopt() {
 		if cur.gen != a.gen {
 			a.dropReleases() // the old session's locks went with it
 		}
-		a.sess, a.gen, a.renewed, a.inLines = cur.sess, cur.gen, cur.renewed, false
+		a.sess, a.gen, a.renewed, a.doubt = cur.sess, cur.gen, cur.renewed, nil
 		a.tryAt = time.Now()
 		if a.gate != nil {
 			a.gate.registered, a.gate.fresh = false, false
@@ -61,35 +61,49 @@ func (a *actor) dropReleases() {
 }
 
 // releaseShared, at shutdown in shared mode, releases the locks of ended
-// terms one by one (after their work returned) instead of closing the
-// session, which other campaigns still use.
+// terms one by one (after their work returned) and disowns the locks in
+// doubt, instead of closing the session, which other campaigns still use.
+// Its calls wait for their turn on the session like any other. A
+// candidate that is closing frees them all at once with its session.
 func (a *actor) releaseShared() {
+	if cur, _ := a.shared.state(); cur.closing || cur.gen != a.gen {
+		return
+	}
 	for _, r := range a.releases {
 		if r.sess == nil || r.sess != a.sess {
 			continue
 		}
 		name, token := a.e.slots[r.term.event.Slot], r.term.event.Token
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.TTL)
-		err := r.sess.Release(ctx, name, token, 0)
-		cancel()
+		err := a.inTurn(laneFree, func(ctx context.Context) error { return r.sess.Release(ctx, name, token, 0) })
 		if err != nil && !errors.Is(err, backends.ErrNotHeld) {
 			// The session outlives this campaign: leave the release to
 			// the candidate, which retries it at each renewal.
 			a.shared.orphan(name, token, a.gen)
 		}
 	}
-	if a.inLines && isDequeuer(a.sess) {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.TTL)
-		for _, name := range a.e.slots {
-			_ = a.sess.(backends.Dequeuer).Dequeue(ctx, name) // the session lives on: leave its lines
-		}
-		cancel()
+	if len(a.doubt) > 0 {
+		_ = a.inTurn(laneFree, func(ctx context.Context) error {
+			a.doubt = disownAll(ctx, a.sess, a.doubt)
+			return nil
+		})
 	}
 	if a.gate != nil && a.gate.own == nil {
 		if r, ok := a.sess.(backends.Registrar); ok {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.TTL)
-			_ = r.Deregister(ctx, a.e.name) // the entry would outlive the campaign
-			cancel()
+			// The entry would outlive the campaign.
+			_ = a.inTurn(laneFree, func(ctx context.Context) error { return r.Deregister(ctx, a.e.name) })
 		}
 	}
+}
+
+// inTurn runs f on the shared session when its turn comes, bounded (turn
+// included) by the TTL: for the calls of a shutdown, which Run's context
+// may no longer allow.
+func (a *actor) inTurn(lane int, f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.TTL)
+	defer cancel()
+	if err := a.shared.calls.wait(ctx, lane); err != nil {
+		return err
+	}
+	defer a.shared.calls.done()
+	return f(ctx)
 }

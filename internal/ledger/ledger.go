@@ -16,6 +16,23 @@ type Ledger struct {
 	mu      sync.Mutex
 	granted map[string]events.Token // by Acquire, not since released or found lost
 	lost    map[string]events.Token // found gone, not since acquired or released
+	losses  chan struct{}           // signalled (buffer 1) when lost gains a lock
+}
+
+// Losses returns a channel that receives a value whenever a lock goes to
+// Lost (signals coalesce: the buffer holds one); the same channel on every
+// call, never closed. For backends.LossNotifier.
+func (l *Ledger) Losses() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lossesLocked()
+}
+
+func (l *Ledger) lossesLocked() chan struct{} {
+	if l.losses == nil {
+		l.losses = make(chan struct{}, 1)
+	}
+	return l.losses
 }
 
 // Granted records that Acquire gave the session name under tok.
@@ -64,6 +81,10 @@ func (l *Ledger) Gone(name string, tok events.Token) {
 		l.lost = map[string]events.Token{}
 	}
 	l.lost[name] = tok
+	select {
+	case l.lossesLocked() <- struct{}{}:
+	default:
+	}
 }
 
 // Lost returns a copy of the locks found gone, by name, with the token they

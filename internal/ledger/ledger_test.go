@@ -43,3 +43,24 @@ func TestLedger(t *testing.T) {
 		t.Fatalf("Held() = %v after a release under any token", l.Held())
 	}
 }
+
+func TestLossesSignalsWhatGoesToLost(t *testing.T) {
+	var l Ledger
+	ch := l.Losses()
+	l.Granted("a", 1)
+	l.Gone("a", 2) // not the token granted: nothing lost
+	select {
+	case <-ch:
+		t.Fatal("signalled although nothing went to Lost")
+	default:
+	}
+	l.Gone("a", 1)
+	select {
+	case <-ch:
+	default:
+		t.Fatal("no signal when a went to Lost")
+	}
+	if l.Losses() != ch {
+		t.Error("Losses returned another channel")
+	}
+}
