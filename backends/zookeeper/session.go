@@ -35,6 +35,7 @@ type session struct {
 	lost    error             // set once the session is known to be lost
 	locks   map[string]*lock  // the session's nodes, queued or holding: what it holds
 	entries map[string]string // group → the path of the session's registry entry
+	watch   *lossWatch        // nil until Losses
 
 	// ledger reports Lost: it is fed from locks as Acquire grants them,
 	// Release and Dequeue give them up, and KeepAlive or Acquire finds
@@ -121,6 +122,7 @@ func (s *session) Close(ctx context.Context) error {
 	lost := s.lost
 	nodes := s.takeNodes()
 	s.mu.Unlock()
+	s.stopWatch()
 	err := s.b.remove(ctx, nodes)
 	if lost != nil {
 		return nil
@@ -263,6 +265,7 @@ func (s *session) grant(l *lock) events.Token {
 	defer s.mu.Unlock()
 	l.granted = true
 	s.ledger.Granted(l.name, l.token)
+	s.tellGranted()
 	if s.locks[l.name] != l {
 		s.ledger.Gone(l.name, l.token)
 	}
