@@ -85,6 +85,11 @@ func (p profile) bounds(b backend) history.Config {
 		// renewal confirms the session's locks; then its round trip.
 		Tamper: p.ttl/3 + 300*time.Millisecond,
 	}
+	if b.pushed {
+		// The session's watch pushes the delete: milliseconds, and room
+		// for the node's scheduling.
+		c.Tamper = 300 * time.Millisecond
+	}
 	if p.name == "short" {
 		// make test's run is for safety: overlaps, tokens, the fence and
 		// pairing are held to the same rules, but liveness gets room for

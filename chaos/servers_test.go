@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	goredis "github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
@@ -41,14 +42,18 @@ type backend struct {
 	// slack is how much later than TTL + retry a crashed leader's
 	// successor may be elected: the server's expiry granularity.
 	slack time.Duration
+	// pushed: the backend's sessions push a lock's loss (a watch on their
+	// own keys), so a tampered leader learns of it at once, not at its
+	// next renewal.
+	pushed bool
 }
 
 // backends are the real backends the suite runs against.
 var backendsUnderTest = []backend{
 	{name: "redis", start: startRedis, slack: 300 * time.Millisecond},
 	// etcd checks for expired leases every 500 ms.
-	{name: "etcd", start: startEtcd, slack: 800 * time.Millisecond},
-	{name: "zookeeper", start: startZooKeeper, slack: 300 * time.Millisecond},
+	{name: "etcd", start: startEtcd, slack: 800 * time.Millisecond, pushed: true},
+	{name: "zookeeper", start: startZooKeeper, slack: 300 * time.Millisecond, pushed: true},
 }
 
 // startRedis runs a durable redis-server: a restart loses nothing it
@@ -76,13 +81,25 @@ func startRedis(t *testing.T) server {
 func startEtcd(t *testing.T) server {
 	s := etcdtest.Start(t)
 	cli := s.Client(t)
+	tampers := 0
 	return server{
 		addr: s.Addr(),
 		url:  func(a string) string { return "etcd://" + a },
 		down: s.Stop,
 		up:   s.Restart,
 		tamper: func(ctx context.Context, name string) error {
-			_, err := cli.Delete(ctx, etcd.DefaultPrefix+"lock/"+name)
+			// Every other time the lease of the holder's session is
+			// revoked instead of the key deleted: it goes with the lease.
+			key := etcd.DefaultPrefix + "lock/" + name
+			if tampers++; tampers%2 == 0 {
+				resp, err := cli.Get(ctx, key)
+				if err != nil || len(resp.Kvs) == 0 || resp.Kvs[0].Lease == 0 {
+					return fmt.Errorf("no lease to revoke for %s: %+v, %v", key, resp, err)
+				}
+				_, err = cli.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
+				return err
+			}
+			_, err := cli.Delete(ctx, key)
 			return err
 		},
 	}
