@@ -153,7 +153,7 @@ const warmUpCampaigns = 100
 func (b *bench) warmUp(ctx context.Context, s *system) error {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cand, err := campaign.NewCandidate(s.backend, campaign.WithID("scale-warm-up"), campaign.WithTTL(b.cfg.ScaleTTL))
+	cand, err := campaign.NewSession(s.backend, campaign.WithID("scale-warm-up"), campaign.WithTTL(b.cfg.ScaleTTL))
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func (b *bench) warmUp(ctx context.Context, s *system) error {
 	cs := make([]*campaign.Campaign, 0, warmUpCampaigns)
 	defer closeAll(&cs)
 	for i := range warmUpCampaigns {
-		c, err := campaign.New(s.backend, fmt.Sprint("scale-warm-up/", i), campaign.WithCandidate(cand))
+		c, err := campaign.New(s.backend, fmt.Sprint("scale-warm-up/", i), campaign.WithSession(cand))
 		if err != nil {
 			return err
 		}
@@ -188,7 +188,7 @@ func (b *bench) holdCampaigns(ctx context.Context, s *system, n int) (Row, error
 	before := b.settle(ctx, "before")
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cand, err := campaign.NewCandidate(s.backend, campaign.WithID(fmt.Sprint("scale-", n)), campaign.WithTTL(b.cfg.ScaleTTL))
+	cand, err := campaign.NewSession(s.backend, campaign.WithID(fmt.Sprint("scale-", n)), campaign.WithTTL(b.cfg.ScaleTTL))
 	if err != nil {
 		return Row{}, err
 	}
@@ -198,7 +198,7 @@ func (b *bench) holdCampaigns(ctx context.Context, s *system, n int) (Row, error
 	cs := make([]*campaign.Campaign, 0, n)
 	defer closeAll(&cs)
 	for i := range n {
-		c, err := campaign.New(s.backend, fmt.Sprintf("scale-%d/%d", n, i), campaign.WithCandidate(cand))
+		c, err := campaign.New(s.backend, fmt.Sprintf("scale-%d/%d", n, i), campaign.WithSession(cand))
 		if err != nil {
 			return Row{}, err
 		}

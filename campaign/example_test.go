@@ -71,9 +71,9 @@ func ExampleWhileLeader() {
 
 // Many campaigns on one shared session: one keep-alive per tick renews all
 // their locks.
-func ExampleCandidate() {
+func ExampleSession() {
 	b := memory.New()
-	cand, err := campaign.NewCandidate(b, campaign.WithID("node-1"))
+	cand, err := campaign.NewSession(b, campaign.WithID("node-1"))
 	if err != nil {
 		panic(err)
 	}
@@ -83,7 +83,7 @@ func ExampleCandidate() {
 	defer cand.Close() // after the campaigns: it ends their session
 
 	for _, tenant := range []string{"acme", "globex"} {
-		c, err := campaign.New(b, "rollup/"+tenant, campaign.WithCandidate(cand))
+		c, err := campaign.New(b, "rollup/"+tenant, campaign.WithSession(cand))
 		if err != nil {
 			panic(err)
 		}

@@ -25,7 +25,7 @@ func TestNilInputIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	cand, err := campaign.NewCandidate(memory.New())
+	cand, err := campaign.NewSession(memory.New())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestNilInputIsRefused(t *testing.T) {
 		call func() error
 	}{
 		{"New on a typed nil", func() error { _, err := campaign.New(typedNil, "x"); return err }},
-		{"NewCandidate on a typed nil", func() error { _, err := campaign.NewCandidate(typedNil); return err }},
+		{"NewSession on a typed nil", func() error { _, err := campaign.NewSession(typedNil); return err }},
 		{"group.New on a typed nil", func() error { _, err := group.New(typedNil, "g", 2); return err }},
 		{"RunIfLeader on a typed nil", func() error { _, err := campaign.RunIfLeader(t.Context(), typedNil, "x", noop); return err }},
 		{"Observe on a typed nil", func() error { _, err := campaign.Observe(t.Context(), typedNil, "x"); return err }},
@@ -72,7 +72,7 @@ func TestBadCandidateIsRefused(t *testing.T) {
 		{"empty ID", func() error { _, err := campaign.New(b, "x", campaign.WithID("")); return err }, "empty candidate ID"},
 		{"2 MiB ID", func() error { _, err := campaign.New(b, "x", campaign.WithID(strings.Repeat("i", 2<<20))); return err }, "longer than"},
 		{"ID with a newline", func() error { _, err := campaign.New(b, "x", campaign.WithID("a\nb")); return err }, "control character"},
-		{"empty ID on a candidate", func() error { _, err := campaign.NewCandidate(b, campaign.WithID("")); return err }, "empty candidate ID"},
+		{"empty ID on a candidate", func() error { _, err := campaign.NewSession(b, campaign.WithID("")); return err }, "empty candidate ID"},
 		{"NaN weight, no strategy", func() error { _, err := group.New(b, "g", 2, group.WithWeight(nan())); return err }, "weight"},
 		{"NaN score, no strategy", func() error { _, err := group.New(b, "g", 2, group.WithScore(nan())); return err }, "score"},
 		{"oversized metadata, no strategy", func() error {

@@ -58,7 +58,7 @@ func newLostAnswers(lose int) (*lostAnswers, *memory.Backend) {
 }
 
 // runCandidate runs cand until the test's bubble ends it with Close.
-func runCandidate(t *testing.T, cand *campaign.Candidate) {
+func runCandidate(t *testing.T, cand *campaign.Session) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -75,9 +75,9 @@ func runCandidate(t *testing.T, cand *campaign.Candidate) {
 func TestAcquireWithLostAnswerIsAdopted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, _ := newLostAnswers(1)
-		cand, _ := campaign.NewCandidate(b, campaign.WithID("a"), campaign.WithTTL(ttl))
+		cand, _ := campaign.NewSession(b, campaign.WithID("a"), campaign.WithTTL(ttl))
 		runCandidate(t, cand)
-		c, _ := campaign.New(b, "lock", campaign.WithCandidate(cand))
+		c, _ := campaign.New(b, "lock", campaign.WithSession(cand))
 		go c.Run(context.Background())
 		defer c.Close()
 		e := next(t, c.Events())
@@ -93,9 +93,9 @@ func TestAcquireWithLostAnswerIsAdopted(t *testing.T) {
 func TestAcquireWithLostAnswerIsReleasedOnClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, mem := newLostAnswers(1)
-		cand, _ := campaign.NewCandidate(b, campaign.WithID("a"), campaign.WithTTL(ttl))
+		cand, _ := campaign.NewSession(b, campaign.WithID("a"), campaign.WithTTL(ttl))
 		runCandidate(t, cand)
-		c, _ := campaign.New(b, "lock", campaign.WithCandidate(cand), campaign.WithRetry(time.Hour))
+		c, _ := campaign.New(b, "lock", campaign.WithSession(cand), campaign.WithRetry(time.Hour))
 		go c.Run(context.Background())
 		synctest.Wait()
 		if s := c.State(); s.Leader || s.Err == nil {

@@ -72,6 +72,13 @@ func (r Result[T]) Ran() bool { return r.Outcome == Elected || r.Outcome == Acti
 // after waiting up to WithWait. WithMinHold keeps the lock held after fn
 // returned until that long after it was acquired.
 //
+// Each run opens a session of its own and closes it after. With
+// WithSession(s) it runs on s instead: an acquire and a release, two
+// round trips, taking their turns among s's other calls. The lock then
+// lives as long as s does (not the lease): fn's context also ends when s's
+// deadline passes without a renewal. A name that a campaign or another
+// run on s already claims is Skipped (Contention).
+//
 // The error is non-nil only when fn did not run and the run could not be
 // decided: bad input (ErrInvalid), a backend failure (wrapped; matches the
 // errors of package backends), or ctx ending before fn ran, returned as is
@@ -86,14 +93,19 @@ func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	if err := ctx.Err(); err != nil {
 		return Result[T]{}, err
 	}
-	h, err := elector.LockOnce(ctx, b, full, elector.SlotNames(full, cfg.Slots), &cfg)
+	var h *elector.Held
+	if cfg.Session != nil {
+		h, err = elector.LockOn(ctx, cfg.Session, full, elector.SlotNames(full, cfg.Slots), &cfg)
+	} else {
+		h, err = elector.LockOnce(ctx, b, full, elector.SlotNames(full, cfg.Slots), &cfg)
+	}
 	switch {
 	case h == nil && err == nil:
 		return Result[T]{Outcome: Skipped, Reason: Contention}, nil
 	case err != nil:
 		return onFailure(ctx, &cfg, full, elector.BackendLabel(b), fn, err)
 	}
-	fctx, cancel := context.WithDeadline(ctx, h.Deadline)
+	fctx, cancel := h.Context(ctx)
 	began := time.Now()
 	v, ferr := fn(fctx, h.Token)
 	cfg.Observer.Action(full, elector.BackendLabel(b), time.Since(began), ferr)
@@ -150,6 +162,9 @@ func validateRun(ctx context.Context, c *elector.Config, b backends.Backend, nam
 	}
 	if nilFn {
 		return "", fmt.Errorf("%w: nil function", ErrInvalid)
+	}
+	if err := c.UseSession(b); err != nil {
+		return "", err
 	}
 	if err := c.ValidateOneShot(); err != nil {
 		return "", err

@@ -18,18 +18,18 @@ import (
 func TestSharedCandidateRefusesTheSameNameTwice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := memory.New()
-		cand, _ := campaign.NewCandidate(b, campaign.WithID("a"), campaign.WithTTL(ttl))
+		cand, _ := campaign.NewSession(b, campaign.WithID("a"), campaign.WithTTL(ttl))
 		cd := make(chan error, 1)
 		go func() { cd <- cand.Run(context.Background()) }()
-		c1, _ := campaign.New(b, "lock", campaign.WithCandidate(cand))
-		c2, _ := campaign.New(b, "lock", campaign.WithCandidate(cand))
+		c1, _ := campaign.New(b, "lock", campaign.WithSession(cand))
+		c2, _ := campaign.New(b, "lock", campaign.WithSession(cand))
 		go c1.Run(context.Background())
 		next(t, c1.Events())
 		if err := c2.Run(t.Context()); !errors.Is(err, campaign.ErrInvalid) {
 			t.Errorf("second campaign for the same name on one candidate: Run = %v, want ErrInvalid", err)
 		}
 		c1.Close()
-		c3, _ := campaign.New(b, "lock", campaign.WithCandidate(cand))
+		c3, _ := campaign.New(b, "lock", campaign.WithSession(cand))
 		go c3.Run(context.Background())
 		if e := next(t, c3.Events()); e.Kind != events.Elected {
 			t.Errorf("after the first closed, a new campaign for the name got %s", e)
@@ -47,10 +47,10 @@ func TestCandidateStopWaitsForTermWork(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := memory.New()
 		ctx, cancel := context.WithCancel(context.Background())
-		cand, _ := campaign.NewCandidate(b, campaign.WithID("a"), campaign.WithTTL(ttl))
+		cand, _ := campaign.NewSession(b, campaign.WithID("a"), campaign.WithTTL(ttl))
 		cd := make(chan error, 1)
 		go func() { cd <- cand.Run(ctx) }()
-		c, _ := campaign.New(b, "lock", campaign.WithCandidate(cand), campaign.WithGrace(5*time.Second))
+		c, _ := campaign.New(b, "lock", campaign.WithSession(cand), campaign.WithGrace(5*time.Second))
 		var workDone atomic.Bool
 		wd := make(chan error, 1)
 		go func() {
@@ -88,10 +88,10 @@ func TestAcquireOnReplacedSessionIsNotElected(t *testing.T) {
 		// B holds the lock first.
 		bs, _ := w.Backend.Open(t.Context(), "b", time.Hour)
 		btok, _ := bs.Acquire(t.Context(), "lock", 0)
-		cand, _ := campaign.NewCandidate(w, campaign.WithID("a"), campaign.WithTTL(ttl))
+		cand, _ := campaign.NewSession(w, campaign.WithID("a"), campaign.WithTTL(ttl))
 		cd := make(chan error, 1)
 		go func() { cd <- cand.Run(context.Background()) }()
-		c, _ := campaign.New(w, "lock", campaign.WithCandidate(cand))
+		c, _ := campaign.New(w, "lock", campaign.WithSession(cand))
 		go c.Run(context.Background())
 		time.Sleep(500 * time.Millisecond)
 		w.failKeepAlive.Store(true)                     // keep-alives stop reaching the backend
@@ -125,10 +125,10 @@ func TestAcquireOnReplacedSessionIsNotElected(t *testing.T) {
 func TestSharedReleaseFailureIsRetriedByCandidate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := &faulty{Backend: memory.New()}
-		cand, _ := campaign.NewCandidate(w, campaign.WithID("a"), campaign.WithTTL(ttl))
+		cand, _ := campaign.NewSession(w, campaign.WithID("a"), campaign.WithTTL(ttl))
 		cd := make(chan error, 1)
 		go func() { cd <- cand.Run(context.Background()) }()
-		c1, _ := campaign.New(w, "lock", campaign.WithCandidate(cand))
+		c1, _ := campaign.New(w, "lock", campaign.WithSession(cand))
 		go c1.Run(context.Background())
 		e1 := next(t, c1.Events())
 		w.failRelease.Store(1)
@@ -137,7 +137,7 @@ func TestSharedReleaseFailureIsRetriedByCandidate(t *testing.T) {
 		if h, _ := w.Holder(t.Context(), "lock"); !h.Free() {
 			t.Errorf("a minute after Close the lock is still held: %+v", h)
 		}
-		c2, _ := campaign.New(w, "lock", campaign.WithCandidate(cand))
+		c2, _ := campaign.New(w, "lock", campaign.WithSession(cand))
 		go c2.Run(context.Background())
 		e2 := next(t, c2.Events())
 		if e2.Kind == events.Elected && e2.Token == e1.Token {
@@ -155,10 +155,10 @@ func TestSharedReleaseFailureIsRetriedByCandidate(t *testing.T) {
 func TestSharedReleaseRetryWakesOnTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := &faulty{Backend: memory.New()}
-		cand, _ := campaign.NewCandidate(w, campaign.WithID("a"), campaign.WithTTL(60*time.Second))
+		cand, _ := campaign.NewSession(w, campaign.WithID("a"), campaign.WithTTL(60*time.Second))
 		cd := make(chan error, 1)
 		go func() { cd <- cand.Run(context.Background()) }()
-		c, _ := campaign.New(w, "lock", campaign.WithCandidate(cand), campaign.WithRetry(time.Second))
+		c, _ := campaign.New(w, "lock", campaign.WithSession(cand), campaign.WithRetry(time.Second))
 		go c.Run(context.Background())
 		next(t, c.Events())
 		w.failRelease.Store(1)

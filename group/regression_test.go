@@ -63,11 +63,11 @@ func TestUnrankableMemberNeitherStormsNorBlocks(t *testing.T) {
 func TestClosedSharedGroupLeavesTheRegistry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := memory.New()
-		cand, _ := campaign.NewCandidate(b, campaign.WithID("ghost"), campaign.WithTTL(10*time.Second))
+		cand, _ := campaign.NewSession(b, campaign.WithID("ghost"), campaign.WithTTL(10*time.Second))
 		cd := make(chan error, 1)
 		go func() { cd <- cand.Run(context.Background()) }()
 		opts := []campaign.Option{group.WithStrategy(strategy.FIFO()), group.WithPreemption(3 * time.Second)}
-		gg, _ := group.New(b, "rollups", 2, append(opts, campaign.WithCandidate(cand))...)
+		gg, _ := group.New(b, "rollups", 2, append(opts, campaign.WithSession(cand))...)
 		gd := make(chan error, 1)
 		go func() { gd <- gg.Run(context.Background()) }()
 		time.Sleep(time.Second)

@@ -42,13 +42,13 @@ func RunStorm(t *testing.T, h Harness, n int) {
 	}
 	b := h.New(t)
 	prefix := fmt.Sprintf("backendtest-storm-%x", time.Now().UnixNano())
-	cand, err := campaign.NewCandidate(b, campaign.WithID("storm"), campaign.WithTTL(StormTTL))
+	cand, err := campaign.NewSession(b, campaign.WithID("storm"), campaign.WithTTL(StormTTL))
 	if err != nil {
-		t.Fatalf("NewCandidate: %v", err)
+		t.Fatalf("NewSession: %v", err)
 	}
 	cs := make([]*campaign.Campaign, n)
 	for i := range cs {
-		if cs[i], err = campaign.New(b, fmt.Sprintf("%s/%d", prefix, i), campaign.WithCandidate(cand)); err != nil {
+		if cs[i], err = campaign.New(b, fmt.Sprintf("%s/%d", prefix, i), campaign.WithSession(cand)); err != nil {
 			t.Fatalf("New: %v", err)
 		}
 	}

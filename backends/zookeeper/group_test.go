@@ -73,7 +73,7 @@ func TestGroupUnpreferredWaiter(t *testing.T) {
 }
 
 // TestSharedSessionLeavesLineOnClose: a campaign on a shared session
-// (campaign.WithCandidate) that waits in a lock's line and is closed must
+// (campaign.WithSession) that waits in a lock's line and is closed must
 // leave the line: the session lives on, and the lock's release would make
 // it the holder of a lock no campaign wants.
 func TestSharedSessionLeavesLineOnClose(t *testing.T) {
@@ -109,11 +109,11 @@ func TestSharedSessionLeavesLineWhenClosedMidAcquire(t *testing.T) {
 // runShared runs a campaign for name on a shared session of candidate k on
 // b (TTL 2 s, retry 500 ms), reading its events, until the test ends.
 func runShared(t *testing.T, b backends.Backend, name string) *campaign.Campaign {
-	k, err := campaign.NewCandidate(b, campaign.WithID("k"), campaign.WithTTL(2*time.Second))
+	k, err := campaign.NewSession(b, campaign.WithID("k"), campaign.WithTTL(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := campaign.New(b, name, campaign.WithCandidate(k), campaign.WithRetry(500*time.Millisecond))
+	c, err := campaign.New(b, name, campaign.WithSession(k), campaign.WithRetry(500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

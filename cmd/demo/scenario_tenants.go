@@ -3,8 +3,8 @@ package main
 // Scenario "tenants": a per-tenant job (a nightly roll-up, a sync) must run
 // on one replica per tenant, and 200 tenants must not all land on the same
 // replica. Each tenant gets its own campaign, named prefix + tenant ID, and
-// each replica runs all its campaigns on one shared session (NewCandidate +
-// WithCandidate): one keep-alive per tick renews every lock it holds.
+// each replica runs all its campaigns on one shared session (NewSession +
+// WithSession): one keep-alive per tick renews every lock it holds.
 //
 // Campaigns are first come, first served. To spread the tenants, each
 // replica enters the tenants that hash to it first, and the others a moment
@@ -33,7 +33,7 @@ const (
 // campaigns alone show who leads what.
 type tenantsReplica struct {
 	id   string
-	cand *campaign.Candidate
+	cand *campaign.Session
 	per  [tenantsCount]*campaign.Campaign // nil until entered
 }
 
@@ -57,7 +57,7 @@ func tenantsScenario(ctx context.Context, env *scenarioEnv) error {
 	defer wg.Wait()
 	var rs []*tenantsReplica
 	for _, id := range []string{"alpha", "bravo", "charlie", "delta"} {
-		cand, err := campaign.NewCandidate(b, campaign.WithID(id), campaign.WithTTL(tenantsTTL), campaign.WithRetry(tenantsRetry))
+		cand, err := campaign.NewSession(b, campaign.WithID(id), campaign.WithTTL(tenantsTTL), campaign.WithRetry(tenantsRetry))
 		if err != nil {
 			return err
 		}
@@ -102,7 +102,7 @@ func tenantsScenario(ctx context.Context, env *scenarioEnv) error {
 
 // enter starts the campaign for tenant i on r's session.
 func (r *tenantsReplica) enter(ctx context.Context, wg *sync.WaitGroup, b backends.Backend, prefix string, i int) error {
-	c, err := campaign.New(b, prefix+tenantsID(i), campaign.WithCandidate(r.cand))
+	c, err := campaign.New(b, prefix+tenantsID(i), campaign.WithSession(r.cand))
 	if err != nil {
 		return err
 	}

@@ -42,11 +42,11 @@ type actor struct {
 	losses      <-chan struct{} // the own session's pushed lock losses, nil if none
 	gate        *gate           // the strategy's gate, nil without one
 
-	shared        *Candidate // the shared session's owner; nil: own session
-	gen           uint64     // the shared session's generation in use
+	shared        *Session // the shared session's owner; nil: own session
+	gen           uint64   // the shared session's generation in use
 	sharedChanged <-chan struct{}
 	releaseAt     time.Time // no release before this (after a failed one, shared)
-	candidateGone bool      // the shared candidate is stopping: leave
+	sessionGone   bool      // the shared session is stopping: leave
 	fatal         error     // a backend error that no retry can cure: Run returns it
 	renewWanted   bool      // elect found the deadline spent: try again after a renewal
 	audit         audit     // checks for duplicate IDs and disagreeing slot counts
@@ -55,7 +55,7 @@ type actor struct {
 }
 
 func newActor(e *Elector, ctx context.Context) *actor {
-	a := &actor{e: e, cfg: &e.cfg, gate: e.gate, shared: e.cfg.Candidate, ctx: ctx, wake: stoppedTimer(), deadline: stoppedTimer()}
+	a := &actor{e: e, cfg: &e.cfg, gate: e.gate, shared: e.cfg.Session, ctx: ctx, wake: stoppedTimer(), deadline: stoppedTimer()}
 	if a.shared != nil {
 		a.adopt()
 	}
@@ -66,7 +66,7 @@ func newActor(e *Elector, ctx context.Context) *actor {
 func (a *actor) run() error {
 	defer a.wg.Wait()
 	for {
-		if a.candidateGone {
+		if a.sessionGone {
 			a.shutdown(events.ErrResigned)
 			return ErrClosed
 		}
@@ -338,7 +338,7 @@ func (a *actor) clearErr() {
 
 // discardSession gives up the session: it is closed in the background
 // (bounded by the TTL) and a new one is opened at once. A shared session
-// is reported to its candidate instead, which renews or replaces it.
+// is reported to its owner instead, which renews or replaces it.
 func (a *actor) discardSession() {
 	s := a.sess
 	if s == nil {

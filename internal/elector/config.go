@@ -80,9 +80,9 @@ type Config struct {
 	Rotation time.Duration // 0: the epoch never advances
 	// Registry replaces the backend's registry (for example gossip).
 	Registry Registry
-	// Candidate, when set, supplies a session shared with other electors
+	// Session, when set, supplies a session shared with other electors
 	// instead of one of the elector's own; its ID and TTL win.
-	Candidate *Candidate
+	Session *Session
 	// FailureMode says what a one-shot run does when the backend fails:
 	// 0 returns the error, 1 skips, 2 runs without the lock.
 	FailureMode int
@@ -198,6 +198,20 @@ func (c *Config) defaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+}
+
+// UseSession takes the ID, TTL and keep-alive of the Session the options
+// gave, if any, which must be on b.
+func (c *Config) UseSession(b backends.Backend) error {
+	s := c.Session
+	if s == nil {
+		return nil
+	}
+	if !same(s.backend, b) {
+		return fmt.Errorf("%w: the session is on another backend", ErrInvalid)
+	}
+	c.ID, c.TTL, c.KeepAlive = s.cfg.ID, s.cfg.TTL, s.cfg.KeepAlive
+	return nil
 }
 
 // MarginFor returns the safety margin for a lease of d.

@@ -77,11 +77,8 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 		return nil, err
 	}
 	cfg := NewConfig(opts)
-	if c := cfg.Candidate; c != nil {
-		if !same(c.backend, b) {
-			return nil, fmt.Errorf("%w: the candidate's session is on another backend", ErrInvalid)
-		}
-		cfg.ID, cfg.TTL, cfg.KeepAlive = c.cfg.ID, c.cfg.TTL, c.cfg.KeepAlive
+	if err := cfg.UseSession(b); err != nil {
+		return nil, err
 	}
 	if err := cfg.ValidateElector(); err != nil {
 		return nil, err
@@ -230,7 +227,7 @@ func (e *Elector) Run(ctx context.Context) error {
 	defer e.feed.Close()
 	defer e.out.Close()
 
-	if c := e.cfg.Candidate; c != nil {
+	if c := e.cfg.Session; c != nil {
 		if err := c.attach(e.slots); err != nil {
 			return err
 		}

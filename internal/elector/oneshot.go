@@ -10,8 +10,12 @@ import (
 	"github.com/hustings/hustings/events"
 )
 
-// Held is a lock taken by a one-shot run.
+// Held is a lock taken by a one-shot run, on a session of its own or on a
+// shared Session.
 type Held struct {
+	on       *Session // the shared Session, nil if the run opened its own
+	gen      uint64   // on's generation the lock was taken on
+	names    []string // the names the run claimed on on
 	sess     backends.Session
 	name     string
 	Slot     int          // the slot had, for a group
@@ -104,14 +108,29 @@ func (w *waiter) held(s backends.Session, name string, slot int, tok events.Toke
 	return h, nil
 }
 
+// Context returns fn's context: it ends at the run's deadline and, on a
+// shared Session, when the session's deadline passes without a renewal.
+// Call cancel once fn returned.
+func (h *Held) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	if h.on != nil {
+		return h.bindOn(parent)
+	}
+	return context.WithDeadline(parent, h.Deadline)
+}
+
 // Unlock releases the lock, keeping it held until the minimum hold has
-// passed, and closes the session. Errors are logged: the lease bounds the
-// lock anyway.
+// passed, and closes the session the run opened. Errors are logged: the
+// lease bounds the lock anyway (on a shared Session, the session retries
+// the release at its next renewal).
 func (h *Held) Unlock(ctx context.Context, cfg *Config) {
+	hold := max(cfg.MinHold-time.Since(h.acquired), 0)
+	if h.on != nil {
+		h.unlockOn(ctx, cfg, hold)
+		return
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Lease)
 	defer cancel()
-	hold := cfg.MinHold - time.Since(h.acquired)
-	if err := h.sess.Release(rctx, h.name, h.Token, max(hold, 0)); err != nil {
+	if err := h.sess.Release(rctx, h.name, h.Token, hold); err != nil {
 		cfg.Logger.Warn("release failed", "name", h.name, "token", h.Token, "err", err)
 	}
 	if err := h.sess.Close(rctx); err != nil {

@@ -16,7 +16,7 @@ func sessionLost(why string) error { return fmt.Errorf("%w: %s", events.ErrSessi
 // renews nothing itself.
 var never = time.Unix(1<<62, 0)
 
-// adopt takes in the shared candidate's state: a renewal extends the term;
+// adopt takes in the shared session's state: a renewal extends the term;
 // a new generation means the old session is gone, with every lock of it,
 // and the campaign starts over on the new one.
 func (a *actor) adopt() {
@@ -24,7 +24,7 @@ func (a *actor) adopt() {
 	a.sharedChanged = changed
 	a.keepAt, a.openAt = never, never
 	if cur.closing {
-		a.candidateGone = true
+		a.sessionGone = true
 	}
 	if cur.gen != a.gen || (a.sess == nil && cur.sess != nil) {
 		if a.term != nil && cur.gen != a.gen {
@@ -64,7 +64,7 @@ func (a *actor) dropReleases() {
 // terms one by one (after their work returned) and disowns the locks in
 // doubt, instead of closing the session, which other campaigns still use.
 // Its calls wait for their turn on the session like any other. A
-// candidate that is closing frees them all at once with its session.
+// session that is closing frees them all at once when it ends.
 func (a *actor) releaseShared() {
 	if cur, _ := a.shared.state(); cur.closing || cur.gen != a.gen {
 		return
@@ -77,7 +77,7 @@ func (a *actor) releaseShared() {
 		err := a.inTurn(laneFree, func(ctx context.Context) error { return r.sess.Release(ctx, name, token, 0) })
 		if err != nil && !errors.Is(err, backends.ErrNotHeld) {
 			// The session outlives this campaign: leave the release to
-			// the candidate, which retries it at each renewal.
+			// the session, which retries it at each renewal.
 			a.shared.orphan(name, token, a.gen)
 		}
 	}
@@ -101,9 +101,5 @@ func (a *actor) releaseShared() {
 func (a *actor) inTurn(lane int, f func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.TTL)
 	defer cancel()
-	if err := a.shared.calls.wait(ctx, lane); err != nil {
-		return err
-	}
-	defer a.shared.calls.done()
-	return f(ctx)
+	return a.shared.inTurn(ctx, lane, a.cfg.TTL, f)
 }

@@ -12,12 +12,13 @@ import (
 	"github.com/hustings/hustings/events"
 )
 
-// Candidate is one candidate's session on a backend, shared by many
+// Session is one candidate's session on a backend, shared by many
 // electors: one keep-alive round trip per tick renews every lock they hold.
 // Its Run keeps the session alive and opens a new one when it is lost;
-// electors read its state and are woken when it changes. Package campaign
-// documents it for users.
-type Candidate struct {
+// electors read its state and are woken when it changes, and take turns
+// for their backend calls (calls). Package campaign documents it for
+// users.
+type Session struct {
 	backend backends.Backend
 	cfg     Config
 	calls   *limiter // the electors' backend calls in flight; not the keep-alive
@@ -27,9 +28,9 @@ type Candidate struct {
 	cur      shared
 	changed  chan struct{}     // closed and replaced at every change
 	lost     chan uint64       // electors report a generation they found lost
-	claims   map[string]bool   // lock names electors on the candidate run for
+	claims   map[string]bool   // lock names electors on the session run for
 	orphans  map[string]orphan // locks left held by a failed release, by name
-	attached int               // electors running on the candidate
+	attached int               // electors running on the session
 	detached chan struct{}     // signalled (buffer 1) when one detaches
 	started  bool
 	closed   bool
@@ -38,7 +39,7 @@ type Candidate struct {
 }
 
 // orphan is a lock an elector could not release on the shared session; the
-// candidate releases it at its next successful renewal.
+// session releases it at its next successful renewal.
 type orphan struct {
 	token events.Token
 	gen   uint64
@@ -51,12 +52,12 @@ type shared struct {
 	sess    backends.Session
 	renewed time.Time
 	gen     uint64
-	closing bool // the candidate is stopping: electors end their terms and leave
+	closing bool // the session is stopping: electors end their terms and leave
 }
 
-// NewCandidate validates the options (ID, TTL, keep-alive, retry) and
+// NewSession validates the options (ID, TTL, keep-alive, retry) and
 // starts nothing.
-func NewCandidate(b backends.Backend, opts ...Option) (*Candidate, error) {
+func NewSession(b backends.Backend, opts ...Option) (*Session, error) {
 	if err := CheckBackend(b); err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ func NewCandidate(b backends.Backend, opts ...Option) (*Candidate, error) {
 	if err := cfg.ValidateElector(); err != nil {
 		return nil, err
 	}
-	return &Candidate{
+	return &Session{
 		backend: b, cfg: cfg,
 		calls:    newLimiter(callsInFlight),
 		changed:  make(chan struct{}),
@@ -78,16 +79,16 @@ func NewCandidate(b backends.Backend, opts ...Option) (*Candidate, error) {
 }
 
 // ID returns the candidate ID.
-func (c *Candidate) ID() string { return c.cfg.ID }
+func (c *Session) ID() string { return c.cfg.ID }
 
 // state returns the current state and a channel closed at its next change.
-func (c *Candidate) state() (shared, <-chan struct{}) {
+func (c *Session) state() (shared, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.cur, c.changed
 }
 
-func (c *Candidate) set(s shared) {
+func (c *Session) set(s shared) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cur = s
@@ -95,9 +96,9 @@ func (c *Candidate) set(s shared) {
 	c.changed = make(chan struct{})
 }
 
-// report tells the candidate that an elector found session generation gen
+// report tells the session that an elector found session generation gen
 // lost, so that it renews or replaces it at once.
-func (c *Candidate) report(gen uint64) {
+func (c *Session) report(gen uint64) {
 	select {
 	case c.lost <- gen:
 	default:
@@ -109,7 +110,7 @@ func (c *Candidate) report(gen uint64) {
 // ctx.Err(), ErrClosed after Close, ErrInvalid (wrapping the backend's
 // error) when the backend refuses to open the session, which no retry
 // cures, and ErrRunning or ErrClosed if called again.
-func (c *Candidate) Run(ctx context.Context) error {
+func (c *Session) Run(ctx context.Context) error {
 	if err := CheckContext(ctx); err != nil {
 		return err
 	}
@@ -128,14 +129,14 @@ func (c *Candidate) Run(ctx context.Context) error {
 	err := c.loop(ctx)
 	c.stop()
 	c.mu.Lock()
-	c.closed = true // a candidate runs once: its session is gone
+	c.closed = true // a session runs once: the backend's is gone
 	c.mu.Unlock()
 	return err
 }
 
 // loop opens the session, renews it every keep-alive interval, and opens a
 // new one when it is lost.
-func (c *Candidate) loop(ctx context.Context) error {
+func (c *Session) loop(ctx context.Context) error {
 	next := time.Now()
 	for {
 		timer := time.NewTimer(time.Until(next))
@@ -168,7 +169,7 @@ func (c *Candidate) loop(ctx context.Context) error {
 // tick opens or renews the session and returns when to tick again, or an
 // error that no retry can cure: the backend refuses the configuration (a
 // TTL over ZooKeeper's session timeout, say) or its client was closed.
-func (c *Candidate) tick(ctx context.Context) (time.Time, error) {
+func (c *Session) tick(ctx context.Context) (time.Time, error) {
 	cur, _ := c.state()
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.TTL)
@@ -207,7 +208,7 @@ func (c *Candidate) tick(ctx context.Context) (time.Time, error) {
 }
 
 // losses returns the current session's pushed lock losses, or nil.
-func (c *Candidate) losses() <-chan struct{} {
+func (c *Session) losses() <-chan struct{} {
 	cur, _ := c.state()
 	return lossesOf(cur.sess)
 }
@@ -221,10 +222,10 @@ func lossesOf(s backends.Session) <-chan struct{} {
 	return nil
 }
 
-// stop asks the electors on the candidate to end their terms gracefully
+// stop asks the electors on the session to end their terms gracefully
 // and leave, waits for them (bounded by the grace period and the TTL), and
 // only then closes the session, which frees whatever is still held.
-func (c *Candidate) stop() {
+func (c *Session) stop() {
 	cur, _ := c.state()
 	cur.closing = true
 	c.set(cur)
@@ -234,7 +235,7 @@ func (c *Candidate) stop() {
 		select {
 		case <-c.detached:
 		case <-limit.C:
-			c.cfg.Logger.Warn("campaigns still running on a closed candidate", "id", c.cfg.ID, "campaigns", c.attachedCount())
+			c.cfg.Logger.Warn("campaigns still running on a closed session", "id", c.cfg.ID, "campaigns", c.attachedCount())
 			c.closeAndForget(cur)
 			return
 		}
@@ -242,14 +243,14 @@ func (c *Candidate) stop() {
 	c.closeAndForget(cur)
 }
 
-func (c *Candidate) closeAndForget(cur shared) {
+func (c *Session) closeAndForget(cur shared) {
 	c.set(shared{gen: cur.gen + 1, closing: true})
 	if cur.sess != nil {
 		c.closeSession(cur.sess)
 	}
 }
 
-func (c *Candidate) closeSession(s backends.Session) {
+func (c *Session) closeSession(s backends.Session) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.TTL)
 	defer cancel()
 	_ = s.Close(ctx)
@@ -257,8 +258,8 @@ func (c *Candidate) closeSession(s backends.Session) {
 
 // Close stops Run and waits for it to return. Calling it again, or before
 // Run, is fine; Run then returns ErrClosed, and so do the Runs of electors
-// on the candidate.
-func (c *Candidate) Close() error {
+// on the session.
+func (c *Session) Close() error {
 	c.mu.Lock()
 	if !c.closed {
 		c.closed = true
@@ -278,11 +279,11 @@ func (c *Candidate) Close() error {
 	return nil
 }
 
-// attach claims names for an elector about to run on the candidate. It
-// fails if another elector on the candidate runs for one of them (both
-// would be told they hold it, with one token), or if the candidate is
+// attach claims names for an elector about to run on the session. It
+// fails if another elector on the session runs for one of them (both
+// would be told they hold it, with one token), or if the session is
 // closed.
-func (c *Candidate) attach(names []string) error {
+func (c *Session) attach(names []string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur.closing || c.closed {
@@ -290,7 +291,7 @@ func (c *Candidate) attach(names []string) error {
 	}
 	for _, n := range names {
 		if c.claims[n] {
-			return fmt.Errorf("%w: another campaign on candidate %s already runs for %q", ErrInvalid, c.cfg.ID, n)
+			return fmt.Errorf("%w: another campaign on session %s already runs for %q", ErrInvalid, c.cfg.ID, n)
 		}
 	}
 	for _, n := range names {
@@ -301,7 +302,7 @@ func (c *Candidate) attach(names []string) error {
 }
 
 // detach gives the names back once the elector's Run is over.
-func (c *Candidate) detach(names []string) {
+func (c *Session) detach(names []string) {
 	c.mu.Lock()
 	for _, n := range names {
 		delete(c.claims, n)
@@ -314,15 +315,15 @@ func (c *Candidate) detach(names []string) {
 	}
 }
 
-func (c *Candidate) attachedCount() int {
+func (c *Session) attachedCount() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.attached
 }
 
 // orphan records a lock an elector failed to release on session
-// generation gen; the candidate retries the release at each renewal.
-func (c *Candidate) orphan(name string, token events.Token, gen uint64) {
+// generation gen; the session retries the release at each renewal.
+func (c *Session) orphan(name string, token events.Token, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.orphans[name] = orphan{token: token, gen: gen}
@@ -330,7 +331,7 @@ func (c *Candidate) orphan(name string, token events.Token, gen uint64) {
 
 // orphaned reports whether one of names waits for such a release: no
 // elector may acquire it before, or it would get the old token back.
-func (c *Candidate) orphaned(names []string) bool {
+func (c *Session) orphaned(names []string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range names {
@@ -343,7 +344,7 @@ func (c *Candidate) orphaned(names []string) bool {
 
 // releaseOrphans retries the releases electors could not make on the
 // current session; those of older sessions went with them.
-func (c *Candidate) releaseOrphans(ctx context.Context, cur shared) {
+func (c *Session) releaseOrphans(ctx context.Context, cur shared) {
 	c.mu.Lock()
 	todo := maps.Clone(c.orphans)
 	c.mu.Unlock()

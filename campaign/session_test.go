@@ -41,9 +41,9 @@ func (s *countingSession) KeepAlive(ctx context.Context) error {
 
 // shared starts a candidate and n campaigns on it, and returns them with a
 // stop func that closes the campaigns, then the candidate.
-func shared(t *testing.T, b backends.Backend, id string, n int) (*campaign.Candidate, []*node, func()) {
+func shared(t *testing.T, b backends.Backend, id string, n int) (*campaign.Session, []*node, func()) {
 	t.Helper()
-	cand, err := campaign.NewCandidate(b, campaign.WithID(id), campaign.WithTTL(ttl))
+	cand, err := campaign.NewSession(b, campaign.WithID(id), campaign.WithTTL(ttl))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func shared(t *testing.T, b backends.Backend, id string, n int) (*campaign.Candi
 	go func() { candDone <- cand.Run(context.Background()) }()
 	var nodes []*node
 	for i := range n {
-		c, err := campaign.New(b, fmt.Sprintf("lock-%d", i), campaign.WithCandidate(cand))
+		c, err := campaign.New(b, fmt.Sprintf("lock-%d", i), campaign.WithSession(cand))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,12 +172,12 @@ func TestSharedSessionCloseReleasesOnlyItsLock(t *testing.T) {
 	})
 }
 
-func TestWithCandidateRejectsAnotherBackend(t *testing.T) {
-	cand, err := campaign.NewCandidate(memory.New())
+func TestWithSessionRejectsAnotherBackend(t *testing.T) {
+	cand, err := campaign.NewSession(memory.New())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := campaign.New(memory.New(), "x", campaign.WithCandidate(cand)); !errors.Is(err, campaign.ErrInvalid) {
+	if _, err := campaign.New(memory.New(), "x", campaign.WithSession(cand)); !errors.Is(err, campaign.ErrInvalid) {
 		t.Fatalf("err = %v, want ErrInvalid", err)
 	}
 	cand.Close()
@@ -185,7 +185,7 @@ func TestWithCandidateRejectsAnotherBackend(t *testing.T) {
 
 func TestCandidateRunsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cand, err := campaign.NewCandidate(memory.New())
+		cand, err := campaign.NewSession(memory.New())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,11 +221,11 @@ func (refusing) Open(context.Context, string, time.Duration) (backends.Session, 
 func TestCandidateRefusedSessionEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := refusing{memory.New()}
-		cand, err := campaign.NewCandidate(b, campaign.WithID("a"))
+		cand, err := campaign.NewSession(b, campaign.WithID("a"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := campaign.New(b, "x", campaign.WithCandidate(cand))
+		c, err := campaign.New(b, "x", campaign.WithSession(cand))
 		if err != nil {
 			t.Fatal(err)
 		}

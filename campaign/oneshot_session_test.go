@@ -1,0 +1,193 @@
+package campaign_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/group"
+)
+
+// calls counts the calls that reach a memory backend, by kind.
+type calls struct {
+	*memory.Backend
+	opens, acquires, releases, closes atomic.Int64
+}
+
+func (c *calls) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
+	c.opens.Add(1)
+	s, err := c.Backend.Open(ctx, id, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return &callsSession{Session: s, c: c}, nil
+}
+
+type callsSession struct {
+	backends.Session
+	c *calls
+}
+
+func (s *callsSession) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
+	s.c.acquires.Add(1)
+	return s.Session.Acquire(ctx, name, lease)
+}
+
+func (s *callsSession) Release(ctx context.Context, name string, tok events.Token, hold time.Duration) error {
+	s.c.releases.Add(1)
+	return s.Session.Release(ctx, name, tok, hold)
+}
+
+func (s *callsSession) Close(ctx context.Context) error {
+	s.c.closes.Add(1)
+	return s.Session.Close(ctx)
+}
+
+// runSession starts a session on b and returns it; the test's end closes
+// it.
+func runSession(t *testing.T, b backends.Backend, id string) *campaign.Session {
+	t.Helper()
+	s, err := campaign.NewSession(b, campaign.WithID(id), campaign.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCandidate(t, s)
+	return s
+}
+
+// On a session, a run is an acquire and a release: no session is opened
+// or closed for it, fn gets the token, and the lock is free after.
+func TestRunIfLeaderOnSessionIsAcquireAndRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New()
+		b := &calls{Backend: mem}
+		s := runSession(t, b, "a")
+		synctest.Wait() // the session is open
+		opens := b.opens.Load()
+		var got events.Token
+		res, err := campaign.RunIfLeader(t.Context(), b, "job", func(ctx context.Context, tok events.Token) (int, error) {
+			got = tok
+			if h, _ := mem.Holder(ctx, "job"); h.ID != "a" || h.Token != tok {
+				t.Errorf("while fn runs the holder is %+v, want a under token %d", h, tok)
+			}
+			return 7, nil
+		}, campaign.WithSession(s))
+		if err != nil || res.Outcome != campaign.Elected || res.Value != 7 || res.Token != got || got == 0 {
+			t.Fatalf("RunIfLeader = %+v, %v; want Elected, 7, under fn's token %d", res, err, got)
+		}
+		if n, a, r, c := b.opens.Load()-opens, b.acquires.Load(), b.releases.Load(), b.closes.Load(); n != 0 || a != 1 || r != 1 || c != 0 {
+			t.Errorf("the run made %d opens, %d acquires, %d releases, %d closes; want 0, 1, 1, 0", n, a, r, c)
+		}
+		if h, _ := mem.Holder(t.Context(), "job"); !h.Free() {
+			t.Errorf("after the run the lock is held by %+v, want free", h)
+		}
+	})
+}
+
+// On a session, a run skips a lock another session holds, and one that a
+// campaign or another run on the same session already claims: the session
+// would be told it holds it, under the same token, twice.
+func TestRunIfLeaderOnSessionSkips(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		s := runSession(t, b, "a")
+		other, _ := b.Open(t.Context(), "other", ttl)
+		if _, err := other.Acquire(t.Context(), "held", 0); err != nil {
+			t.Fatal(err)
+		}
+		c, _ := campaign.New(b, "mine", campaign.WithSession(s))
+		go c.Run(context.Background())
+		defer c.Close()
+		next(t, c.Events())
+
+		ran := atomic.Int64{}
+		fn := func(ctx context.Context, _ events.Token) (struct{}, error) {
+			ran.Add(1)
+			return struct{}{}, nil
+		}
+		for _, name := range []string{"held", "mine"} {
+			res, err := campaign.RunIfLeader(t.Context(), b, name, fn, campaign.WithSession(s))
+			if err != nil || res.Outcome != campaign.Skipped || res.Reason != campaign.Contention {
+				t.Errorf("%s: RunIfLeader = %+v, %v; want Skipped for contention", name, res, err)
+			}
+		}
+		if ran.Load() != 0 {
+			t.Fatalf("fn ran %d times, want 0", ran.Load())
+		}
+
+		// Two runs at once for one name on one session: one runs.
+		release := make(chan struct{})
+		var wg sync.WaitGroup
+		outcomes := make([]campaign.Outcome, 2)
+		for i := range outcomes {
+			wg.Go(func() {
+				res, _ := campaign.RunIfLeader(t.Context(), b, "once", func(ctx context.Context, _ events.Token) (struct{}, error) {
+					ran.Add(1)
+					<-release
+					return struct{}{}, nil
+				}, campaign.WithSession(s))
+				outcomes[i] = res.Outcome
+			})
+		}
+		synctest.Wait()
+		close(release)
+		wg.Wait()
+		if ran.Load() != 1 || outcomes[0] == outcomes[1] {
+			t.Errorf("two runs at once on one session: fn ran %d times, outcomes %v; want once, one Elected and one Skipped", ran.Load(), outcomes)
+		}
+	})
+}
+
+// fn's context on a session ends when the session's deadline passes
+// without a renewal (the backend unreachable), not only at the lease's.
+func TestRunIfLeaderOnSessionEndsWithTheSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		s := runSession(t, b, "a")
+		synctest.Wait()
+		res, err := campaign.RunIfLeader(t.Context(), b, "job", func(ctx context.Context, _ events.Token) (time.Duration, error) {
+			start := time.Now()
+			b.Partition("a")
+			<-ctx.Done()
+			b.Heal("a")
+			return time.Since(start), ctx.Err()
+		}, campaign.WithSession(s), campaign.WithLease(time.Hour))
+		if err != nil || res.Outcome != campaign.ActionFailed || !errors.Is(res.Err, context.Canceled) {
+			t.Fatalf("RunIfLeader = %+v, %v; want ActionFailed with context.Canceled", res, err)
+		}
+		if res.Value > ttl {
+			t.Errorf("fn's context ended %v after the partition, want within the session's TTL %v", res.Value, ttl)
+		}
+	})
+}
+
+// A group's one-shot run on a session takes one slot.
+func TestGroupRunIfLeaderOnSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		s := runSession(t, b, "a")
+		res, err := group.RunIfLeader(t.Context(), b, "g", 2, func(ctx context.Context, tok events.Token) (events.Token, error) {
+			return tok, nil
+		}, campaign.WithSession(s))
+		if err != nil || res.Outcome != campaign.Elected || res.Value == 0 {
+			t.Fatalf("group.RunIfLeader = %+v, %v; want Elected with a token", res, err)
+		}
+	})
+}
+
+// A session on another backend is refused.
+func TestRunIfLeaderOnSessionOfAnotherBackend(t *testing.T) {
+	s, _ := campaign.NewSession(memory.New(), campaign.WithID("a"))
+	_, err := campaign.RunIfLeader(t.Context(), memory.New(), "job", func(context.Context, events.Token) (int, error) { return 0, nil }, campaign.WithSession(s))
+	if !errors.Is(err, campaign.ErrInvalid) {
+		t.Fatalf("RunIfLeader with a session on another backend: %v, want ErrInvalid", err)
+	}
+}
