@@ -191,3 +191,32 @@ func TestRunIfLeaderOnSessionOfAnotherBackend(t *testing.T) {
 		t.Fatalf("RunIfLeader with a session on another backend: %v, want ErrInvalid", err)
 	}
 }
+
+// Without a session, a run opens one, acquires, and closes it, which
+// frees the lock: three round trips, no release. With a minimum hold left
+// it releases with the hold first, so the lock outlives the session.
+func TestRunIfLeaderWithoutSessionClosesInsteadOfReleasing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memory.New()
+		b := &calls{Backend: mem}
+		fn := func(context.Context, events.Token) (int, error) { return 1, nil }
+		if res, err := campaign.RunIfLeader(t.Context(), b, "job", fn); err != nil || res.Outcome != campaign.Elected {
+			t.Fatalf("RunIfLeader = %+v, %v", res, err)
+		}
+		if o, a, r, c := b.opens.Load(), b.acquires.Load(), b.releases.Load(), b.closes.Load(); o != 1 || a != 1 || r != 0 || c != 1 {
+			t.Errorf("the run made %d opens, %d acquires, %d releases, %d closes; want 1, 1, 0, 1", o, a, r, c)
+		}
+		if h, _ := mem.Holder(t.Context(), "job"); !h.Free() {
+			t.Errorf("after the run the lock is held by %+v, want free", h)
+		}
+		if _, err := campaign.RunIfLeader(t.Context(), b, "held", fn, campaign.WithMinHold(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if b.releases.Load() != 1 {
+			t.Errorf("a run with a minimum hold made %d releases, want 1", b.releases.Load())
+		}
+		if h, _ := mem.Holder(t.Context(), "held"); h.Free() {
+			t.Error("the minimum hold did not outlive the run's session")
+		}
+	})
+}

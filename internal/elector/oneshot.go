@@ -119,7 +119,8 @@ func (h *Held) Context(parent context.Context) (context.Context, context.CancelF
 }
 
 // Unlock releases the lock, keeping it held until the minimum hold has
-// passed, and closes the session the run opened. Errors are logged: the
+// passed, and closes the session the run opened (which alone frees the
+// lock when there is no hold left). Errors are logged: the
 // lease bounds the lock anyway (on a shared Session, the session retries
 // the release at its next renewal).
 func (h *Held) Unlock(ctx context.Context, cfg *Config) {
@@ -130,8 +131,13 @@ func (h *Held) Unlock(ctx context.Context, cfg *Config) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Lease)
 	defer cancel()
-	if err := h.sess.Release(rctx, h.name, h.Token, hold); err != nil {
-		cfg.Logger.Warn("release failed", "name", h.name, "token", h.Token, "err", err)
+	if hold > 0 {
+		// Close would free the lock at once: release it with its hold
+		// first. Without one, Close alone frees it (and wakes its
+		// waiters), a round trip less.
+		if err := h.sess.Release(rctx, h.name, h.Token, hold); err != nil {
+			cfg.Logger.Warn("release failed", "name", h.name, "token", h.Token, "err", err)
+		}
 	}
 	if err := h.sess.Close(rctx); err != nil {
 		cfg.Logger.Warn("close session failed", "name", h.name, "err", err)
