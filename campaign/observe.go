@@ -8,6 +8,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/elector"
+	"github.com/hustings/hustings/internal/fanout"
 )
 
 // Observe watches who holds the lock name without campaigning. The channel
@@ -31,7 +32,7 @@ func Observe(ctx context.Context, b backends.Backend, name string, opts ...Optio
 	if err := backends.ValidateName(full); err != nil {
 		return nil, elector.Invalid(err)
 	}
-	o := &observer{ctx: ctx, b: b, name: full, cfg: &cfg, out: events.NewStream()}
+	o := &observer{ctx: ctx, b: b, name: full, cfg: &cfg, out: fanout.NewStream()}
 	go o.run() // owned by ctx: it ends, and closes the channel, when ctx ends
 	return o.out.C(), nil
 }
@@ -41,7 +42,7 @@ type observer struct {
 	b       backends.Backend
 	name    string
 	cfg     *elector.Config
-	out     *events.Stream
+	out     *fanout.Stream
 	watch   <-chan struct{}
 	cancel  context.CancelFunc
 	watchAt time.Time // no new watch before this

@@ -129,9 +129,3 @@ func (e Event) String() string {
 	}
 	return s
 }
-
-// sameState reports whether a and b describe the same state: the same kind
-// of the same term (or the same holder, for observers).
-func sameState(a, b Event) bool {
-	return a.Kind == b.Kind && a.Token == b.Token && a.Holder == b.Holder && a.Slot == b.Slot
-}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/fanout"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -21,8 +22,8 @@ type Elector struct {
 	slots   []string // the lock name of each slot; one for a single lock
 	label   string   // the backend's name, for metrics
 	cfg     Config
-	out     *events.Stream // owned by Run's goroutine once Run starts
-	feed    events.Feed    // for Subscribe
+	out     *fanout.Stream // owned by Run's goroutine once Run starts
+	feed    fanout.Feed    // for Subscribe
 
 	mu      sync.Mutex
 	state   State
@@ -102,7 +103,7 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 		slots:   SlotNames(full, cfg.Slots),
 		label:   BackendLabel(b),
 		cfg:     cfg,
-		out:     events.NewStream(),
+		out:     fanout.NewStream(),
 		state:   State{Name: full, ID: cfg.ID},
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -177,7 +178,7 @@ func (e *Elector) Events() <-chan events.Event { return e.out.C() }
 // then. Work should be bound to terms through Events and Term, not through
 // a subscription, which may lag.
 func (e *Elector) Subscribe(ctx context.Context) <-chan events.Event {
-	s := events.NewStream()
+	s := fanout.NewStream()
 	go e.feed.Forward(s, ctx.Done()) // ends with ctx or the campaign
 	return s.C()
 }

@@ -1,6 +1,10 @@
-package events
+package fanout
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/hustings/hustings/events"
+)
 
 // Stream is one subscriber's channel of events, fed by a single owner
 // goroutine (a campaign's or an observer's loop) that must never block on
@@ -20,21 +24,21 @@ import "sync/atomic"
 // Delivery compares the state the subscriber last received with the current
 // state, instead of queueing every event: a subscriber that reads slowly
 // sees fewer events, never events out of order, and one that received
-// Elected for term t always receives Revoked for term t before any later
-// Elected. Events replaced before the subscriber received them are counted
+// events.Elected for term t always receives events.Revoked for term t before any later
+// events.Elected. Events replaced before the subscriber received them are counted
 // as dropped.
 //
-// The channel has a buffer of one, so the final Revoked can be left in it
+// The channel has a buffer of one, so the final events.Revoked can be left in it
 // when the owner closes the stream. Only the owner may call Publish, Ready,
 // Sent and Close; C and Dropped are safe from any goroutine.
 type Stream struct {
-	ch         chan Event
-	current    Event
-	has        bool  // current holds a published event
-	delivered  Event // the last event known to be received
-	inFlight   Event // the event in the buffer, if busy
+	ch         chan events.Event
+	current    events.Event
+	has        bool         // current holds a published event
+	delivered  events.Event // the last event known to be received
+	inFlight   events.Event // the event in the buffer, if busy
 	busy       bool
-	owed       Event // the Revoked for the delivered term, once published
+	owed       events.Event // the events.Revoked for the delivered term, once published
 	closed     bool
 	curDropped bool // current was counted as dropped when it was published
 	dropped    atomic.Uint64
@@ -42,26 +46,26 @@ type Stream struct {
 
 // NewStream returns a stream with nothing published.
 func NewStream() *Stream {
-	return &Stream{ch: make(chan Event, 1)}
+	return &Stream{ch: make(chan events.Event, 1)}
 }
 
 // C returns the receive-only channel; the same channel on every call. The
 // owner closes it with Close.
-func (s *Stream) C() <-chan Event { return s.ch }
+func (s *Stream) C() <-chan events.Event { return s.ch }
 
 // Dropped returns how many published events the subscriber will never
 // receive: those newer state replaced before it read them, and the
-// Revoked of terms whose Elected it never received.
+// events.Revoked of terms whose events.Elected it never received.
 func (s *Stream) Dropped() uint64 { return s.dropped.Load() }
 
 // Publish makes e the current state. It takes back an event still unread in
 // the buffer, so that Ready offers what leads to e.
-func (s *Stream) Publish(e Event) { s.publish(e, nil) }
+func (s *Stream) Publish(e events.Event) { s.publish(e, nil) }
 
-// publish makes e the current state. history holds recent Revoked events
+// publish makes e the current state. history holds recent events.Revoked events
 // the owner may have skipped (a Feed's subscriber sees only snapshots), so
 // that the one owed to the subscriber keeps its reason.
-func (s *Stream) publish(e Event, history []Event) {
+func (s *Stream) publish(e events.Event, history []events.Event) {
 	if s.closed {
 		return
 	}
@@ -71,18 +75,18 @@ func (s *Stream) publish(e Event, history []Event) {
 	if had && !prevDropped && !sameState(prev, s.delivered) && !sameState(prev, s.owed) {
 		s.dropped.Add(1) // replaced before the subscriber received it
 	}
-	knownTerm := s.delivered.Kind == Elected
+	knownTerm := s.delivered.Kind == events.Elected
 	if knownTerm {
 		for _, r := range history {
-			if r.Kind == Revoked && sameTerm(r, s.delivered) {
+			if r.Kind == events.Revoked && sameTerm(r, s.delivered) {
 				s.owed = r
 			}
 		}
 	}
-	if e.Kind == Revoked && knownTerm && sameTerm(e, s.delivered) {
+	if e.Kind == events.Revoked && knownTerm && sameTerm(e, s.delivered) {
 		s.owed = e
 	}
-	if e.Kind == Revoked && !(knownTerm && sameTerm(e, s.delivered)) {
+	if e.Kind == events.Revoked && !(knownTerm && sameTerm(e, s.delivered)) {
 		// The end of a term the subscriber never saw begin: it will never
 		// be sent, so it is dropped now, and not again when replaced.
 		s.dropped.Add(1)
@@ -110,9 +114,9 @@ func (s *Stream) offer() {
 
 // Ready returns the channel and the event to offer next, or a nil channel
 // (which blocks forever in a select) when the subscriber is up to date.
-func (s *Stream) Ready() (chan<- Event, Event) {
+func (s *Stream) Ready() (chan<- events.Event, events.Event) {
 	if s.closed {
-		return nil, Event{}
+		return nil, events.Event{}
 	}
 	last := s.delivered
 	if s.busy {
@@ -122,7 +126,7 @@ func (s *Stream) Ready() (chan<- Event, Event) {
 	}
 	e, ok := s.next(last)
 	if !ok {
-		return nil, Event{}
+		return nil, events.Event{}
 	}
 	return s.ch, e
 }
@@ -138,7 +142,7 @@ func (s *Stream) Sent() {
 	s.busy = true
 }
 
-// Close settles the stream, leaves in the buffer the Revoked the subscriber
+// Close settles the stream, leaves in the buffer the events.Revoked the subscriber
 // is owed (if any), and closes the channel. Calling it again does nothing.
 func (s *Stream) Close() {
 	if s.closed {
@@ -169,34 +173,40 @@ func (s *Stream) settle() {
 
 // next returns the event that brings a subscriber who last received last
 // towards the current state, and false if it is up to date.
-func (s *Stream) next(last Event) (Event, bool) {
+func (s *Stream) next(last events.Event) (events.Event, bool) {
 	cur := s.current
 	if !s.has {
-		return Event{}, false
+		return events.Event{}, false
 	}
-	if last.Kind == Elected && !sameState(cur, last) {
-		if cur.Kind == Revoked && sameTerm(cur, last) {
+	if last.Kind == events.Elected && !sameState(cur, last) {
+		if cur.Kind == events.Revoked && sameTerm(cur, last) {
 			return cur, true
 		}
 		return s.revocationOf(last), true
 	}
-	if (cur.Kind == Elected || cur.Kind == LeaderChanged) && !sameState(cur, last) {
+	if (cur.Kind == events.Elected || cur.Kind == events.LeaderChanged) && !sameState(cur, last) {
 		return cur, true
 	}
-	return Event{}, false
+	return events.Event{}, false
 }
 
-// revocationOf returns the Revoked event ending term e when the current
+// revocationOf returns the events.Revoked event ending term e when the current
 // state has moved past it: the one published for it, so its reason
 // survives, or a synthesized one if the owner never published it.
-func (s *Stream) revocationOf(e Event) Event {
-	if s.owed.Kind == Revoked && sameTerm(s.owed, e) {
+func (s *Stream) revocationOf(e events.Event) events.Event {
+	if s.owed.Kind == events.Revoked && sameTerm(s.owed, e) {
 		return s.owed
 	}
 	r := e
-	r.Kind, r.Reason = Revoked, ErrLeaseExpired
+	r.Kind, r.Reason = events.Revoked, events.ErrLeaseExpired
 	return r
 }
 
 // sameTerm reports whether a and b are about the same term.
-func sameTerm(a, b Event) bool { return a.Token == b.Token && a.Slot == b.Slot }
+// sameState reports whether a and b describe the same state: the same kind
+// of the same term (or the same holder, for observers).
+func sameState(a, b events.Event) bool {
+	return a.Kind == b.Kind && a.Token == b.Token && a.Holder == b.Holder && a.Slot == b.Slot
+}
+
+func sameTerm(a, b events.Event) bool { return a.Token == b.Token && a.Slot == b.Slot }

@@ -1,6 +1,10 @@
-package events
+package fanout
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/hustings/hustings/events"
+)
 
 // Feed holds a publisher's current state for subscribers that join at any
 // time and read at their own pace, each through a Stream owned by its own
@@ -10,26 +14,26 @@ import "sync"
 // The zero Feed is ready to use; it is safe for concurrent use.
 type Feed struct {
 	mu      sync.Mutex
-	cur     Event
+	cur     events.Event
 	has     bool
-	revoked []Event       // the last few Revoked events, newest last
-	changed chan struct{} // closed and replaced on every Publish and on Close
+	revoked []events.Event // the last few events.Revoked events, newest last
+	changed chan struct{}  // closed and replaced on every Publish and on Close
 	closed  bool
 }
 
-// keepRevoked is how many recent Revoked events a Feed keeps, so that a
+// keepRevoked is how many recent events.Revoked events a Feed keeps, so that a
 // subscriber that missed one still gets its real reason.
 const keepRevoked = 8
 
 // Publish records e as the current state. After Close it does nothing.
-func (f *Feed) Publish(e Event) {
+func (f *Feed) Publish(e events.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
 		return
 	}
 	f.cur, f.has = e, true
-	if e.Kind == Revoked {
+	if e.Kind == events.Revoked {
 		f.revoked = append(f.revoked, e)
 		if len(f.revoked) > keepRevoked {
 			f.revoked = f.revoked[1:]
@@ -57,15 +61,15 @@ func (f *Feed) wake() {
 	f.changed = make(chan struct{})
 }
 
-// snapshot returns the current state, the Revoked events kept, whether the
+// snapshot returns the current state, the events.Revoked events kept, whether the
 // feed is closed, and a channel closed at the next change.
-func (f *Feed) snapshot() (cur Event, has bool, revoked []Event, closed bool, changed <-chan struct{}) {
+func (f *Feed) snapshot() (cur events.Event, has bool, revoked []events.Event, closed bool, changed <-chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.changed == nil {
 		f.changed = make(chan struct{})
 	}
-	return f.cur, f.has, append([]Event(nil), f.revoked...), f.closed, f.changed
+	return f.cur, f.has, append([]events.Event(nil), f.revoked...), f.closed, f.changed
 }
 
 // Forward delivers the feed to s until the feed closes or done is closed,

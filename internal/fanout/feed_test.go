@@ -1,6 +1,7 @@
-package events
+package fanout
 
 import (
+	"github.com/hustings/hustings/events"
 	"sync"
 	"testing"
 )
@@ -22,7 +23,7 @@ func TestFeedLateSubscriberGetsCurrentState(t *testing.T) {
 	f.Publish(elected(2))
 	s, stop := forward(&f)
 	defer stop()
-	if e := <-s.C(); e.Kind != Elected || e.Token != 2 {
+	if e := <-s.C(); e.Kind != events.Elected || e.Token != 2 {
 		t.Fatalf("late subscriber first got %s, want elected(2)", e)
 	}
 }
@@ -44,7 +45,7 @@ func TestFeedCloseDeliversOwedRevokedThenCloses(t *testing.T) {
 	f.Publish(elected(1))
 	s, stop := forward(&f)
 	defer stop()
-	if e := <-s.C(); e.Kind != Elected {
+	if e := <-s.C(); e.Kind != events.Elected {
 		t.Fatalf("got %s, want elected(1)", e)
 	}
 	r := revoked(1)
@@ -52,20 +53,20 @@ func TestFeedCloseDeliversOwedRevokedThenCloses(t *testing.T) {
 	f.Publish(elected(2))
 	f.Publish(revoked(2))
 	f.Close()
-	var got []Event
+	var got []events.Event
 	for e := range s.C() {
 		got = append(got, e)
 	}
-	if len(got) == 0 || got[0].Kind != Revoked || got[0].Token != 1 || got[0].Reason != r.Reason {
+	if len(got) == 0 || got[0].Kind != events.Revoked || got[0].Token != 1 || got[0].Reason != r.Reason {
 		t.Fatalf("after close got %s, want revoked(1) with its own reason first", kinds(got))
 	}
-	checkPairing(t, append([]Event{elected(1)}, got...))
+	checkPairing(t, append([]events.Event{elected(1)}, got...))
 }
 
 func TestFeedConcurrentSubscribers(t *testing.T) {
 	var f Feed
 	var wg sync.WaitGroup
-	results := make([][]Event, 4)
+	results := make([][]events.Event, 4)
 	for i := range results {
 		s, _ := forward(&f) // ends when the feed closes
 		wg.Go(func() {
@@ -75,7 +76,7 @@ func TestFeedConcurrentSubscribers(t *testing.T) {
 		})
 	}
 	const terms = 3000
-	for tok := Token(1); tok <= terms; tok++ {
+	for tok := events.Token(1); tok <= terms; tok++ {
 		f.Publish(elected(tok))
 		f.Publish(revoked(tok))
 	}

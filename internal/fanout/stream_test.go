@@ -1,7 +1,8 @@
-package events
+package fanout
 
 import (
 	"fmt"
+	"github.com/hustings/hustings/events"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -11,9 +12,11 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func elected(tok Token) Event { return Event{Kind: Elected, Name: "n", Holder: "a", Token: tok} }
-func revoked(tok Token) Event {
-	return Event{Kind: Revoked, Name: "n", Holder: "a", Token: tok, Reason: fmt.Errorf("r%d: %w", tok, ErrLeaseExpired)}
+func elected(tok events.Token) events.Event {
+	return events.Event{Kind: events.Elected, Name: "n", Holder: "a", Token: tok}
+}
+func revoked(tok events.Token) events.Event {
+	return events.Event{Kind: events.Revoked, Name: "n", Holder: "a", Token: tok, Reason: fmt.Errorf("r%d: %w", tok, events.ErrLeaseExpired)}
 }
 
 // pump offers events the way an owner's select loop does, without blocking.
@@ -34,8 +37,8 @@ func pump(s *Stream) {
 
 // read receives what the subscriber can get right now, letting the owner
 // offer follow-ups in between, as a reader racing a live owner would.
-func read(s *Stream) []Event {
-	var got []Event
+func read(s *Stream) []events.Event {
+	var got []events.Event
 	for {
 		pump(s)
 		select {
@@ -50,7 +53,7 @@ func read(s *Stream) []Event {
 	}
 }
 
-func kinds(es []Event) string {
+func kinds(es []events.Event) string {
 	out := ""
 	for _, e := range es {
 		out += fmt.Sprintf("%s(%d) ", e.Kind, e.Token)
@@ -58,7 +61,7 @@ func kinds(es []Event) string {
 	return out
 }
 
-func publish(s *Stream, es ...Event) {
+func publish(s *Stream, es ...events.Event) {
 	for _, e := range es {
 		s.Publish(e)
 		pump(s)
@@ -68,18 +71,18 @@ func publish(s *Stream, es ...Event) {
 func TestStreamCoalesces(t *testing.T) {
 	tests := []struct {
 		name    string
-		before  []Event // published before the first read
-		after   []Event // published after it
-		want    string  // everything the subscriber receives
+		before  []events.Event // published before the first read
+		after   []events.Event // published after it
+		want    string         // everything the subscriber receives
 		dropped uint64
 	}{
 		{"nothing", nil, nil, "", 0},
-		{"one term", []Event{elected(1)}, nil, "elected(1) ", 0},
-		{"term begun and ended unread", []Event{elected(1), revoked(1)}, nil, "", 2},
-		{"latest term wins", []Event{elected(1), revoked(1), elected(2)}, nil, "elected(2) ", 2},
-		{"revoked kept before next elected", []Event{elected(1)}, []Event{revoked(1), elected(2), revoked(2), elected(3)}, "elected(1) revoked(1) elected(3) ", 2},
-		{"revoked of known term survives", []Event{elected(1)}, []Event{revoked(1), elected(2), revoked(2)}, "elected(1) revoked(1) ", 2},
-		{"no revoked for an unknown term", []Event{revoked(7)}, nil, "", 1},
+		{"one term", []events.Event{elected(1)}, nil, "elected(1) ", 0},
+		{"term begun and ended unread", []events.Event{elected(1), revoked(1)}, nil, "", 2},
+		{"latest term wins", []events.Event{elected(1), revoked(1), elected(2)}, nil, "elected(2) ", 2},
+		{"revoked kept before next elected", []events.Event{elected(1)}, []events.Event{revoked(1), elected(2), revoked(2), elected(3)}, "elected(1) revoked(1) elected(3) ", 2},
+		{"revoked of known term survives", []events.Event{elected(1)}, []events.Event{revoked(1), elected(2), revoked(2)}, "elected(1) revoked(1) ", 2},
+		{"no revoked for an unknown term", []events.Event{revoked(7)}, nil, "", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,7 +116,7 @@ func TestStreamRevokedKeepsItsReason(t *testing.T) {
 func TestStreamObserverGetsLatestHolder(t *testing.T) {
 	s := NewStream()
 	for i, h := range []string{"a", "", "b", "c"} {
-		publish(s, Event{Kind: LeaderChanged, Name: "n", Holder: h, Token: Token(i)})
+		publish(s, events.Event{Kind: events.LeaderChanged, Name: "n", Holder: h, Token: events.Token(i)})
 	}
 	got := read(s)
 	if len(got) != 1 || got[0].Holder != "c" {
@@ -153,18 +156,18 @@ func TestStreamCloseDropsUnreadTerm(t *testing.T) {
 	}
 }
 
-// checkPairing fails if got breaks the event contract: every Elected(t) is
-// followed by Revoked(t) before any other Elected, tokens increase, and no
-// Revoked arrives for a term the subscriber was not told of.
-func checkPairing(t *testing.T, got []Event) {
+// checkPairing fails if got breaks the event contract: every events.Elected(t) is
+// followed by events.Revoked(t) before any other events.Elected, tokens increase, and no
+// events.Revoked arrives for a term the subscriber was not told of.
+func checkPairing(t *testing.T, got []events.Event) {
 	t.Helper()
 	open := false
-	var last Token
+	var last events.Token
 	for i, e := range got {
 		switch {
-		case e.Kind == Elected && !open && e.Token > last:
+		case e.Kind == events.Elected && !open && e.Token > last:
 			open, last = true, e.Token
-		case e.Kind == Revoked && open && e.Token == last:
+		case e.Kind == events.Revoked && open && e.Token == last:
 			open = false
 		default:
 			t.Fatalf("event %d (%s) breaks pairing: %s", i, e, kinds(got))
@@ -176,8 +179,8 @@ func TestStreamPairingRandomised(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 500 {
 		s := NewStream()
-		var got []Event
-		var tok Token
+		var got []events.Event
+		var tok events.Token
 		leading := false
 		for range 40 {
 			if rng.IntN(3) == 0 {
@@ -201,7 +204,7 @@ func TestStreamPairingRandomised(t *testing.T) {
 
 func TestStreamConcurrentReader(t *testing.T) {
 	s := NewStream()
-	var got []Event
+	var got []events.Event
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for e := range s.C() {
@@ -209,7 +212,7 @@ func TestStreamConcurrentReader(t *testing.T) {
 		}
 	})
 	const terms = 20000
-	for tok := Token(1); tok <= terms; tok++ {
+	for tok := events.Token(1); tok <= terms; tok++ {
 		publish(s, elected(tok))
 		publish(s, revoked(tok))
 	}
