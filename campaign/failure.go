@@ -1,79 +1,51 @@
 package campaign
 
 import (
-	"fmt"
-
 	"github.com/hustings/hustings/internal/elector"
 )
 
 // FailureMode says what RunIfLeader, Every and group.RunIfLeader do when the
 // lock cannot be had because the backend failed (unreachable, timed out,
 // erroring). Contention is never a failure: a lock held by another
-// candidate is always Skipped.
-type FailureMode int
+// candidate is always Skipped. Its String is "rethrow", "skip" or
+// "fail-open-run".
+type FailureMode = elector.FailureMode
 
 const (
 	// Rethrow returns the backend's error, wrapped (errors.Is matches the
 	// errors of package backends). The default.
-	Rethrow FailureMode = iota
+	Rethrow = elector.Rethrow
 	// Skip reports the run as Skipped, with Reason BackendError and the
 	// error in Result.Err, and returns no error: the work waits for the
 	// next run, as after contention.
-	Skip
+	Skip = elector.Skip
 	// FailOpenRun runs fn without the lock (Result.Token is 0, Reason
 	// FailOpenForced). It is for work whose duplicate run is harmless and
 	// whose missed run is not (cache warming, best-effort notifications);
 	// it is wrong for payments, migrations and anything that must happen
 	// at most once, since every replica that loses the backend runs it.
-	FailOpenRun
+	FailOpenRun = elector.FailOpenRun
 )
 
-// String returns "rethrow", "skip" or "fail-open-run".
-func (m FailureMode) String() string {
-	switch m {
-	case Rethrow:
-		return "rethrow"
-	case Skip:
-		return "skip"
-	case FailOpenRun:
-		return "fail-open-run"
-	}
-	return fmt.Sprintf("failure-mode(%d)", int(m))
-}
-
 // Reason says why a one-shot run was skipped, or that it ran without the
-// lock.
-type Reason int
+// lock. Its String is "", "contention", "backend-error" or
+// "fail-open-forced", the label of the metrics that count them.
+type Reason = elector.Reason
 
 const (
 	// NoReason: the run had the lock (or failed before deciding).
-	NoReason Reason = iota
+	NoReason = elector.NoReason
 	// Contention: another candidate holds the lock.
-	Contention
+	Contention = elector.Contention
 	// BackendError: the backend failed and the failure mode is Skip.
-	BackendError
+	BackendError = elector.BackendError
 	// FailOpenForced: the backend failed and fn ran without the lock
 	// (FailOpenRun).
-	FailOpenForced
+	FailOpenForced = elector.FailOpenForced
 )
-
-// String returns "", "contention", "backend-error" or "fail-open-forced".
-func (r Reason) String() string {
-	switch r {
-	case NoReason:
-		return ""
-	case Contention:
-		return "contention"
-	case BackendError:
-		return "backend-error"
-	case FailOpenForced:
-		return "fail-open-forced"
-	}
-	return fmt.Sprintf("reason(%d)", int(r))
-}
 
 // WithFailureMode sets what a one-shot run does when the backend fails.
 // Default Rethrow. Applies to RunIfLeader, Every and group.RunIfLeader.
 func WithFailureMode(m FailureMode) Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.FailureMode = int(m) })
+	return elector.OptionFunc(func(c *elector.Config) { c.FailureMode = m })
 }

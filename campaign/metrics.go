@@ -98,8 +98,8 @@ func (o metricsObserver) Acquired(name, backend string) {
 	o.m.acquired.WithLabelValues(o.m.label(name), backend).Inc()
 }
 
-func (o metricsObserver) NotAcquired(name, backend, reason string) {
-	o.m.notAcquired.WithLabelValues(o.m.label(name), backend, reason).Inc()
+func (o metricsObserver) NotAcquired(name, backend string, why Reason) {
+	o.m.notAcquired.WithLabelValues(o.m.label(name), backend, why.String()).Inc()
 }
 
 func (o metricsObserver) TermStarted(name, backend string) {

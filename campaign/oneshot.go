@@ -122,19 +122,19 @@ func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 // invalid input are returned as they are, whatever the mode.
 func onFailure[T any](ctx context.Context, cfg *elector.Config, name, label string, fn func(context.Context, events.Token) (T, error), err error) (Result[T], error) {
 	if cerr := ctx.Err(); cerr != nil {
-		cfg.Observer.NotAcquired(name, label, "canceled")
+		cfg.Observer.NotAcquired(name, label, elector.Canceled)
 		return Result[T]{}, cerr
 	}
 	if errors.Is(err, backends.ErrInvalid) {
-		cfg.Observer.NotAcquired(name, label, "invalid")
+		cfg.Observer.NotAcquired(name, label, elector.InvalidInput)
 		return Result[T]{}, err
 	}
-	reason := "backend-error"
-	if FailureMode(cfg.FailureMode) == FailOpenRun {
-		reason = "fail-open-forced"
+	why := BackendError
+	if cfg.FailureMode == FailOpenRun {
+		why = FailOpenForced
 	}
-	cfg.Observer.NotAcquired(name, label, reason)
-	switch FailureMode(cfg.FailureMode) {
+	cfg.Observer.NotAcquired(name, label, why)
+	switch cfg.FailureMode {
 	case Skip:
 		cfg.Logger.Warn("backend failed; skipping", "id", cfg.ID, "err", err)
 		return Result[T]{Outcome: Skipped, Reason: BackendError, Err: err}, nil

@@ -83,9 +83,8 @@ type Config struct {
 	// Session, when set, supplies a session shared with other electors
 	// instead of one of the elector's own; its ID and TTL win.
 	Session *Session
-	// FailureMode says what a one-shot run does when the backend fails:
-	// 0 returns the error, 1 skips, 2 runs without the lock.
-	FailureMode int
+	// FailureMode says what a one-shot run does when the backend fails.
+	FailureMode FailureMode
 	// Observer is told what happens, for metrics; never nil after
 	// NewConfig.
 	Observer Observer
@@ -264,7 +263,7 @@ func (c *Config) ValidateOneShot() error {
 		return fmt.Errorf("%w: wait %v must be ≥ 0", ErrInvalid, c.Wait)
 	case c.MinHold < 0:
 		return fmt.Errorf("%w: minimum hold %v must be ≥ 0", ErrInvalid, c.MinHold)
-	case c.FailureMode < 0 || c.FailureMode > 2:
+	case c.FailureMode < Rethrow || c.FailureMode > FailOpenRun:
 		return fmt.Errorf("%w: unknown failure mode %d", ErrInvalid, c.FailureMode)
 	}
 	return c.ValidateCommon(c.Lease)

@@ -15,9 +15,8 @@ type Observer interface {
 	Attempt(name, backend string)
 	// Acquired: the backend confirmed the lock (a term or a one-shot run).
 	Acquired(name, backend string)
-	// NotAcquired: a try ended without the lock, for reason
-	// ("contention", "backend-error", "fail-open-forced").
-	NotAcquired(name, backend, reason string)
+	// NotAcquired: a try ended without the lock, for why.
+	NotAcquired(name, backend string, why Reason)
 	// TermStarted and TermEnded bracket a campaign's term; reason is the
 	// revocation's ("resigned", "lease-expired", "session-lost",
 	// "unreachable", "canceled").
@@ -34,7 +33,7 @@ type nopObserver struct{}
 
 func (nopObserver) Attempt(string, string)                      {}
 func (nopObserver) Acquired(string, string)                     {}
-func (nopObserver) NotAcquired(string, string, string)          {}
+func (nopObserver) NotAcquired(string, string, Reason)          {}
 func (nopObserver) TermStarted(string, string)                  {}
 func (nopObserver) TermEnded(string, string, string)            {}
 func (nopObserver) Action(string, string, time.Duration, error) {}

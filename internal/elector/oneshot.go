@@ -34,7 +34,7 @@ func LockOnce(ctx context.Context, b backends.Backend, name string, names []stri
 	switch {
 	case err != nil: // the caller's failure mode says which reason
 	case h == nil:
-		cfg.Observer.NotAcquired(name, label, "contention")
+		cfg.Observer.NotAcquired(name, label, Contention)
 	default:
 		cfg.Observer.Acquired(name, label)
 	}

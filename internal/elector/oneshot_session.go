@@ -22,7 +22,7 @@ func LockOn(ctx context.Context, s *Session, name string, names []string, cfg *C
 	switch {
 	case err != nil:
 	case h == nil:
-		cfg.Observer.NotAcquired(name, label, "contention")
+		cfg.Observer.NotAcquired(name, label, Contention)
 	default:
 		cfg.Observer.Acquired(name, label)
 	}

@@ -235,7 +235,7 @@ func (a *actor) finish(r result) {
 // pending reply.
 func (a *actor) cleanUp(r result, o *op) {
 	if o.kind == opAcquire {
-		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, "canceled") // its Attempt was counted
+		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, Canceled) // its Attempt was counted
 	}
 	if o.kind == opAcquire && r.err != nil && o.sess == a.sess && !errors.Is(r.err, errNotSent) {
 		// Given up mid-call (a stop, say), the acquire may still have
@@ -321,7 +321,7 @@ func (a *actor) acquired(r result) {
 		if a.audit.at.IsZero() {
 			a.audit.at = time.Now().Add(a.cfg.TTL) // lost for a TTL: audit then
 		}
-		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, "contention")
+		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, Contention)
 		a.tryAt = time.Now().Add(a.cfg.RetryPause())
 		if a.gate != nil {
 			a.gate.fresh = false
@@ -331,11 +331,11 @@ func (a *actor) acquired(r result) {
 		}
 		a.cfg.Logger.Debug("lock held by another candidate", "name", a.e.name, "id", a.cfg.ID, "err", err)
 	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
-		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, "backend-error")
+		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, BackendError)
 		a.fail("acquire", err)
 		a.lose(err)
 	default:
-		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, "backend-error")
+		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, BackendError)
 		a.fail("acquire", err)
 		a.tryAt = time.Now().Add(a.backoff())
 	}
