@@ -47,5 +47,5 @@ const (
 // WithFailureMode sets what a one-shot run does when the backend fails.
 // Default Rethrow. Applies to RunIfLeader, Every and group.RunIfLeader.
 func WithFailureMode(m FailureMode) Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.FailureMode = m })
+	return elector.Opt("WithFailureMode", elector.ForRun|elector.ForEvery, func(c *elector.Config) { c.FailureMode = m })
 }

@@ -52,7 +52,7 @@ func Every(ctx context.Context, b backends.Backend, name string, period time.Dur
 	}
 	opts = append([]Option{WithLease(period)}, opts...)
 	cfg := elector.NewConfig(opts)
-	if _, err := validateRun(ctx, &cfg, b, windowName(name, 0), fn == nil); err != nil {
+	if _, err := validateRun(ctx, &cfg, b, windowName(name, 0), fn == nil, elector.ForEvery); err != nil {
 		return err
 	}
 	if least := minPeriod(b); period < least {
@@ -71,7 +71,7 @@ func Every(ctx context.Context, b backends.Backend, name string, period time.Dur
 		}
 		end := w.Add(period - cfg.MarginFor(cfg.Lease))
 		lock := windowName(name, w.UnixNano()/int64(period))
-		res, err := RunIfLeader(ctx, b, lock, run, append(opts, WithMinHold(max(end.Sub(now()), 0)))...)
+		res, err := runIfLeader(ctx, b, lock, run, elector.ForEvery, append(opts, minHold(max(end.Sub(now()), 0))))
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()

@@ -77,10 +77,10 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) (*Metrics, err
 	return m, nil
 }
 
-// WithMetrics makes a campaign, group or one-shot run report to m.
-// Default: no metrics.
+// WithMetrics makes a campaign, group, session or one-shot run report to
+// m. Default: no metrics. Applies everywhere.
 func WithMetrics(m *Metrics) Option {
-	return elector.OptionFunc(func(c *elector.Config) {
+	return elector.Opt("WithMetrics", elector.ForAll, func(c *elector.Config) {
 		if m != nil {
 			c.Observer = metricsObserver{m}
 		}

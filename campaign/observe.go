@@ -22,7 +22,7 @@ import (
 // Backend errors are logged and retried; the last holder seen stands.
 func Observe(ctx context.Context, b backends.Backend, name string, opts ...Option) (<-chan events.Event, error) {
 	cfg := elector.NewConfig(opts)
-	if err := errors.Join(elector.CheckContext(ctx), elector.CheckBackend(b)); err != nil {
+	if err := errors.Join(elector.CheckContext(ctx), elector.CheckBackend(b), cfg.Refuse(elector.ForObserve)); err != nil {
 		return nil, err
 	}
 	if err := cfg.ValidateCommon(cfg.TTL); err != nil {

@@ -85,8 +85,13 @@ func (r Result[T]) Ran() bool { return r.Outcome == Elected || r.Outcome == Acti
 // (ctx.Err()). Once fn ran, the Result says how (see Result) and the error
 // is nil.
 func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn func(ctx context.Context, token events.Token) (T, error), opts ...Option) (Result[T], error) {
+	return runIfLeader(ctx, b, name, fn, elector.ForRun, opts)
+}
+
+// runIfLeader is RunIfLeader for entry (RunIfLeader, or Every's runs).
+func runIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn func(ctx context.Context, token events.Token) (T, error), entry elector.Use, opts []Option) (Result[T], error) {
 	cfg := elector.NewConfig(opts)
-	full, err := validateRun(ctx, &cfg, b, name, fn == nil)
+	full, err := validateRun(ctx, &cfg, b, name, fn == nil, entry)
 	if err != nil {
 		return Result[T]{}, err
 	}
@@ -156,8 +161,8 @@ func onFailure[T any](ctx context.Context, cfg *elector.Config, name, label stri
 
 // validateRun checks the arguments of a one-shot run and returns the full
 // lock name.
-func validateRun(ctx context.Context, c *elector.Config, b backends.Backend, name string, nilFn bool) (string, error) {
-	if err := errors.Join(elector.CheckContext(ctx), elector.CheckBackend(b)); err != nil {
+func validateRun(ctx context.Context, c *elector.Config, b backends.Backend, name string, nilFn bool, entry elector.Use) (string, error) {
+	if err := errors.Join(elector.CheckContext(ctx), elector.CheckBackend(b), c.Refuse(entry)); err != nil {
 		return "", err
 	}
 	if nilFn {

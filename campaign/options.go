@@ -10,9 +10,10 @@ import (
 	"github.com/hustings/hustings/internal/elector"
 )
 
-// Option configures a Campaign, RunIfLeader, Every or Observe (and the
-// groups of package group). Each option's doc says where it applies;
-// elsewhere it is ignored. Options are made only by the With* functions.
+// Option configures a Campaign, a Session, RunIfLeader, Every or Observe
+// (and the groups of package group). Each option's doc says where it
+// applies; given anywhere else, the call returns ErrInvalid naming it
+// rather than ignore it. Options are made only by the With* functions.
 type Option = elector.Option
 
 // Defaults, in one place.
@@ -27,16 +28,17 @@ const (
 // no control characters (the rules of lock names), else New reports
 // ErrInvalid. Default: hostname-pid-random. Applies everywhere.
 func WithID(id string) Option {
-	return elector.OptionFunc(func(c *elector.Config) {
+	return elector.Opt("WithID", elector.ForAll, func(c *elector.Config) {
 		c.ID = id
 		c.Reject(backends.ValidateSession(id, elector.DefaultTTL)) // the ID's part of it
 	})
 }
 
 // WithPrefix puts prefix and a "/" before the lock name, so several services
-// can share one backend (for example the service name). Applies everywhere.
+// can share one backend (for example the service name). Applies everywhere
+// but NewSession.
 func WithPrefix(prefix string) Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.Prefix = prefix })
+	return elector.Opt("WithPrefix", elector.ForAll&^elector.ForSession, func(c *elector.Config) { c.Prefix = prefix })
 }
 
 // positive refuses a duration that is not > 0.
@@ -47,13 +49,13 @@ func positive(what string, d time.Duration) error {
 	return fmt.Errorf("%s %v must be > 0", what, d)
 }
 
-// WithTTL sets a Campaign's session TTL: how long the backend keeps the lock
-// after the last successful keep-alive. Default 10s; from 100ms (shorter,
-// the renewals a third of a TTL apart would be within a busy machine's
-// scheduling delays) to backends.MaxTTL (7 days), else New reports
-// ErrInvalid.
+// WithTTL sets a session's TTL: how long the backend keeps the locks after
+// the last successful keep-alive. Default 10s; from 100ms (shorter, the
+// renewals a third of a TTL apart would be within a busy machine's
+// scheduling delays) to backends.MaxTTL (7 days), else ErrInvalid.
+// Applies to New, NewSession and group.New.
 func WithTTL(d time.Duration) Option {
-	return elector.OptionFunc(func(c *elector.Config) {
+	return elector.Opt("WithTTL", elector.ForCampaign|elector.ForGroup|elector.ForSession, func(c *elector.Config) {
 		c.TTL = d
 		err := backends.ValidateTTL("TTL", d)
 		if err == nil && d < elector.MinTTL {
@@ -65,9 +67,9 @@ func WithTTL(d time.Duration) Option {
 
 // WithKeepAlive sets how often a Campaign renews its session. It must be
 // shorter than the TTL less the safety margin, and should leave room for a
-// retry or two. Default: TTL/3.
+// retry or two. Default: TTL/3. Applies to New, NewSession and group.New.
 func WithKeepAlive(d time.Duration) Option {
-	return elector.OptionFunc(func(c *elector.Config) {
+	return elector.Opt("WithKeepAlive", elector.ForCampaign|elector.ForGroup|elector.ForSession, func(c *elector.Config) {
 		c.KeepAlive = d
 		c.Reject(positive("keep-alive", d))
 	})
@@ -75,10 +77,10 @@ func WithKeepAlive(d time.Duration) Option {
 
 // WithRetry sets the pause before trying again after contention or a
 // backend error, before jitter; it bounds failover after a crash. Default
-// 1s; must be > 0. Applies to Campaign, to RunIfLeader's wait, and to
-// Observe's polling.
+// 1s; must be > 0. Applies everywhere: a campaign's and a session's tries,
+// RunIfLeader's wait, Observe's polling.
 func WithRetry(d time.Duration) Option {
-	return elector.OptionFunc(func(c *elector.Config) {
+	return elector.Opt("WithRetry", elector.ForAll, func(c *elector.Config) {
 		c.Retry = d
 		c.Reject(positive("retry", d))
 	})
@@ -86,61 +88,72 @@ func WithRetry(d time.Duration) Option {
 
 // WithJitter sets the most that is added at random to each retry pause, so
 // candidates do not retry in step. Default: retry/5. Zero disables it.
+// Applies everywhere.
 func WithJitter(d time.Duration) Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.Jitter, c.JitterSet = d, true })
+	return elector.Opt("WithJitter", elector.ForAll, func(c *elector.Config) { c.Jitter, c.JitterSet = d, true })
 }
 
 // WithSafetyMargin sets how long before the backend's lease runs out the
 // candidate stops believing it leads: a term's local deadline is the start of
 // the last successful acquire or renewal + TTL (or lease) − margin. It
 // covers clock drift and delivery delays. Default: a tenth of the TTL or
-// lease. Applies to Campaign and RunIfLeader.
+// lease. Applies everywhere but Observe.
 func WithSafetyMargin(d time.Duration) Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.Margin, c.MarginSet = d, true })
+	return elector.Opt("WithSafetyMargin", elector.ForAll&^elector.ForObserve, func(c *elector.Config) { c.Margin, c.MarginSet = d, true })
 }
 
 // WithGrace bounds how long a graceful stop (Resign, Close, the end of
 // Run's context) waits for work bound to the term (WhileLeader) to return
 // before the lock is released. Never past the term's deadline. Default 5s.
+// Applies to New, NewSession (the campaigns' stop when it closes) and
+// group.New.
 func WithGrace(d time.Duration) Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.Grace, c.GraceSet = d, true })
+	return elector.Opt("WithGrace", elector.ForCampaign|elector.ForGroup|elector.ForSession, func(c *elector.Config) { c.Grace, c.GraceSet = d, true })
 }
 
 // WithLease sets how long a RunIfLeader run may hold the lock: fn's context
 // ends then, and the backend frees the lock even if this process dies.
 // Default 30s; Every defaults it to the period. From 1ms to
-// backends.MaxTTL.
+// backends.MaxTTL. Applies to RunIfLeader and Every.
 func WithLease(d time.Duration) Option {
-	return elector.OptionFunc(func(c *elector.Config) {
+	return elector.Opt("WithLease", elector.ForRun|elector.ForEvery, func(c *elector.Config) {
 		c.Lease = d
 		c.Reject(backends.ValidateTTL("lease", d))
 	})
 }
 
 // WithWait makes RunIfLeader wait up to d for a held lock instead of
-// skipping at once. Default 0.
+// skipping at once. Default 0. Applies to RunIfLeader.
 func WithWait(d time.Duration) Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.Wait = d })
+	return elector.Opt("WithWait", elector.ForRun, func(c *elector.Config) { c.Wait = d })
 }
 
 // WithMinHold keeps a RunIfLeader lock held until d after it was acquired,
 // even if fn returned sooner, so that nodes whose schedules run late skip
-// instead of running again (ShedLock's lockAtLeastFor). Default 0.
+// instead of running again (ShedLock's lockAtLeastFor). Default 0. Applies
+// to RunIfLeader (Every sets its own).
 func WithMinHold(d time.Duration) Option {
+	return elector.Opt("WithMinHold", elector.ForRun, func(c *elector.Config) { c.MinHold = d })
+}
+
+// minHold is WithMinHold for Every's runs, which take no WithMinHold from
+// the caller.
+func minHold(d time.Duration) Option {
 	return elector.OptionFunc(func(c *elector.Config) { c.MinHold = d })
 }
 
 // WithLogger sets where lost leases, backend errors and failed actions are
 // logged; contention is logged at debug level only. Default: discard.
+// Applies everywhere.
 func WithLogger(l *slog.Logger) Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.Logger = l })
+	return elector.Opt("WithLogger", elector.ForAll, func(c *elector.Config) { c.Logger = l })
 }
 
 // WithClock makes Every read the time from now instead of time.Now: its
 // windows follow that clock. For tests that skew replicas' clocks, and for
 // processes whose schedule follows another clock. Applies to Every.
 func WithClock(now func() time.Time) Option {
-	return elector.OptionFunc(func(c *elector.Config) {
+	return elector.Opt("WithClock", elector.ForEvery, func(c *elector.Config) {
 		c.Now = now
 		if now == nil {
 			c.Reject(errors.New("nil clock"))

@@ -62,7 +62,7 @@ func (s *Session) Close() error { return s.s.Close() }
 // backend, else ErrInvalid. It takes s's ID and TTL (options setting them
 // are overridden). Default: a session of its own.
 func WithSession(s *Session) Option {
-	return elector.OptionFunc(func(cfg *elector.Config) {
+	return elector.Opt("WithSession", elector.ForCampaign|elector.ForGroup|elector.ForRun|elector.ForEvery, func(cfg *elector.Config) {
 		cfg.Session = nil
 		if s != nil {
 			cfg.Session = s.s

@@ -9,42 +9,46 @@ import (
 	"github.com/hustings/hustings/strategy"
 )
 
-// These options apply to New (and to campaign.New, a group of one slot).
-// With a strategy set, the backend must keep a candidate registry
+// These options apply to New (and to campaign.New, a group of one slot);
+// given to any other call, they make it return ErrInvalid. With a
+// strategy set, the backend must keep a candidate registry
 // (backends.Registry); every backend of this module does.
+
+// strategic is where the options of this file apply.
+const strategic = elector.ForGroup | elector.ForCampaign
 
 // WithStrategy makes the group prefer candidates by s: only candidates
 // ranked within the top N of the registered candidates try for a slot at
 // once; the others try only once a slot has stayed free for the patience
 // period. Default: none, every candidate tries for any free slot.
 func WithStrategy(s strategy.Strategy) campaign.Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.Strategy = s })
+	return elector.Opt("WithStrategy", strategic, func(c *elector.Config) { c.Strategy = s })
 }
 
 // WithScore sets this candidate's initial score, for strategy.Score;
 // change it later with Group.SetScore. Default 0.
 func WithScore(score float64) campaign.Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.Me.Score = score })
+	return elector.Opt("WithScore", strategic, func(c *elector.Config) { c.Me.Score = score })
 }
 
 // WithWeight sets this candidate's weight, for strategy.Weighted: its
 // chance to rank first is proportional to it. Must be > 0 there. Default 0.
 func WithWeight(w float64) campaign.Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.Me.Weight = w })
+	return elector.Opt("WithWeight", strategic, func(c *elector.Config) { c.Me.Weight = w })
 }
 
 // WithMeta sets free-form metadata registered with the candidate (at most
 // 64 entries, 4 KiB in all). Default none.
 func WithMeta(meta map[string]string) campaign.Option {
 	meta = maps.Clone(meta)
-	return elector.OptionFunc(func(c *elector.Config) { c.Me.Meta = meta })
+	return elector.Opt("WithMeta", strategic, func(c *elector.Config) { c.Me.Meta = meta })
 }
 
 // WithPatience sets how long a slot must stay free before a candidate the
 // strategy does not prefer may take it: liveness beats preference. Default:
 // twice the retry interval.
 func WithPatience(d time.Duration) campaign.Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.Patience = d })
+	return elector.Opt("WithPatience", strategic, func(c *elector.Config) { c.Patience = d })
 }
 
 // WithPreemption makes a holder give its slot up when, for at least d on
@@ -55,7 +59,7 @@ func WithPatience(d time.Duration) campaign.Option {
 // keeps wobbling scores from moving slots back and forth. Default 0: no
 // preemption.
 func WithPreemption(d time.Duration) campaign.Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.Preempt = d })
+	return elector.Opt("WithPreemption", strategic, func(c *elector.Config) { c.Preempt = d })
 }
 
 // WithRotation advances the strategy's epoch every d, so random and
@@ -63,7 +67,7 @@ func WithPreemption(d time.Duration) campaign.Option {
 // Epochs follow each node's clock; nodes whose clocks differ by much less
 // than d agree. Default 0: the epoch never advances.
 func WithRotation(d time.Duration) campaign.Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.Rotation = d })
+	return elector.Opt("WithRotation", strategic, func(c *elector.Config) { c.Rotation = d })
 }
 
 // Registry is a candidate registry other than the backend's, such as the
@@ -77,5 +81,5 @@ type Registry = elector.Registry
 // list a dead candidate for a while; the patience period keeps that from
 // blocking a slot. Default: the backend's registry.
 func WithRegistry(r Registry) campaign.Option {
-	return elector.OptionFunc(func(c *elector.Config) { c.Registry = r })
+	return elector.Opt("WithRegistry", strategic, func(c *elector.Config) { c.Registry = r })
 }

@@ -46,10 +46,65 @@ type Option interface {
 	apply(*Config)
 }
 
-// OptionFunc makes an Option from a function that edits the Config.
+// OptionFunc makes an Option from a function that edits the Config, for
+// the module's own plumbing (a group's slot count): it applies wherever
+// it is given. Options of the public API are made with Opt.
 type OptionFunc func(*Config)
 
 func (f OptionFunc) apply(c *Config) { f(c) }
+
+// Use is a set of the entry points an option applies to.
+type Use uint8
+
+// The entry points.
+const (
+	ForCampaign Use = 1 << iota // campaign.New
+	ForGroup                    // group.New
+	ForSession                  // campaign.NewSession
+	ForRun                      // campaign.RunIfLeader, group.RunIfLeader
+	ForEvery                    // campaign.Every
+	ForObserve                  // campaign.Observe
+
+	ForAll = ForCampaign | ForGroup | ForSession | ForRun | ForEvery | ForObserve
+)
+
+var entryNames = map[Use]string{
+	ForCampaign: "campaign.New", ForGroup: "group.New", ForSession: "campaign.NewSession",
+	ForRun: "RunIfLeader", ForEvery: "campaign.Every", ForObserve: "campaign.Observe",
+}
+
+// Opt makes the option named name (for errors: "WithTTL"), which applies
+// to the entry points in use and edits the Config with f.
+func Opt(name string, use Use, f func(*Config)) Option { return option{name, use, f} }
+
+type option struct {
+	name string
+	use  Use
+	f    func(*Config)
+}
+
+func (o option) apply(c *Config) {
+	c.given = append(c.given, o)
+	o.f(c)
+}
+
+// Refuse returns an error matching ErrInvalid for the first option given
+// that does not apply to entry: an option that would be ignored is a
+// mistake to report, not to hide.
+func (c *Config) Refuse(entry Use) error {
+	for _, o := range c.given {
+		if o.use&entry == 0 {
+			var at []string
+			for u := ForCampaign; u <= ForObserve; u <<= 1 {
+				if o.use&u != 0 {
+					at = append(at, entryNames[u])
+				}
+			}
+			return fmt.Errorf("%w: %s does not apply to %s (it applies to %s)", ErrInvalid, o.name, entryNames[entry], strings.Join(at, ", "))
+		}
+	}
+	return nil
+}
 
 // Config holds every option; zero values mean "use the default". The
 // public packages document each field through their With* functions.
@@ -93,6 +148,8 @@ type Config struct {
 	// Bad holds the errors of options given values they reject (see
 	// Reject); validation reports the first.
 	Bad []error
+	// given lists the options made with Opt, for Refuse.
+	given []option
 }
 
 // Reject records err, an option's refusal of the value it was given, for

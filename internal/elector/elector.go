@@ -2,6 +2,7 @@ package elector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -78,7 +79,11 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 		return nil, err
 	}
 	cfg := NewConfig(opts)
-	if err := cfg.UseSession(b); err != nil {
+	entry := ForCampaign
+	if cfg.Slots > 1 {
+		entry = ForGroup
+	}
+	if err := errors.Join(cfg.Refuse(entry), cfg.UseSession(b)); err != nil {
 		return nil, err
 	}
 	if err := cfg.ValidateElector(); err != nil {

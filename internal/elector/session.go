@@ -62,7 +62,7 @@ func NewSession(b backends.Backend, opts ...Option) (*Session, error) {
 		return nil, err
 	}
 	cfg := NewConfig(opts)
-	if err := cfg.ValidateElector(); err != nil {
+	if err := errors.Join(cfg.Refuse(ForSession), cfg.ValidateElector()); err != nil {
 		return nil, err
 	}
 	return &Session{
