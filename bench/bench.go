@@ -161,7 +161,7 @@ func newReport(cfg config, args []string) *Report {
 // settings states how every subject was configured, for the report.
 func settings(cfg config) map[string]string {
 	return map[string]string{
-		"hustings RunIfLeader":   fmt.Sprintf("lease %v; on a free lock without WithWait; contended: WithWait(%v), retry %v (woken by the backend's watch first)", hustingsLease, contendedWait, hustingsRetry),
+		"hustings RunIfLeader":   fmt.Sprintf("lease %v; on a free lock without WithWait; contended: WithWait(%v), retry %v (woken by the backend's watch first); on a session: the same with WithSession, each candidate keeping a campaign.Session of its own (TTL %v, keep-alive TTL/3, Run in a goroutine) for all its runs", hustingsLease, contendedWait, hustingsRetry, hustingsLease),
 		"hustings campaigns":     fmt.Sprintf("handover: TTL 10 s, retry %v; failover: TTL %v, retry %v (+ jitter, a fifth); scale: TTL %v, keep-alive TTL/3, one shared session (NewSession + WithSession)", handoverRetry, cfg.FailoverTTL, cfg.FailoverTry, cfg.ScaleTTL),
 		"redislock":              fmt.Sprintf("TTL %v; a waiting candidate calls Obtain with LinearBackoff(%v) in a loop", peerTTL, redislockRetry),
 		"redislock handover":     fmt.Sprintf("the waiter retries every %v (LinearBackoff)", redislockRetry),

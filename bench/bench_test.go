@@ -99,6 +99,55 @@ func TestTargets(t *testing.T) {
 	}
 }
 
+// TestRunIfLeaderTargets: both RunIfLeader subjects are rated against the
+// best peer, and judged by their own goals: on a session ≥ the best peer
+// (and, contended, a shorter longest wait), without one ≥ 0.8× it.
+func TestRunIfLeaderTargets(t *testing.T) {
+	tp := func(subject string, ops float64) Row {
+		return Row{Workload: "throughput", Backend: "redis", Subject: subject, Param: "1 goroutine", Values: map[string]float64{"ops_per_s": ops}}
+	}
+	ct := func(subject string, cs float64, longest time.Duration) Row {
+		return Row{Workload: "contended", Backend: "redis", Subject: subject, Param: "8 candidates",
+			Latency: &Dist{N: 1, P50: longest, P99: longest, Max: longest}, Values: map[string]float64{"cs_per_s": cs}}
+	}
+	b := &bench{report: &Report{Rows: []Row{
+		tp(subjectRunIf, 850), tp(subjectRunIfSession, 950), tp("redislock", 1000), tp("redsync", 600),
+		ct(subjectRunIf, 500, time.Millisecond), ct(subjectRunIfSession, 1200, 10*time.Millisecond),
+		ct("redislock", 1000, 200*time.Millisecond), ct("redsync", 1100, 5*time.Millisecond),
+	}}}
+	s := &system{name: "redis", peers: []peer{{name: "redislock"}, {name: "redsync"}}}
+	b.rateAgainstBestPeer("throughput", s, "1 goroutine", "ops_per_s")
+	b.rateAgainstBestPeer("contended", s, "", "cs_per_s")
+	for _, sub := range []string{subjectRunIf, subjectRunIfSession} {
+		if r := b.report.Find("throughput", "redis", sub, ""); r.Baseline != "redislock" || r.Ratio == 0 {
+			t.Errorf("throughput %s: baseline %q, ratio %v; want redislock's", sub, r.Baseline, r.Ratio)
+		}
+		if r := b.report.Find("contended", "redis", sub, ""); r.Baseline != "redsync" || r.Ratio == 0 {
+			t.Errorf("contended %s: baseline %q, ratio %v; want redsync's", sub, r.Baseline, r.Ratio)
+		}
+	}
+	met := map[string]bool{}
+	for _, tg := range evaluate(b.report) {
+		met[tg.Goal] = tg.Met
+	}
+	want := map[string]bool{
+		goalRunIf + " (1 goroutine)":        true,  // 0.85× ≥ 0.8×
+		goalRunIfSession + " (1 goroutine)": false, // 0.95× < 1×
+		goalContended:                       false, // 1.09× redsync's, but waited 10 ms against its 5
+	}
+	if len(met) != len(want) {
+		t.Errorf("targets %v, want %v", met, want)
+	}
+	for goal, w := range want {
+		if got, ok := met[goal]; !ok || got != w {
+			t.Errorf("%s: met = %v (present %v), want %v", goal, got, ok, w)
+		}
+	}
+	if got := b.report.throughputCell("redis"); got != "850; on a session 950 (redislock 1,000)" {
+		t.Errorf("throughputCell = %q", got)
+	}
+}
+
 // TestElectedCell: a scale point says how many campaigns were elected and
 // how fast, and flags a miss and a loss.
 func TestElectedCell(t *testing.T) {
@@ -150,6 +199,11 @@ func TestQuickOnMemory(t *testing.T) {
 	for _, id := range workloadIDs() {
 		if len(b.report.Select(id)) == 0 {
 			t.Errorf("no row for workload %s", id)
+		}
+	}
+	for _, w := range []string{"throughput", "contended"} {
+		if b.report.Find(w, "memory", subjectRunIfSession, "") == nil {
+			t.Errorf("no %s row for %s", w, subjectRunIfSession)
 		}
 	}
 	b.report.Targets = evaluate(b.report)

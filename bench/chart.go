@@ -19,11 +19,13 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// The colours of what a chart compares: Hustings, a peer library, and the
-// server's plain round trip; a p99 or a second setting is the lighter
-// shade of its subject's colour.
+// The colours of what a chart compares: Hustings, Hustings on a session
+// the candidate keeps (where a chart has both, beside runs that open a
+// session each), a peer library, and the server's plain round trip; a p99
+// or a second setting is the lighter shade of its subject's colour.
 var (
 	colHustings = plotutil.Color(0)
+	colSession  = plotutil.Color(1)
 	colPeer     = plotutil.Color(2)
 	colBaseline = color.Gray{Y: 150}
 )
@@ -376,69 +378,6 @@ func acquireFigure(rep *Report) figure {
 		f.key("Hustings", swatch{colHustings})
 		f.key("plain round trip (baseline)", swatch{colBaseline})
 		f.key("peer library", swatch{colPeer})
-	}
-	return f
-}
-
-// throughputFigure: runs per second at 1 and 8 goroutines, a panel per
-// backend with peers.
-func throughputFigure(rep *Report) figure {
-	var f figure
-	var params []string
-	for _, backend := range backendsIn(rep) {
-		var subjects []string
-		vals := map[string]map[string]float64{}
-		for _, r := range rep.Select("throughput") {
-			if r.Backend != backend {
-				continue
-			}
-			if !slices.Contains(subjects, r.Subject) {
-				subjects = append(subjects, r.Subject)
-			}
-			if !slices.Contains(params, r.Param) {
-				params = append(params, r.Param)
-			}
-			if vals[r.Param] == nil {
-				vals[r.Param] = map[string]float64{}
-			}
-			vals[r.Param][r.Subject] = r.Values["ops_per_s"]
-		}
-		if len(subjects) < 2 {
-			continue
-		}
-		var sets []barSet
-		for slot, param := range params {
-			h, p := barSet{color: colHustings, slot: slot}, barSet{color: colPeer, slot: slot}
-			if slot > 0 {
-				h.color, p.color = lighter(colHustings), lighter(colPeer)
-			}
-			for _, sub := range subjects {
-				isH := strings.HasPrefix(sub, "hustings")
-				h.values, p.values = append(h.values, pick(isH, vals[param][sub])), append(p.values, pick(!isH, vals[param][sub]))
-			}
-			sets = append(sets, h, p)
-		}
-		f.panels = append(f.panels, bars("Lock + unlock: "+backend, "runs/s", subjects, len(params), sets, fmtNum, false))
-	}
-	for slot, param := range params {
-		if len(f.panels) == 0 {
-			break
-		}
-		c := colHustings
-		if slot > 0 {
-			c = lighter(c)
-		}
-		f.key("Hustings, "+param, swatch{c})
-	}
-	for slot, param := range params {
-		if len(f.panels) == 0 {
-			break
-		}
-		c := colPeer
-		if slot > 0 {
-			c = lighter(c)
-		}
-		f.key("peer library, "+param, swatch{c})
 	}
 	return f
 }

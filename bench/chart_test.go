@@ -42,6 +42,9 @@ func TestChartsDrawEveryRow(t *testing.T) {
 		return Row{Workload: "scale", Backend: backend, Subject: subject, Param: fmtNum(locks), Values: map[string]float64{
 			"locks": locks, "bytes_per_campaign": bytes, "requests_per_s": reqs, "elected": elected, "leading_after_hold": elected}}
 	}
+	tp := func(backend, subject string, g float64) Row {
+		return Row{Workload: "throughput", Backend: backend, Subject: subject, Param: fmtNum(g) + " goroutines", Values: map[string]float64{"ops_per_s": 1000 * g}}
+	}
 	lat := &Dist{N: 1, P50: time.Millisecond, P99: 2 * time.Millisecond, Max: 2 * time.Millisecond}
 	reps := map[string]*Report{
 		"all": {Rows: []Row{
@@ -55,6 +58,9 @@ func TestChartsDrawEveryRow(t *testing.T) {
 			scale("redis", "hustings campaigns", 1000, 14000, 1, 1000),
 			scale("redis", "hustings campaigns", 100000, 26000, 70000, 31133),
 			scale("redis", "redislock", 1000, 108, 3000, 1000),
+			tp("memory", subjectRunIf, 1), tp("memory", subjectRunIfSession, 1),
+			tp("redis", subjectRunIf, 1), tp("redis", subjectRunIfSession, 1), tp("redis", "redislock", 1),
+			tp("redis", subjectRunIf, 8), tp("redis", subjectRunIfSession, 8), tp("redis", "redislock", 8),
 		}},
 		"memory alone": {Rows: []Row{scale("memory", "hustings campaigns", 1, 0, 0, 1), scale("memory", "hustings campaigns", 10, 9000, 0, 10)}},
 	}
@@ -64,8 +70,14 @@ func TestChartsDrawEveryRow(t *testing.T) {
 			if err := writeCharts(rep, dir); err != nil {
 				t.Fatal(err)
 			}
-			if st, err := os.Stat(filepath.Join(dir, "scale.png")); err != nil || st.Size() == 0 {
-				t.Errorf("scale.png: %v", err)
+			files := []string{"scale.png"}
+			if name == "all" {
+				files = append(files, "throughput.png")
+			}
+			for _, f := range files {
+				if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+					t.Errorf("%s: %v", f, err)
+				}
 			}
 		})
 	}
@@ -79,6 +91,37 @@ func TestHandoverLabel(t *testing.T) {
 	} {
 		if got := handoverLabel(subject); got != want {
 			t.Errorf("handoverLabel(%q) = %q, want %q", subject, got, want)
+		}
+	}
+}
+
+// TestThroughputFigure: RunIfLeader on a session has a colour and legend
+// entries of its own, and a backend without peers has no panel.
+func TestThroughputFigure(t *testing.T) {
+	var rows []Row
+	for _, backend := range []string{"memory", "redis"} {
+		for _, sub := range []string{subjectRunIf, subjectRunIfSession, "redislock"} {
+			if backend == "memory" && sub == "redislock" {
+				continue
+			}
+			for _, param := range []string{"1 goroutine", "8 goroutines"} {
+				rows = append(rows, Row{Workload: "throughput", Backend: backend, Subject: sub, Param: param, Values: map[string]float64{"ops_per_s": 100}})
+			}
+		}
+	}
+	f := throughputFigure(&Report{Rows: rows})
+	if len(f.panels) != 1 || f.keys != 6 {
+		t.Errorf("%d panels, %d legend entries; want 1 (redis) and 6 (3 kinds × 2 concurrencies)", len(f.panels), f.keys)
+	}
+	for subject, want := range map[string]string{subjectRunIf: "Hustings", subjectRunIfSession: "Hustings on a session", "zk Lock": "peer library"} {
+		var kinds []string
+		for _, k := range throughputKinds {
+			if k.is(subject) {
+				kinds = append(kinds, k.name)
+			}
+		}
+		if len(kinds) != 1 || kinds[0] != want {
+			t.Errorf("%s is of kinds %q, want %q", subject, kinds, want)
 		}
 	}
 }

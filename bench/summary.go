@@ -40,14 +40,31 @@ func (rep *Report) acquireCell(backend string) string {
 	return fmtDur(h.Latency.P50) + paren(extra)
 }
 
+// throughputCell gives RunIfLeader's runs/s at 1 goroutine without a
+// session and on one, and the best peer's.
 func (rep *Report) throughputCell(backend string) string {
-	h := rep.Find("throughput", backend, "hustings RunIfLeader", "1 goroutine")
-	if h == nil {
+	var parts []string
+	var best *Row
+	for _, sub := range []string{subjectRunIf, subjectRunIfSession} {
+		h := rep.Find("throughput", backend, sub, "1 goroutine")
+		if h == nil {
+			continue
+		}
+		s := fmtNum(h.Values["ops_per_s"])
+		if sub == subjectRunIfSession {
+			s = "on a session " + s
+		}
+		parts = append(parts, s)
+		if p := rep.Find("throughput", backend, h.Baseline, "1 goroutine"); p != nil {
+			best = p
+		}
+	}
+	if len(parts) == 0 {
 		return "–"
 	}
-	s := fmtNum(h.Values["ops_per_s"])
-	if p := rep.Find("throughput", backend, h.Baseline, "1 goroutine"); p != nil {
-		s += paren([]string{p.Subject + " " + fmtNum(p.Values["ops_per_s"])})
+	s := strings.Join(parts, "; ")
+	if best != nil {
+		s += paren([]string{best.Subject + " " + fmtNum(best.Values["ops_per_s"])})
 	}
 	return s
 }

@@ -16,15 +16,16 @@ var throughputGoroutines = []int{1, 8}
 // workload.
 const contenders = 8
 
-// subjectsOf lists Hustings' RunIfLeader (waiting for a held lock, or
-// not) and then the peers of s.
+// subjectsOf lists Hustings' RunIfLeader subjects (waiting for a held
+// lock, or not) and then the peers of s.
 func subjectsOf(s *system, wait bool) []peer {
-	return append([]peer{hustingsPeer(s, wait)}, s.peers...)
+	return append(hustingsSubjects(s, wait), s.peers...)
 }
 
-// throughput runs RunIfLeader and each peer's lock + unlock in a loop from
-// 1 and from 8 goroutines, each on a name of its own, through one client,
-// and reports completed runs per second against the best peer.
+// throughput runs RunIfLeader (without a session, and on one) and each
+// peer's lock + unlock in a loop from 1 and from 8 goroutines, each on a
+// name of its own, through one client, and reports completed runs per
+// second against the best peer.
 func (b *bench) throughput(ctx context.Context, s *system) error {
 	for _, g := range throughputGoroutines {
 		param := fmt.Sprintf("%d goroutines", g)
@@ -37,7 +38,7 @@ func (b *bench) throughput(ctx context.Context, s *system) error {
 				return fmt.Errorf("%s, %s: %w", p.name, param, err)
 			}
 			b.report.Add(Row{Workload: "throughput", Backend: s.name, Subject: p.name, Param: param, Values: map[string]float64{"ops_per_s": ops}})
-			b.logf("  %-30s %-13s %s runs/s", p.name, param, fmtNum(ops))
+			b.logf("  %-34s %-13s %s runs/s", p.name, param, fmtNum(ops))
 		}
 		b.rateAgainstBestPeer("throughput", s, param, "ops_per_s")
 	}
@@ -83,13 +84,9 @@ func (b *bench) loop(ctx context.Context, p peer, g int) (float64, error) {
 	return float64(done.Load()) / elapsed.Seconds(), ctx.Err()
 }
 
-// rateAgainstBestPeer sets the ratio of the Hustings row of workload on s
-// (with param) to the best peer's value of key.
+// rateAgainstBestPeer sets the ratio of each Hustings row of workload on
+// s (with param) to the best peer's value of key.
 func (b *bench) rateAgainstBestPeer(workload string, s *system, param, key string) {
-	h := b.report.Find(workload, s.name, hustingsPeer(s, false).name, param)
-	if h == nil {
-		return
-	}
 	var best *Row
 	for _, p := range s.peers {
 		r := b.report.Find(workload, s.name, p.name, param)
@@ -97,8 +94,13 @@ func (b *bench) rateAgainstBestPeer(workload string, s *system, param, key strin
 			best = r
 		}
 	}
-	if best != nil {
-		h.Baseline, h.Ratio = best.Subject, ratio(h.Values[key], best.Values[key])
+	if best == nil {
+		return
+	}
+	for _, p := range hustingsSubjects(s, false) {
+		if h := b.report.Find(workload, s.name, p.name, param); h != nil {
+			h.Baseline, h.Ratio = best.Subject, ratio(h.Values[key], best.Values[key])
+		}
 	}
 }
 
@@ -114,7 +116,7 @@ func (b *bench) contended(ctx context.Context, s *system) error {
 		d := Summarize(waits)
 		b.report.Add(Row{Workload: "contended", Backend: s.name, Subject: p.name, Param: fmt.Sprintf("%d candidates", contenders),
 			Latency: &d, Values: map[string]float64{"cs_per_s": rate}})
-		b.logf("  %-30s %s sections/s, wait p50 %s, longest %s", p.name, fmtNum(rate), fmtDur(d.P50), fmtDur(d.Max))
+		b.logf("  %-34s %s sections/s, wait p50 %s, longest %s", p.name, fmtNum(rate), fmtDur(d.P50), fmtDur(d.Max))
 	}
 	b.rateAgainstBestPeer("contended", s, "", "cs_per_s")
 	return nil
