@@ -75,7 +75,7 @@ func (h hustingsLocker) run(ctx context.Context, name string, cs func()) error {
 	if err != nil {
 		return h.session.explain(err)
 	}
-	if res.Outcome != campaign.Elected || res.Token == 0 {
+	if res.Outcome != campaign.Succeeded || res.Token == 0 {
 		return fmt.Errorf("RunIfLeader: %v (token %d): %v", res.Outcome, res.Token, res.Err)
 	}
 	return nil

@@ -42,7 +42,7 @@
 // # One-shot runs
 //
 // RunIfLeader acquires once, runs fn, releases, and returns a Result that
-// tells Elected (fn ran), Skipped (another candidate holds the lock: normal,
+// tells Succeeded (fn ran), Skipped (another candidate holds the lock: normal,
 // not an error) and ActionFailed (fn returned an error) apart. Every runs
 // fn at most once per period window across the candidates.
 //
@@ -50,7 +50,7 @@
 //
 // A one-shot run whose backend fails (unreachable, timed out, erroring)
 // follows its failure mode (WithFailureMode): Rethrow (the default)
-// returns the error; Skip reports Skipped with Reason BackendError;
+// returns the error; Skip reports Skipped with Cause BackendError;
 // FailOpenRun runs fn without the lock, token 0. Fail-open is wrong for
 // payments, migrations and anything that must run at most once: every
 // replica that loses the backend runs it. A lock held by another candidate

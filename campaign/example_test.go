@@ -44,7 +44,7 @@ func ExampleRunIfLeader() {
 	})
 	fmt.Println(res.Outcome, res.Value, res.Token, err)
 	// Output:
-	// elected schema v2 1 <nil>
+	// succeeded schema v2 1 <nil>
 }
 
 // WhileLeader runs a function for each term, under a context that ends

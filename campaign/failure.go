@@ -15,11 +15,11 @@ const (
 	// Rethrow returns the backend's error, wrapped (errors.Is matches the
 	// errors of package backends). The default.
 	Rethrow = elector.Rethrow
-	// Skip reports the run as Skipped, with Reason BackendError and the
+	// Skip reports the run as Skipped, with Cause BackendError and the
 	// error in Result.Err, and returns no error: the work waits for the
 	// next run, as after contention.
 	Skip = elector.Skip
-	// FailOpenRun runs fn without the lock (Result.Token is 0, Reason
+	// FailOpenRun runs fn without the lock (Result.Token is 0, Cause
 	// FailOpenForced). It is for work whose duplicate run is harmless and
 	// whose missed run is not (cache warming, best-effort notifications);
 	// it is wrong for payments, migrations and anything that must happen
@@ -27,14 +27,14 @@ const (
 	FailOpenRun = elector.FailOpenRun
 )
 
-// Reason says why a one-shot run was skipped, or that it ran without the
-// lock. Its String is "", "contention", "backend-error" or
-// "fail-open-forced", the label of the metrics that count them.
-type Reason = elector.Reason
+// Cause says what made a one-shot run skip, or run without the lock. Its
+// String is "", "contention", "backend-error" or "fail-open-forced", the
+// label of the metrics that count them.
+type Cause = elector.Reason
 
 const (
-	// NoReason: the run had the lock (or failed before deciding).
-	NoReason = elector.NoReason
+	// NoCause: the run had the lock (or failed before deciding).
+	NoCause = elector.NoReason
 	// Contention: another candidate holds the lock.
 	Contention = elector.Contention
 	// BackendError: the backend failed and the failure mode is Skip.

@@ -18,13 +18,13 @@ func TestFailureModes(t *testing.T) {
 	tests := []struct {
 		mode    campaign.FailureMode
 		outcome campaign.Outcome
-		reason  campaign.Reason
+		reason  campaign.Cause
 		ran     bool
 		wantErr bool
 	}{
-		{campaign.Rethrow, 0, campaign.NoReason, false, true},
+		{campaign.Rethrow, 0, campaign.NoCause, false, true},
 		{campaign.Skip, campaign.Skipped, campaign.BackendError, false, false},
-		{campaign.FailOpenRun, campaign.Elected, campaign.FailOpenForced, true, false},
+		{campaign.FailOpenRun, campaign.Succeeded, campaign.FailOpenForced, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode.String(), func(t *testing.T) {
@@ -41,7 +41,7 @@ func TestFailureModes(t *testing.T) {
 				if (err != nil) != tt.wantErr || (err != nil && !errors.Is(err, backends.ErrUnavailable)) {
 					t.Fatalf("err = %v, want an error: %v (matching ErrUnavailable)", err, tt.wantErr)
 				}
-				if res.Outcome != tt.outcome || res.Reason != tt.reason || ran != tt.ran {
+				if res.Outcome != tt.outcome || res.Cause != tt.reason || ran != tt.ran {
 					t.Fatalf("result %+v, ran %v; want %v, %v, ran %v", res, ran, tt.outcome, tt.reason, tt.ran)
 				}
 				if tt.mode == campaign.Skip && !errors.Is(res.Err, backends.ErrUnavailable) {
@@ -66,7 +66,7 @@ func TestFailOpenNeverRunsOnContention(t *testing.T) {
 			ran = true
 			return 0, nil
 		}, campaign.WithFailureMode(campaign.FailOpenRun))
-		if err != nil || ran || res.Outcome != campaign.Skipped || res.Reason != campaign.Contention {
+		if err != nil || ran || res.Outcome != campaign.Skipped || res.Cause != campaign.Contention {
 			t.Fatalf("%+v, %v, ran %v; want skipped for contention without running", res, err, ran)
 		}
 		holder.stop(t)

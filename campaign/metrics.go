@@ -98,7 +98,7 @@ func (o metricsObserver) Acquired(name, backend string) {
 	o.m.acquired.WithLabelValues(o.m.label(name), backend).Inc()
 }
 
-func (o metricsObserver) NotAcquired(name, backend string, why Reason) {
+func (o metricsObserver) NotAcquired(name, backend string, why Cause) {
 	o.m.notAcquired.WithLabelValues(o.m.label(name), backend, why.String()).Inc()
 }
 

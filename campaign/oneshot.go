@@ -15,8 +15,8 @@ import (
 type Outcome int
 
 const (
-	// Elected: the lock was had and fn ran and returned nil.
-	Elected Outcome = iota + 1
+	// Succeeded: the lock was had, fn ran and returned nil.
+	Succeeded Outcome = iota + 1
 	// Skipped: another candidate holds the lock. This is normal, not an
 	// error: the work is being done elsewhere.
 	Skipped
@@ -24,11 +24,11 @@ const (
 	ActionFailed
 )
 
-// String returns "elected", "skipped" or "action-failed".
+// String returns "succeeded", "skipped" or "action-failed".
 func (o Outcome) String() string {
 	switch o {
-	case Elected:
-		return "elected"
+	case Succeeded:
+		return "succeeded"
 	case Skipped:
 		return "skipped"
 	case ActionFailed:
@@ -44,7 +44,7 @@ func (o Outcome) String() string {
 // and the run could not be decided (bad input, a backend failure, ctx
 // ending first), and then the Result is the zero value.
 type Result[T any] struct {
-	// Outcome is Elected, Skipped or ActionFailed.
+	// Outcome is Succeeded, Skipped or ActionFailed.
 	Outcome Outcome
 	// Value is what fn returned, when it ran.
 	Value T
@@ -53,15 +53,15 @@ type Result[T any] struct {
 	// Token is the fencing token fn ran under; 0 when Skipped.
 	Token events.Token
 	// Err is fn's error when ActionFailed, or the backend's error when
-	// Skipped with Reason BackendError.
+	// Skipped with Cause BackendError.
 	Err error
-	// Reason says why the run was Skipped (Contention, BackendError), or
-	// that fn ran without the lock (FailOpenForced); NoReason otherwise.
-	Reason Reason
+	// Cause says why the run was Skipped (Contention, BackendError), or
+	// that fn ran without the lock (FailOpenForced); NoCause otherwise.
+	Cause Cause
 }
 
 // Ran reports whether fn ran (Elected or ActionFailed).
-func (r Result[T]) Ran() bool { return r.Outcome == Elected || r.Outcome == ActionFailed }
+func (r Result[T]) Ran() bool { return r.Outcome == Succeeded || r.Outcome == ActionFailed }
 
 // RunIfLeader runs fn once if the lock name can be had, and releases the
 // lock after. fn gets the fencing token, and a context that ends when the
@@ -106,7 +106,7 @@ func runIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	}
 	switch {
 	case h == nil && err == nil:
-		return Result[T]{Outcome: Skipped, Reason: Contention}, nil
+		return Result[T]{Outcome: Skipped, Cause: Contention}, nil
 	case err != nil:
 		return onFailure(ctx, &cfg, full, elector.BackendLabel(b), fn, err)
 	}
@@ -116,7 +116,7 @@ func runIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	cfg.Observer.Action(full, elector.BackendLabel(b), time.Since(began), ferr)
 	cancel()
 	h.Unlock(ctx, &cfg)
-	res := Result[T]{Outcome: Elected, Value: v, Slot: h.Slot, Token: h.Token}
+	res := Result[T]{Outcome: Succeeded, Value: v, Slot: h.Slot, Token: h.Token}
 	if ferr != nil {
 		res.Outcome, res.Err = ActionFailed, ferr
 	}
@@ -142,7 +142,7 @@ func onFailure[T any](ctx context.Context, cfg *elector.Config, name, label stri
 	switch cfg.FailureMode {
 	case Skip:
 		cfg.Logger.Warn("backend failed; skipping", "id", cfg.ID, "err", err)
-		return Result[T]{Outcome: Skipped, Reason: BackendError, Err: err}, nil
+		return Result[T]{Outcome: Skipped, Cause: BackendError, Err: err}, nil
 	case FailOpenRun:
 		cfg.Logger.Warn("backend failed; running without the lock", "id", cfg.ID, "err", err)
 		fctx, cancel := context.WithTimeout(ctx, cfg.Lease-cfg.MarginFor(cfg.Lease))
@@ -150,7 +150,7 @@ func onFailure[T any](ctx context.Context, cfg *elector.Config, name, label stri
 		v, ferr := fn(fctx, 0)
 		cfg.Observer.Action(name, label, time.Since(began), ferr)
 		cancel()
-		res := Result[T]{Outcome: Elected, Value: v, Reason: FailOpenForced}
+		res := Result[T]{Outcome: Succeeded, Value: v, Cause: FailOpenForced}
 		if ferr != nil {
 			res.Outcome, res.Err = ActionFailed, ferr
 		}

@@ -80,7 +80,7 @@ func TestRunIfLeaderOnSessionIsAcquireAndRelease(t *testing.T) {
 			}
 			return 7, nil
 		}, campaign.WithSession(s))
-		if err != nil || res.Outcome != campaign.Elected || res.Value != 7 || res.Token != got || got == 0 {
+		if err != nil || res.Outcome != campaign.Succeeded || res.Value != 7 || res.Token != got || got == 0 {
 			t.Fatalf("RunIfLeader = %+v, %v; want Elected, 7, under fn's token %d", res, err, got)
 		}
 		if n, a, r, c := b.opens.Load()-opens, b.acquires.Load(), b.releases.Load(), b.closes.Load(); n != 0 || a != 1 || r != 1 || c != 0 {
@@ -115,7 +115,7 @@ func TestRunIfLeaderOnSessionSkips(t *testing.T) {
 		}
 		for _, name := range []string{"held", "mine"} {
 			res, err := campaign.RunIfLeader(t.Context(), b, name, fn, campaign.WithSession(s))
-			if err != nil || res.Outcome != campaign.Skipped || res.Reason != campaign.Contention {
+			if err != nil || res.Outcome != campaign.Skipped || res.Cause != campaign.Contention {
 				t.Errorf("%s: RunIfLeader = %+v, %v; want Skipped for contention", name, res, err)
 			}
 		}
@@ -177,7 +177,7 @@ func TestGroupRunIfLeaderOnSession(t *testing.T) {
 		res, err := group.RunIfLeader(t.Context(), b, "g", 2, func(ctx context.Context, tok events.Token) (events.Token, error) {
 			return tok, nil
 		}, campaign.WithSession(s))
-		if err != nil || res.Outcome != campaign.Elected || res.Value == 0 {
+		if err != nil || res.Outcome != campaign.Succeeded || res.Value == 0 {
 			t.Fatalf("group.RunIfLeader = %+v, %v; want Elected with a token", res, err)
 		}
 	})
@@ -200,7 +200,7 @@ func TestRunIfLeaderWithoutSessionClosesInsteadOfReleasing(t *testing.T) {
 		mem := memory.New()
 		b := &calls{Backend: mem}
 		fn := func(context.Context, events.Token) (int, error) { return 1, nil }
-		if res, err := campaign.RunIfLeader(t.Context(), b, "job", fn); err != nil || res.Outcome != campaign.Elected {
+		if res, err := campaign.RunIfLeader(t.Context(), b, "job", fn); err != nil || res.Outcome != campaign.Succeeded {
 			t.Fatalf("RunIfLeader = %+v, %v", res, err)
 		}
 		if o, a, r, c := b.opens.Load(), b.acquires.Load(), b.releases.Load(), b.closes.Load(); o != 1 || a != 1 || r != 0 || c != 1 {

@@ -24,7 +24,7 @@ func TestRunIfLeaderOutcomes(t *testing.T) {
 		ctx := t.Context()
 
 		res, err := campaign.RunIfLeader(ctx, b, "job", answer)
-		if err != nil || res.Outcome != campaign.Elected || res.Value != 42 || res.Token == 0 || !res.Ran() {
+		if err != nil || res.Outcome != campaign.Succeeded || res.Value != 42 || res.Token == 0 || !res.Ran() {
 			t.Fatalf("free lock: %+v, %v; want elected with 42 and a token", res, err)
 		}
 		if h, _ := b.Holder(ctx, "job"); !h.Free() {
@@ -100,7 +100,7 @@ func TestRunIfLeaderReturnsContextErrors(t *testing.T) {
 			cancel()
 			return 42, nil // finished anyway
 		})
-		if err != nil || res.Outcome != campaign.Elected || res.Value != 42 {
+		if err != nil || res.Outcome != campaign.Succeeded || res.Value != 42 {
 			t.Fatalf("cancelled during fn, fn returned nil: %+v, %v; want elected with its value, and no error", res, err)
 		}
 		if h, _ := b.Holder(t.Context(), "x"); !h.Free() {
@@ -148,7 +148,7 @@ func TestRunIfLeaderWaitsForRelease(t *testing.T) {
 		}()
 		began := time.Now()
 		res, err := campaign.RunIfLeader(t.Context(), b, "lock", answer, campaign.WithWait(time.Minute), campaign.WithRetry(20*time.Second))
-		if err != nil || res.Outcome != campaign.Elected {
+		if err != nil || res.Outcome != campaign.Succeeded {
 			t.Fatalf("%+v, %v; want elected after waiting", res, err)
 		}
 		if took := time.Since(began); took >= 20*time.Second {
@@ -162,7 +162,7 @@ func TestRunIfLeaderMinHoldMakesLateNodesSkip(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := memory.New()
 		hold := campaign.WithMinHold(time.Minute)
-		if res, _ := campaign.RunIfLeader(t.Context(), b, "x", answer, hold); res.Outcome != campaign.Elected {
+		if res, _ := campaign.RunIfLeader(t.Context(), b, "x", answer, hold); res.Outcome != campaign.Succeeded {
 			t.Fatalf("first run %v", res.Outcome)
 		}
 		time.Sleep(30 * time.Second)
@@ -170,7 +170,7 @@ func TestRunIfLeaderMinHoldMakesLateNodesSkip(t *testing.T) {
 			t.Fatalf("run inside the minimum hold: %v, want skipped", res.Outcome)
 		}
 		time.Sleep(31 * time.Second)
-		if res, _ := campaign.RunIfLeader(t.Context(), b, "x", answer, hold); res.Outcome != campaign.Elected {
+		if res, _ := campaign.RunIfLeader(t.Context(), b, "x", answer, hold); res.Outcome != campaign.Succeeded {
 			t.Fatalf("run after the minimum hold: %v, want elected", res.Outcome)
 		}
 	})

@@ -194,7 +194,7 @@ func TestRunIfLeaderNeverRunsWithSpentLease(t *testing.T) {
 			atStart = ctx.Err()
 			return 0, nil
 		}, campaign.WithID("a"), campaign.WithLease(10*time.Second))
-		if err != nil || res.Outcome != campaign.Elected || atStart != nil {
+		if err != nil || res.Outcome != campaign.Succeeded || atStart != nil {
 			t.Errorf("after a 9.5s Open on a 10s lease: %+v, %v, fn's context at start: %v; want a renewed lease", res, err, atStart)
 		}
 	})
@@ -209,7 +209,7 @@ func TestRunIfLeaderWaitKeepsSessionAlive(t *testing.T) {
 		s.Acquire(t.Context(), "x", 0)
 		time.AfterFunc(3*time.Second, func() { s.Close(context.Background()) })
 		res, err := campaign.RunIfLeader(t.Context(), b, "x", answer, campaign.WithLease(time.Second), campaign.WithWait(10*time.Second))
-		if err != nil || res.Outcome != campaign.Elected {
+		if err != nil || res.Outcome != campaign.Succeeded {
 			t.Errorf("lock freed after 3s within a 10s wait: %+v, %v; want elected", res, err)
 		}
 	})

@@ -31,7 +31,7 @@ func TestNoWatchForAFreeLock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &watchCounter{Backend: memory.New()}
 		res, err := campaign.RunIfLeader(t.Context(), b, "free", answer, campaign.WithWait(time.Minute))
-		if err != nil || res.Outcome != campaign.Elected || b.n.Load() != 0 {
+		if err != nil || res.Outcome != campaign.Succeeded || b.n.Load() != 0 {
 			t.Fatalf("RunIfLeader on a free lock: %+v, %v, %d watches; want elected, no watch", res, err, b.n.Load())
 		}
 		first := start(t, b, "first")
@@ -45,7 +45,7 @@ func TestNoWatchForAFreeLock(t *testing.T) {
 			first.c.Resign(context.Background())
 		}()
 		res, err = campaign.RunIfLeader(t.Context(), b, "lock", answer, campaign.WithWait(time.Minute), campaign.WithRetry(10*time.Second))
-		if err != nil || res.Outcome != campaign.Elected {
+		if err != nil || res.Outcome != campaign.Succeeded {
 			t.Fatalf("waiting RunIfLeader: %+v, %v", res, err)
 		}
 		if waited := time.Since(began); waited != 100*time.Millisecond || b.n.Load() != 1 {

@@ -89,8 +89,8 @@ func migrationScenario(ctx context.Context, env *scenarioEnv) error {
 	}
 	env.tl.note("the migration ran %d time(s), by %s (token %d); %d replicas skipped it and waited for the marker; all 5 serve v%d",
 		m.applied, m.by, m.token, outcomes[campaign.Skipped], m.current())
-	if m.applied != 1 || outcomes[campaign.Elected] != 1 {
-		return fmt.Errorf("migration: ran %d times, %d replicas elected; want 1 and 1", m.applied, outcomes[campaign.Elected])
+	if m.applied != 1 || outcomes[campaign.Succeeded] != 1 {
+		return fmt.Errorf("migration: ran %d times, %d replicas elected; want 1 and 1", m.applied, outcomes[campaign.Succeeded])
 	}
 	return nil
 }

@@ -214,7 +214,7 @@ func (a *actor) elect(slot int, token events.Token) {
 	a.stopWatch()
 	a.e.mu.Lock()
 	a.e.current = t
-	a.e.state.Leader, a.e.state.Slot, a.e.state.Token, a.e.state.Holder = true, slot, token, a.cfg.ID
+	a.e.state.Leader, a.e.state.Slot, a.e.state.Token = true, slot, token
 	a.e.state.Deadline, a.e.state.LastEvent = deadline, e
 	a.e.state.Err = a.lastErr // an audit's finding, if any, is past
 	a.e.mu.Unlock()
@@ -245,7 +245,7 @@ func (a *actor) revoke(reason error) *term {
 	// State stops reporting leadership before the term's context is
 	// cancelled: whoever sees the cancellation and reads State sees no term.
 	a.e.setState(func(s *State) {
-		s.Leader, s.Holder, s.LastEvent = false, "", e
+		s.Leader, s.LastEvent = false, e
 	})
 	a.e.end(t)
 	// Metrics and logs first: whoever reads the event may look at them.

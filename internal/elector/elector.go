@@ -54,9 +54,6 @@ type State struct {
 	Slot int
 	// Token is the fencing token of the term in force, or of the last one.
 	Token events.Token
-	// Holder is the ID of the holder when known: this candidate while it
-	// leads, otherwise empty.
-	Holder string
 	// Deadline is the local deadline of the term in force.
 	Deadline time.Time
 	// LastEvent is the last event published.

@@ -90,8 +90,8 @@ func stateJSON(st campaign.State) map[string]any {
 		"token":   float64(st.Token),
 		"dropped": float64(st.Dropped),
 	}
-	if st.Holder != "" {
-		m["holder"] = st.Holder
+	if st.Leader {
+		m["holder"] = st.ID
 	}
 	if !st.Deadline.IsZero() {
 		m["deadline"] = st.Deadline.Format(time.RFC3339Nano)

@@ -43,10 +43,12 @@ func NewSnapshot(st campaign.State) Snapshot {
 		Leader:   st.Leader,
 		Slot:     st.Slot,
 		Token:    st.Token,
-		Holder:   st.Holder,
 		Deadline: st.Deadline,
 		Dropped:  st.Dropped,
 		Error:    errString(st.Err),
+	}
+	if st.Leader {
+		s.Holder = st.ID // the holder this campaign knows of: itself
 	}
 	if st.LastEvent.Kind != 0 {
 		e := NewEvent(st.LastEvent)
