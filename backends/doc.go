@@ -9,7 +9,10 @@
 //
 // Optional powers are separate interfaces discovered with a type assertion:
 // Watcher lets waiting candidates and observers be woken by the backend
-// instead of polling.
+// instead of polling; LossNotifier lets a session report a lock deleted
+// behind its back within milliseconds; Dequeuer lets a session that
+// queues waiters leave a line; Registry and Registrar keep the candidate
+// registry that group strategies rank.
 //
 // The contract every implementation must keep is checked by the suite in
 // backends/backendtest; the embedded default is backends/memory.

@@ -31,9 +31,9 @@ type Campaign struct {
 // is read it may be stale, so never decide to act on it (use the term
 // context or RunIfLeader). Fields: Name (full lock name), ID (this
 // candidate), Leader, Slot, Token (of the term in force or the last one),
-// Holder (this candidate while it leads), Deadline (of the term in force),
-// LastEvent, Dropped (events the Events reader never received) and Err
-// (the last backend error, nil after a success).
+// Deadline (of the term in force), LastEvent, Dropped (events the Events
+// reader never received) and Err (the last backend error, nil after a
+// success).
 type State = elector.State
 
 // New returns a campaign for the lock name on b. It validates the options

@@ -132,11 +132,12 @@ func (s *kaSess) Deregister(ctx context.Context, g string) error {
 	return s.Session.(backends.Registrar).Deregister(ctx, g)
 }
 
-// G3: a candidate the strategy does not prefer waits in startTry's third
-// branch, whose a.due(now, next) overwrites the wake timer set for keepAt:
-// the session is renewed only when the next rank is due. With a retry
-// longer than the TTL the session expires, and the candidate drops out of
-// the registry again and again.
+// A candidate the strategy does not prefer waits for its next rank
+// without trying; its session must still be renewed on time meanwhile.
+// (Found in review: the wait's wake-up replaced the renewal's, so the
+// session was renewed only when the next rank was due; with a retry longer
+// than the TTL it expired, and the candidate dropped out of the registry
+// again and again.)
 func TestIneligibleWaitKeepsRenewing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k := &kaCount{Backend: memory.New(), n: map[string]*atomic.Int64{"a": {}, "b": {}, "c": {}}}

@@ -39,8 +39,9 @@ type Strategy interface {
 	// "weighted".
 	Name() string
 	// Rank returns the candidates in order of preference. The epoch lets
-	// hash-based strategies rotate: it advances when a slot changes hands
-	// or on a rotation period. Bad input (an empty or repeated ID, a NaN
+	// hash-based strategies rotate: it advances on the group's rotation
+	// period (group.WithRotation), on each node's clock, and never
+	// otherwise. Bad input (an empty or repeated ID, a NaN
 	// score, a weight ≤ 0 under Weighted) returns an error matching
 	// ErrInvalid.
 	Rank(group string, epoch uint64, candidates []Candidate) ([]Candidate, error)

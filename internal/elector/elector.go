@@ -166,32 +166,23 @@ func (e *Elector) Name() string { return e.name }
 // ID returns the candidate ID.
 func (e *Elector) ID() string { return e.cfg.ID }
 
-// Events returns the campaign's event channel; the same channel on every
-// call. It is closed when Run returns (or by Close if Run never ran), after
-// the Revoked that ends any term it announced. The campaign never waits for
-// the reader: see package events for what a slow reader sees.
+// Events: see campaign.Campaign.Events, where its doc is kept, once.
 func (e *Elector) Events() <-chan events.Event { return e.out.C() }
 
-// Subscribe returns a channel of the campaign's events for one more
-// subscriber, such as a dashboard or a log: it first receives the current
-// state (Elected, if a term is in force), then every change, coalesced as
-// for Events. It is closed when ctx ends, or when the campaign ends, after
-// the Revoked it is owed. Each subscriber costs one goroutine, which ends
-// then. Work should be bound to terms through Events and Term, not through
-// a subscription, which may lag.
+// Subscribe: see campaign.Campaign.Subscribe, where its doc is kept, once.
 func (e *Elector) Subscribe(ctx context.Context) <-chan events.Event {
 	s := fanout.NewStream()
 	go e.feed.Forward(s, ctx.Done()) // ends with ctx or the campaign
 	return s.C()
 }
 
-// publish hands e to the Events channel and to subscribers.
+// publish hands ev to the Events channel and to subscribers.
 func (e *Elector) publish(ev events.Event) {
 	e.out.Publish(ev)
 	e.feed.Publish(ev)
 }
 
-// State returns a snapshot of the campaign, for observation only.
+// State: see campaign.Campaign.State, where its doc is kept, once.
 func (e *Elector) State() State {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -200,12 +191,7 @@ func (e *Elector) State() State {
 	return s
 }
 
-// Run campaigns until ctx ends or Close is called, and blocks until then.
-// It owns every goroutine the campaign starts and waits for them. On the
-// way out it ends the term in force gracefully: Revoked, then (bounded by
-// the grace period) the work bound to the term, then release. It returns
-// ctx.Err() when ctx ended, ErrClosed after Close, and ErrRunning or
-// ErrClosed if called again.
+// Run: see campaign.Campaign.Run, where its doc is kept, once.
 func (e *Elector) Run(ctx context.Context) error {
 	if err := CheckContext(ctx); err != nil {
 		return err
@@ -240,14 +226,7 @@ func (e *Elector) Run(ctx context.Context) error {
 	return a.run()
 }
 
-// Resign ends the term in force, if any, and releases the lock so that
-// another candidate can win; it returns once the lock is released or ctx
-// ends. The release waits for work bound to the term (see Term), bounded by
-// the grace period: work that wants to step down should return (from
-// WhileLeader's fn, return an error) rather than call Resign and wait on
-// itself. The campaign stays in the race but waits at least one retry
-// interval before trying again. With no term in force it does nothing and
-// returns nil.
+// Resign: see campaign.Campaign.Resign, where its doc is kept, once.
 func (e *Elector) Resign(ctx context.Context) error {
 	return e.resign(ctx, 0)
 }
@@ -281,9 +260,7 @@ func (e *Elector) resign(ctx context.Context, token events.Token) error {
 	}
 }
 
-// Close stops the campaign: the term in force ends as in Run's graceful
-// stop, and Close returns once Run has returned. Calling Close again, or
-// before Run, is fine; later calls to Run return ErrClosed.
+// Close: see campaign.Campaign.Close, where its doc is kept, once.
 func (e *Elector) Close() error {
 	e.mu.Lock()
 	if e.closed {

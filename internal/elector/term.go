@@ -46,13 +46,7 @@ type termContext struct {
 
 func (c *termContext) Deadline() (time.Time, bool) { return *c.deadline.Load(), true }
 
-// Term binds work to the term in force, if its token matches (0 matches
-// any term). It returns the term's context, cancelled the moment the term
-// ends, the term's Elected event, and done, which the work must call when
-// it returns: a graceful stop (Resign, Close, the end of Run's context)
-// waits for every done, bounded by the grace period, before it releases the
-// lock. ok is false, and nothing is bound, when no such term is in force.
-// Safe for concurrent use; done may be called more than once.
+// Term: see campaign.Campaign.Term, where its doc is kept, once.
 func (e *Elector) Term(token events.Token) (ctx context.Context, elected events.Event, done func(), ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
