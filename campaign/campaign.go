@@ -103,3 +103,9 @@ func (c *Campaign) Close() error { return c.e.Close() }
 func (c *Campaign) Term(token events.Token) (ctx context.Context, elected events.Event, done func(), ok bool) {
 	return c.e.Term(token)
 }
+
+// SetScore changes this candidate's score in a group's registry, for
+// strategy.Score (group.WithStrategy); the group re-ranks at once. Without
+// a strategy it has no effect. It returns ErrInvalid for a NaN or
+// infinite score, and ErrClosed after Close or once Run has returned.
+func (c *Campaign) SetScore(score float64) error { return c.e.SetScore(score) }

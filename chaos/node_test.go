@@ -130,7 +130,7 @@ func (f nodeFlags) run(ctx context.Context, out *printer) error {
 			return err
 		}
 		evs, closeCampaign = g.Events(), g.Close
-		run = func(ctx context.Context) error { return group.WhileLeader(ctx, g, fence.work) }
+		run = func(ctx context.Context) error { return campaign.WhileLeader(ctx, g, fence.work) }
 	}
 	wg.Go(func() {
 		for e := range evs {

@@ -40,7 +40,7 @@ func answer(context.Context, events.Token) (int, error) { return 7, nil }
 // member is one group candidate in the test bubble, with every event it
 // published logged.
 type member struct {
-	g    *group.Group
+	g    *campaign.Campaign
 	done chan error
 }
 
@@ -194,7 +194,7 @@ func TestGroupWhileLeader(t *testing.T) {
 				t.Fatal(err)
 			}
 			wg.Go(func() {
-				group.WhileLeader(ctx, g, func(ctx context.Context, term events.Event) error {
+				campaign.WhileLeader(ctx, g, func(ctx context.Context, term events.Event) error {
 					mu.Lock()
 					running++
 					most = max(most, running)

@@ -24,7 +24,7 @@ func TestDisagreeingSlotsAreReported(t *testing.T) {
 		b := memory.New()
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
-		run := func(id string, n int) *group.Group {
+		run := func(id string, n int) *campaign.Campaign {
 			g, err := group.New(b, "g", n, campaign.WithID(id), campaign.WithTTL(10*time.Second))
 			if err != nil {
 				t.Fatal(err)
@@ -35,7 +35,7 @@ func TestDisagreeingSlotsAreReported(t *testing.T) {
 		// a (2 slots), c and x (3 slots) fill all three slots; b (2 slots)
 		// then loses on slots 0 and 1, and finds slot 2 held.
 		a, c := run("a", 2), run("c", 3)
-		elected := func(g *group.Group) events.Event {
+		elected := func(g *campaign.Campaign) events.Event {
 			select {
 			case e := <-g.Events():
 				return e

@@ -26,7 +26,7 @@ func WithStrategy(s strategy.Strategy) campaign.Option {
 }
 
 // WithScore sets this candidate's initial score, for strategy.Score;
-// change it later with Group.SetScore. Default 0.
+// change it later with the campaign's SetScore. Default 0.
 func WithScore(score float64) campaign.Option {
 	return elector.Opt("WithScore", strategic, func(c *elector.Config) { c.Me.Score = score })
 }

@@ -76,7 +76,7 @@ func TestClosedSharedGroupLeavesTheRegistry(t *testing.T) {
 		if ms, _ := b.Members(t.Context(), "rollups"); len(ms) != 0 {
 			t.Errorf("closed group still registered: %v", ms)
 		}
-		var gs []*group.Group
+		var gs []*campaign.Campaign
 		var ds []chan error
 		for _, id := range []string{"b", "c", "d"} {
 			g, _ := group.New(b, "rollups", 2, append(opts, campaign.WithID(id))...)
@@ -142,7 +142,7 @@ func TestIneligibleWaitKeepsRenewing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k := &kaCount{Backend: memory.New(), n: map[string]*atomic.Int64{"a": {}, "b": {}, "c": {}}}
 		opts := []campaign.Option{campaign.WithTTL(3 * time.Second), campaign.WithRetry(6 * time.Second), group.WithStrategy(strategy.FIFO()), group.WithPatience(time.Hour)}
-		var gs []*group.Group
+		var gs []*campaign.Campaign
 		var ds []chan error
 		for _, id := range []string{"a", "b", "c"} {
 			g, _ := group.New(k, "rollups", 2, append(opts, campaign.WithID(id))...)

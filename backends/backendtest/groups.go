@@ -69,7 +69,7 @@ func RunGroups(t *testing.T, h Harness) {
 // groupCandidate is one group campaign of RunGroups, behind its own
 // Crashable.
 type groupCandidate struct {
-	g     *group.Group
+	g     *campaign.Campaign
 	c     *Crashable
 	wg    sync.WaitGroup // Run and the event follower
 	ended bool

@@ -146,7 +146,7 @@ func TestGroupsRankByScore(t *testing.T) {
 	b := newBackend(t, cli)
 	name := "ranked"
 	var hist backendtest.History
-	var gs []*group.Group
+	var gs []*campaign.Campaign
 	for i := range 4 {
 		g, err := group.New(b, name, 2, campaign.WithID(fmt.Sprintf("n%d", i)), campaign.WithTTL(time.Second),
 			campaign.WithRetry(250*time.Millisecond), group.WithStrategy(strategy.Score()), group.WithScore(float64(i)),

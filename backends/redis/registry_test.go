@@ -107,7 +107,7 @@ func TestScoreStrategy(t *testing.T) {
 	srv := redistest.Start(t)
 	b := newBackend(t, srv.Addr())
 	ttl := time.Second
-	join := func(id string, score float64) *group.Group {
+	join := func(id string, score float64) *campaign.Campaign {
 		g, err := group.New(b, "scored", 2, campaign.WithID(id), campaign.WithTTL(ttl), campaign.WithRetry(ttl/4),
 			group.WithStrategy(strategy.Score()), group.WithScore(score),
 			group.WithPatience(time.Hour), group.WithPreemption(ttl))
@@ -126,7 +126,7 @@ func TestScoreStrategy(t *testing.T) {
 		t.Cleanup(func() { g.Close(); <-done })
 		return g
 	}
-	gs := []*group.Group{join("hi", 10), join("mid", 5), join("lo", 1)}
+	gs := []*campaign.Campaign{join("hi", 10), join("mid", 5), join("lo", 1)}
 	leaders := func() []string {
 		var ids []string
 		for _, g := range gs {

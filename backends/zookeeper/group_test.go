@@ -230,7 +230,7 @@ func (f *twoSlots) renew(stop <-chan struct{}, done chan<- struct{}) {
 }
 
 // run runs a group candidate on the two slots until the test ends.
-func (f *twoSlots) run(t *testing.T, opts ...campaign.Option) *group.Group {
+func (f *twoSlots) run(t *testing.T, opts ...campaign.Option) *campaign.Campaign {
 	opts = append(opts, campaign.WithTTL(2*time.Second), campaign.WithRetry(500*time.Millisecond))
 	g, err := group.New(f.b, f.name, 2, opts...)
 	if err != nil {

@@ -230,7 +230,7 @@ func (f nodeFlags) candidate(b backends.Backend, out *lines) (node, error) {
 	}
 	n := node{run: g.Run, events: g.Events(), close: func() { g.Close() }}
 	if f.work > 0 {
-		n.run = func(ctx context.Context) error { return group.WhileLeader(ctx, g, work) }
+		n.run = func(ctx context.Context) error { return campaign.WhileLeader(ctx, g, work) }
 	}
 	return n, nil
 }

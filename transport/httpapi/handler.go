@@ -11,8 +11,8 @@ import (
 	"github.com/hustings/hustings/events"
 )
 
-// Source is what the Handler observes; *campaign.Campaign and *group.Group
-// satisfy it.
+// Source is what the Handler observes; a *campaign.Campaign (a group's
+// too) satisfies it.
 type Source interface {
 	Name() string
 	ID() string

@@ -9,14 +9,10 @@ import (
 
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
-	"github.com/hustings/hustings/group"
 	"github.com/hustings/hustings/transport/httpapi"
 )
 
-var (
-	_ httpapi.Source = (*campaign.Campaign)(nil)
-	_ httpapi.Source = (*group.Group)(nil)
-)
+var _ httpapi.Source = (*campaign.Campaign)(nil) // groups too: group.New makes one
 
 // patience bounds every wait of these tests; they normally take milliseconds.
 const patience = 10 * time.Second

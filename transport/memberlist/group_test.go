@@ -27,7 +27,7 @@ func TestGroupPrefersTopScorersByGossip(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	type member struct {
-		g            *group.Group
+		g            *campaign.Campaign
 		ran, tracked chan error
 	}
 	var ms []member
