@@ -17,6 +17,7 @@ import (
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/elector"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -117,7 +118,7 @@ func TestOneLeaderAndGracefulHandover(t *testing.T) {
 			t.Errorf("new token %d not above %d", won2.Token, won.Token)
 		}
 		// The waiter was woken by the release, not by its retry timer.
-		if took := won2.Time.Sub(resigned); took >= campaign.DefaultRetry {
+		if took := won2.Time.Sub(resigned); took >= elector.DefaultRetry {
 			t.Errorf("handover took %v, not under one retry interval", took)
 		}
 		for _, n := range nodes {
@@ -160,7 +161,7 @@ func TestRevokedAtDeadlineWhileBackendHangs(t *testing.T) {
 		if won2.Kind != events.Elected || !won2.Time.After(e.Time) {
 			t.Fatalf("b: %s at %v; a revoked at %v", won2, won2.Time, e.Time)
 		}
-		if wait := won2.Time.Sub(deadline); wait > ttl+campaign.DefaultRetry+campaign.DefaultRetry/5 {
+		if wait := won2.Time.Sub(deadline); wait > ttl+elector.DefaultRetry+elector.DefaultRetry/5 {
 			t.Errorf("failover took %v after the deadline", wait)
 		}
 		b.Heal("a")

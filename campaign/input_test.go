@@ -75,10 +75,6 @@ func TestBadCandidateIsRefused(t *testing.T) {
 		{"empty ID on a candidate", func() error { _, err := campaign.NewSession(b, campaign.WithID("")); return err }, "empty candidate ID"},
 		{"NaN weight, no strategy", func() error { _, err := group.New(b, "g", 2, group.WithWeight(nan())); return err }, "weight"},
 		{"NaN score, no strategy", func() error { _, err := group.New(b, "g", 2, group.WithScore(nan())); return err }, "score"},
-		{"oversized metadata, no strategy", func() error {
-			_, err := group.New(b, "g", 2, group.WithMeta(map[string]string{"k": strings.Repeat("v", 5000)}))
-			return err
-		}, "metadata"},
 		{"a million slots", func() error { _, err := group.New(b, "g", 1_000_000); return err }, "at most 1000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,14 +16,6 @@ import (
 // rather than ignore it. Options are made only by the With* functions.
 type Option = elector.Option
 
-// Defaults, in one place.
-const (
-	DefaultTTL   = elector.DefaultTTL   // session TTL of a Campaign: 10s
-	DefaultRetry = elector.DefaultRetry // pause between tries, before jitter: 1s
-	DefaultGrace = elector.DefaultGrace // wait for term work before releasing: 5s
-	DefaultLease = elector.DefaultLease // lease of a RunIfLeader run: 30s
-)
-
 // WithID sets the candidate ID: non-empty, at most 256 bytes of UTF-8,
 // no control characters (the rules of lock names), else New reports
 // ErrInvalid. Default: hostname-pid-random. Applies everywhere.

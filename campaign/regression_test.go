@@ -13,6 +13,7 @@ import (
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/elector"
 )
 
 // faulty wraps a real memory backend to delay calls and fail releases, for
@@ -90,7 +91,7 @@ func TestReleaseDuringAcquireStillWakesWaiter(t *testing.T) {
 		resigned := time.Now()
 		a.stop(t) // graceful: releases at once, a no longer competes
 		won := next(t, b.c.Events())
-		if took := won.Time.Sub(resigned); took >= campaign.DefaultRetry {
+		if took := won.Time.Sub(resigned); took >= elector.DefaultRetry {
 			t.Errorf("graceful handover took %v (>= one retry interval): the release signal was lost", took)
 		}
 		b.stop(t)

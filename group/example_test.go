@@ -3,6 +3,7 @@ package group_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/campaign"
@@ -45,7 +46,7 @@ func ExampleWithStrategy() {
 		campaign.WithID("node-1"),
 		group.WithStrategy(strategy.Score()),
 		group.WithScore(0.8), // for example the node's idle share
-		group.WithPreemption(campaign.DefaultTTL),
+		group.WithPreemption(10*time.Second),
 	)
 	if err != nil {
 		panic(err)

@@ -1,7 +1,6 @@
 package group
 
 import (
-	"maps"
 	"time"
 
 	"github.com/hustings/hustings/campaign"
@@ -35,13 +34,6 @@ func WithScore(score float64) campaign.Option {
 // chance to rank first is proportional to it. Must be > 0 there. Default 0.
 func WithWeight(w float64) campaign.Option {
 	return elector.Opt("WithWeight", strategic, func(c *elector.Config) { c.Me.Weight = w })
-}
-
-// WithMeta sets free-form metadata registered with the candidate (at most
-// 64 entries, 4 KiB in all). Default none.
-func WithMeta(meta map[string]string) campaign.Option {
-	meta = maps.Clone(meta)
-	return elector.Opt("WithMeta", strategic, func(c *elector.Config) { c.Me.Meta = meta })
 }
 
 // WithPatience sets how long a slot must stay free before a candidate the
