@@ -168,30 +168,6 @@ func (a *actor) startTry(w *waker) bool {
 	return true
 }
 
-// waker finds the earliest time something not yet due becomes due.
-type waker struct {
-	now, next time.Time
-}
-
-// due reports whether t has come; if not, t is a candidate for the wake
-// timer.
-func (w *waker) due(t time.Time) bool {
-	if !w.now.Before(t) {
-		return true
-	}
-	w.next = earlier(w.next, t)
-	return false
-}
-
-// arm sets timer for the earliest time noted, or stops it if none.
-func (w *waker) arm(timer *time.Timer) {
-	if w.next.Equal(never) {
-		timer.Stop()
-		return
-	}
-	timer.Reset(w.next.Sub(w.now))
-}
-
 // elect starts a term with the token the backend confirmed.
 func (a *actor) elect(slot int, token events.Token) {
 	now := time.Now()
@@ -309,33 +285,6 @@ func (a *actor) lose(err error) {
 	a.discardSession()
 }
 
-// fail records a backend failure.
-func (a *actor) fail(what string, err error) {
-	a.lastErr = err
-	a.failures++
-	a.e.setState(func(s *State) { s.Err = err })
-	attrs := []any{"name", a.e.name, "id", a.cfg.ID, "err", err}
-	if a.term != nil {
-		attrs = append(attrs, "slot", a.term.event.Slot, "token", a.term.event.Token, "deadline", a.term.deadline)
-	}
-	a.cfg.Logger.Warn(what+" failed", attrs...)
-}
-
-// succeed clears the last failure and the backoff.
-func (a *actor) succeed() {
-	a.failures = 0
-	a.clearErr()
-}
-
-// clearErr clears the last failure but not the backoff: a renewal that
-// works says nothing of the calls that failed.
-func (a *actor) clearErr() {
-	if a.lastErr != nil {
-		a.lastErr = nil
-		a.e.setState(func(s *State) { s.Err = a.audit.err }) // a misconfiguration stays shown
-	}
-}
-
 // discardSession gives up the session: it is closed in the background
 // (bounded by the TTL) and a new one is opened at once. A shared session
 // is reported to its owner instead, which renews or replaces it.
@@ -429,24 +378,4 @@ func (a *actor) drain(t *term) {
 	case <-timer.C:
 		a.cfg.Logger.Warn("work bound to the term outlived the grace period", "name", a.e.name, "token", t.event.Token)
 	}
-}
-
-func stoppedTimer() *time.Timer {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return t
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-func earlier(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }

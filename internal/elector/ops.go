@@ -162,22 +162,6 @@ func (a *actor) startLeave() {
 	})
 }
 
-// startWatch asks the backend to wake us when the lock changes. The watch
-// lives until stopWatch; only its set-up is bounded by the op's timeout.
-func (a *actor) startWatch() {
-	w := a.e.backend.(backends.Watcher)
-	wctx, wcancel := context.WithCancel(a.ctx)
-	a.call(opWatch, a.cfg.TTL, func(ctx context.Context) result {
-		stop := context.AfterFunc(ctx, wcancel)
-		ch, err := watchAll(wctx, wcancel, w, a.e.slots, &a.wg)
-		stop()
-		if err != nil {
-			wcancel()
-		}
-		return result{watch: ch, watchCancel: wcancel, err: err}
-	})
-}
-
 // startRelease releases the oldest resigned term's lock once its work has
 // returned.
 func (a *actor) startRelease() {
@@ -363,48 +347,29 @@ func (a *actor) released(r result) {
 	}
 }
 
-// needWatch reports whether a watch should be set up before the next try:
-// once a try has found the lock held, so that a candidate that wins at
-// once never opens one (on Redis a watch is a connection). A candidate
-// behind a strategy's gate watches from the start: it may wait without
-// trying, and a release is what tells it to rank again.
-func (a *actor) needWatch(now time.Time) bool {
-	_, ok := a.e.backend.(backends.Watcher)
-	return ok && (a.lost || a.gate != nil) && a.watch == nil && !now.Before(a.watchAt)
+// fail records a backend failure.
+func (a *actor) fail(what string, err error) {
+	a.lastErr = err
+	a.failures++
+	a.e.setState(func(s *State) { s.Err = err })
+	attrs := []any{"name", a.e.name, "id", a.cfg.ID, "err", err}
+	if a.term != nil {
+		attrs = append(attrs, "slot", a.term.event.Slot, "token", a.term.event.Token, "deadline", a.term.deadline)
+	}
+	a.cfg.Logger.Warn(what+" failed", attrs...)
 }
 
-func (a *actor) watched(r result) {
-	if r.err != nil {
-		a.fail("watch", r.err)
-		a.watchAt = time.Now().Add(a.backoff())
-		return
-	}
-	a.watch, a.watchCancel = r.watch, r.watchCancel
-	a.tryAt = time.Now() // a release before the watch was set up is not missed
+// succeed clears the last failure and the backoff.
+func (a *actor) succeed() {
+	a.failures = 0
+	a.clearErr()
 }
 
-// watchFired wakes the campaign when the lock may have been released; a
-// closed watch is set up again after a pause, polling meanwhile.
-func (a *actor) watchFired(ok bool) {
-	if !ok {
-		a.stopWatch()
-		a.watchAt = time.Now().Add(a.cfg.RetryPause())
-		return
+// clearErr clears the last failure but not the backoff: a renewal that
+// works says nothing of the calls that failed.
+func (a *actor) clearErr() {
+	if a.lastErr != nil {
+		a.lastErr = nil
+		a.e.setState(func(s *State) { s.Err = a.audit.err }) // a misconfiguration stays shown
 	}
-	if a.term == nil {
-		a.tryAt = time.Now()
-		if a.op != nil && a.op.kind == opAcquire {
-			a.woken = true
-		}
-		if a.gate != nil {
-			a.gate.fresh = false
-		}
-	}
-}
-
-func (a *actor) stopWatch() {
-	if a.watchCancel != nil {
-		a.watchCancel()
-	}
-	a.watch, a.watchCancel = nil, nil
 }
