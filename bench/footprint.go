@@ -70,4 +70,3 @@ func (b *bench) settle(ctx context.Context, what string) footprint {
 	}
 	return f
 }
-
