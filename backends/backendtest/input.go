@@ -119,13 +119,19 @@ func (e *env) fails(what string, call func() error) {
 }
 
 // ClosedClient checks a backend whose client the caller has closed: Open
-// fails with ErrInvalid (not ErrUnavailable: no retry will cure it), and a
-// campaign's Run returns an error matching campaign.ErrInvalid that says
-// the client is closed, instead of retrying forever.
+// fails with ErrInvalid (not ErrUnavailable: no retry will cure it), or,
+// for a backend whose Open sends nothing (Redis on one server), the
+// session's first call does; and a campaign's Run returns an error
+// matching campaign.ErrInvalid that says the client is closed, instead of
+// retrying forever.
 func ClosedClient(t testing.TB, b backends.Backend) {
 	t.Helper()
-	if _, err := b.Open(t.Context(), "a", time.Second); !errors.Is(err, backends.ErrInvalid) {
-		t.Fatalf("Open on a closed client: %v, want ErrInvalid", err)
+	s, err := b.Open(t.Context(), "a", time.Second)
+	if err == nil {
+		_, err = s.Acquire(t.Context(), "closed-client", 0)
+	}
+	if !errors.Is(err, backends.ErrInvalid) {
+		t.Fatalf("Open, then Acquire, on a closed client: %v, want ErrInvalid", err)
 	}
 	c, err := campaign.New(b, "closed-client", campaign.WithTTL(time.Second))
 	if err != nil {

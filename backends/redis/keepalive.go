@@ -23,7 +23,8 @@ type held struct {
 // all the locks (O(1) commands, one round trip), elsewhere one GET per
 // lock (one round trip to each server, in parallel). Without locks it is
 // the PEXPIRE alone. PEXPIRE never creates a key: a session that expired
-// stays lost. Locks found not as granted go to the ledger, for Lost; the
+// stays lost. (A session whose key is not set yet, see Open, sets it
+// first in the same pipeline.) Locks found not as granted go to the ledger, for Lost; the
 // call still succeeds. If the confirmation fails (an error from Redis, a
 // node of a Cluster out of reach), so does KeepAlive, with
 // backends.ErrUnavailable, although the session key may have been
@@ -41,9 +42,16 @@ func (s *session) KeepAlive(ctx context.Context) error {
 	for name, tok := range granted {
 		locks = append(locks, held{name, tok})
 	}
-	alive, gone, err := s.renew(ctx, locks, false)
+	open, err := s.opening()
+	if err != nil {
+		return err
+	}
+	alive, gone, err := s.renew(ctx, locks, open, false)
 	if err != nil {
 		return unavailable(ctx, "keep-alive", err)
+	}
+	if open {
+		s.set()
 	}
 	if !alive {
 		return s.lost()
@@ -58,11 +66,14 @@ func (s *session) KeepAlive(ctx context.Context) error {
 // locks in one pipeline, confirmScript by hash or, if eval, by source. It
 // reports whether the session key existed and the indexes in locks of
 // those found gone (meaningless if it did not exist).
-func (s *session) renew(ctx context.Context, locks []held, eval bool) (alive bool, gone []int, err error) {
+func (s *session) renew(ctx context.Context, locks []held, open, eval bool) (alive bool, gone []int, err error) {
 	var pexpire *goredis.BoolCmd
 	var script *goredis.Cmd
 	gets := make([]*goredis.StringCmd, 0, len(locks))
 	_, err = s.b.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		if open {
+			p.SetNX(ctx, s.key, s.id, s.ttl) // see opening
+		}
 		pexpire = p.PExpire(ctx, s.key, s.ttl)
 		switch {
 		case len(locks) == 0:
@@ -76,7 +87,7 @@ func (s *session) renew(ctx context.Context, locks []held, eval bool) (alive boo
 		return nil
 	})
 	if script != nil && !eval && goredis.HasErrorPrefix(script.Err(), "NOSCRIPT") {
-		return s.renew(ctx, locks, true) // not cached: send the source
+		return s.renew(ctx, locks, open, true) // not cached: send the source
 	}
 	var reply goredis.Error
 	if err != nil && !errors.As(err, &reply) {

@@ -75,7 +75,14 @@ func New(client goredis.UniversalClient, opts ...Option) (*Backend, error) {
 }
 
 // Open starts a session for candidate id: a new session key that lives ttl
-// (rounded up to a millisecond) unless KeepAlive renews it.
+// (rounded up to a millisecond) unless KeepAlive renews it. On a single
+// server (a *goredis.Client) Open makes no round trip: the key is set by
+// the session's first call, in the same pipeline, so a one-shot run is an
+// Acquire and a Close, two round trips; the key then lives at least ttl
+// after the start of Open, as promised. An unreachable server is reported
+// by that first call. On a Cluster, Open sets the key itself (one round
+// trip): the key and a lock live on different nodes there, and another
+// client could see the lock before the key.
 func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
 	if err := backends.ValidateSession(id, ttl); err != nil {
 		return nil, err
@@ -84,6 +91,13 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 		return nil, unavailable(ctx, "open", err)
 	}
 	s := newSession(b, id, ttl)
+	if b.oneServer {
+		// The key is set by the session's first call, in its pipeline:
+		// one server applies a pipeline in order, so no lock of the
+		// session is seen before its key (see session.opening).
+		s.pending, s.opened = true, time.Now()
+		return s, nil
+	}
 	// SET NX fails only if the key exists: with a fresh random session ID
 	// that is this very SET, retried by the client after a network error.
 	if err := b.client.SetNX(ctx, s.key, id, s.ttl).Err(); err != nil {

@@ -201,6 +201,9 @@ func TestLostSessionChangesNothing(t *testing.T) {
 	ctx := t.Context()
 
 	lost := openSession(t, b, "lost", time.Minute)
+	if err := lost.KeepAlive(ctx); err != nil { // Open sends nothing: set the key
+		t.Fatal(err)
+	}
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +287,15 @@ func TestUnreachable(t *testing.T) {
 	srv.Kill()
 	waitClosed(t, killed, "the server died", 15*time.Second)
 	calls := map[string]func() error{
-		"Open":      func() error { _, err := direct.Open(ctx, "e", time.Minute); return err },
+		// Open sends nothing on a single server (see Backend.Open): its
+		// session's first call reports the outage.
+		"Open": func() error {
+			e, err := direct.Open(ctx, "e", time.Minute)
+			if err != nil {
+				return err
+			}
+			return e.KeepAlive(ctx)
+		},
 		"Holder":    func() error { _, err := direct.Holder(ctx, "down"); return err },
 		"Watch":     func() error { _, err := direct.Watch(ctx, "down"); return err },
 		"Acquire":   func() error { _, err := d.Acquire(ctx, "down", 0); return err },
@@ -315,13 +326,23 @@ func TestUnreachable(t *testing.T) {
 	// The driver may report its last failed dial for a moment.
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		s, err := direct.Open(ctx, "b", time.Minute)
+		// Both of the client's pools must reach the server again (go-redis
+		// pipelines have a pool of their own), or a dial retry of the
+		// other outlives the test: a GET (Holder) and a pipeline
+		// (KeepAlive; Open sends nothing on a single server).
+		_, err := direct.Holder(ctx, "b")
 		if err == nil {
-			_ = s.Close(ctx)
+			var s backends.Session
+			if s, err = direct.Open(ctx, "b", time.Minute); err == nil {
+				err = s.KeepAlive(ctx)
+				_ = s.Close(ctx)
+			}
+		}
+		if err == nil {
 			break
 		}
 		if !errors.Is(err, backends.ErrUnavailable) || time.Now().After(deadline) {
-			t.Fatalf("Open after the restart: %v", err)
+			t.Fatalf("Open and KeepAlive after the restart: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -381,11 +402,24 @@ func wantFree(t *testing.T, b backends.Backend, name string) {
 }
 
 // TestStorm starts a storm of campaigns on one shared session at once
-// against a real server (see backendtest.RunStorm).
+// against a real server (see backendtest.RunStorm): on loopback, and over
+// a link with 50 ms of latency, where the acquires queue for the client's
+// 20 connections for seconds: the session's keep-alive must not wait
+// behind them, or its 3 s TTL runs out and the storm starts over.
 func TestStorm(t *testing.T) {
 	srv := redistest.Start(t)
-	backendtest.RunStorm(t, backendtest.Harness{
-		New: func(t *testing.T) backends.Backend { return newBackend(t, srv.Addr()) },
-		TTL: time.Second,
-	}, 0)
+	t.Run("Loopback", func(t *testing.T) {
+		backendtest.RunStorm(t, backendtest.Harness{
+			New: func(t *testing.T) backends.Backend { return newBackend(t, srv.Addr()) },
+			TTL: time.Second,
+		}, 0)
+	})
+	t.Run("SlowLink", func(t *testing.T) {
+		link := faultlink.NewLink(t, srv.Addr())
+		link.Latency(50*time.Millisecond, 0)
+		backendtest.RunStorm(t, backendtest.Harness{
+			New: func(t *testing.T) backends.Backend { return newBackend(t, link.Addr()) },
+			TTL: time.Second,
+		}, 0)
+	})
 }

@@ -162,7 +162,7 @@ func (s *session) Register(ctx context.Context, group string, c strategy.Candida
 	k := s.b.groupKeys(group)
 	s.trackGroup(group, true)
 	call := scriptCall{registerScript, []string{k.members, k.order}, []any{s.sid, string(body)}}
-	reply, alive, err := s.b.runWithSession(ctx, call, s.key)
+	reply, alive, err := s.runWithSession(ctx, call)
 	if err != nil {
 		return strategy.Candidate{}, unavailable(ctx, "register", err)
 	}

@@ -121,31 +121,42 @@ type scriptCall struct {
 // reply and whether the session key exists. On a Cluster the two go to
 // their own nodes in parallel. The session key is never recreated once
 // gone, so if it exists after the script ran, the session was alive when
-// it ran.
-func (b *Backend) runWithSession(ctx context.Context, c scriptCall, sessionKey string) (any, bool, error) {
-	reply, exists, err := b.pipeline(ctx, c, sessionKey, false)
+// it ran. A session whose key is not set yet sets it first, in the same
+// pipeline (see opening).
+func (s *session) runWithSession(ctx context.Context, c scriptCall) (any, bool, error) {
+	open, err := s.opening()
+	if err != nil {
+		return nil, false, err
+	}
+	reply, exists, err := s.pipeline(ctx, c, open, false)
 	if goredis.HasErrorPrefix(reply.Err(), "NOSCRIPT") {
 		// Not cached, so nothing ran: send the source.
-		reply, exists, err = b.pipeline(ctx, c, sessionKey, true)
+		reply, exists, err = s.pipeline(ctx, c, open, true)
 	}
 	if err != nil {
 		return nil, false, err
 	}
+	if open {
+		s.set()
+	}
 	return reply.Val(), exists.Val() == 1, nil
 }
 
-// pipeline sends the script (by hash, or its source if eval) and the
-// EXISTS in one pipeline.
-func (b *Backend) pipeline(ctx context.Context, c scriptCall, sessionKey string, eval bool) (*goredis.Cmd, *goredis.IntCmd, error) {
+// pipeline sends the session key's SET NX if open, the script (by hash,
+// or its source if eval) and the EXISTS in one pipeline.
+func (s *session) pipeline(ctx context.Context, c scriptCall, open, eval bool) (*goredis.Cmd, *goredis.IntCmd, error) {
 	var reply *goredis.Cmd
 	var exists *goredis.IntCmd
-	_, err := b.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+	_, err := s.b.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		if open {
+			p.SetNX(ctx, s.key, s.id, s.ttl)
+		}
 		if eval {
 			reply = c.script.Eval(ctx, p, c.keys, c.args...)
 		} else {
 			reply = c.script.EvalSha(ctx, p, c.keys, c.args...)
 		}
-		exists = p.Exists(ctx, sessionKey)
+		exists = p.Exists(ctx, s.key)
 		return nil
 	})
 	return reply, exists, err

@@ -28,10 +28,12 @@ type session struct {
 	key string        // session key
 	ttl time.Duration // rounded up to a millisecond
 
-	mu     sync.Mutex
-	closed bool
-	names  map[string]struct{} // locks it may hold
-	groups map[string]struct{} // groups it may have an entry in
+	mu      sync.Mutex
+	closed  bool
+	names   map[string]struct{} // locks it may hold
+	groups  map[string]struct{} // groups it may have an entry in
+	pending bool                // the session key is not known to be set yet
+	opened  time.Time           // start of Open
 
 	ledger ledger.Ledger // what Acquire granted, and what KeepAlive found gone
 }
@@ -53,6 +55,31 @@ func newSession(b *Backend, id string, ttl time.Duration) *session {
 
 // ID returns the candidate ID the session was opened for.
 func (s *session) ID() string { return s.id }
+
+// opening reports whether the session key still has to be set, in the
+// pipeline of the call about to be made (a SET NX of it first). Within
+// the TTL of Open that is safe however often a call failed before:
+// a key set since cannot have expired yet, so the SET NX finds it or sets
+// it for the first time, and a session key is never set again once gone.
+// Past that, a session whose key was never confirmed is lost.
+func (s *session) opening() (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case !s.pending:
+		return false, nil
+	case time.Since(s.opened) >= s.ttl:
+		return false, s.lost()
+	}
+	return true, nil
+}
+
+// set records that a pipeline with the session key's SET NX succeeded.
+func (s *session) set() {
+	s.mu.Lock()
+	s.pending = false
+	s.mu.Unlock()
+}
 
 // Acquire takes name if it is free, held by this session (same token), or
 // held by a session that is gone (compare-and-set on that exact holder).
@@ -111,7 +138,7 @@ func (s *session) acquire(ctx context.Context, name string, lease time.Duration)
 // the lock now, or else the holder's value.
 func (s *session) try(ctx context.Context, k lockKeys, lease time.Duration, expect string) (events.Token, string, error) {
 	call := scriptCall{acquireScript, []string{k.lock, k.fence}, []any{s.sid, ms(lease), k.channel, expect}}
-	reply, alive, err := s.b.runWithSession(ctx, call, s.key)
+	reply, alive, err := s.runWithSession(ctx, call)
 	if err != nil {
 		return 0, "", unavailable(ctx, "acquire", err)
 	}
@@ -169,7 +196,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	k := s.b.keys(name)
 	tok := strconv.FormatUint(uint64(token), 10)
 	call := scriptCall{releaseScript, []string{k.lock}, []any{s.sid, tok, ms(hold), k.channel}}
-	reply, alive, err := s.b.runWithSession(ctx, call, s.key)
+	reply, alive, err := s.runWithSession(ctx, call)
 	if err != nil {
 		return unavailable(ctx, "release", err)
 	}

@@ -318,6 +318,12 @@ func (a *actor) acquired(r result) {
 		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, BackendError)
 		a.fail("acquire", err)
 		a.lose(err)
+	case errors.Is(err, backends.ErrInvalid):
+		// A closed client, or a name this backend cannot store: no retry
+		// cures it (a backend whose Open sends nothing reports it here).
+		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, InvalidInput)
+		a.fail("acquire", err)
+		a.fatal = Invalid(err)
 	default:
 		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, BackendError)
 		a.fail("acquire", err)
