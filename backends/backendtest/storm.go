@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,17 +113,28 @@ func awaitStormElected(t *testing.T, cs []*campaign.Campaign, limit time.Duratio
 }
 
 // heldCount returns how many of the storm's n locks the backend reports
-// held, or n+1 if it cannot tell.
+// held, or n+1 if it cannot tell. It asks 32 at a time: over a slow link
+// one at a time would take minutes.
 func heldCount(t *testing.T, b backends.Backend, prefix string, n int) int {
-	held := 0
-	for i := range n {
-		h, err := b.Holder(t.Context(), fmt.Sprintf("%s/%d", prefix, i))
-		if err != nil {
-			return n + 1
-		}
-		if !h.Free() {
-			held++
-		}
+	var held, failed atomic.Int64
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				h, err := b.Holder(t.Context(), fmt.Sprintf("%s/%d", prefix, i))
+				switch {
+				case err != nil:
+					failed.Add(1)
+				case !h.Free():
+					held.Add(1)
+				}
+			}
+		})
 	}
-	return held
+	wg.Wait()
+	if failed.Load() > 0 {
+		return n + 1
+	}
+	return int(held.Load())
 }
