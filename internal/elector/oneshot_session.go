@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hustings/hustings/backends"
@@ -143,36 +144,38 @@ func (h *Held) unlockOn(ctx context.Context, cfg *Config, hold time.Duration) {
 
 // bindOn returns fn's context for a lock held on a session: it ends at
 // the run's deadline, or when the session's own deadline passes without a
-// renewal, or the session is replaced, whichever comes first. Its cancel
-// waits for the goroutine that follows the session.
+// renewal, or the session was replaced by then, whichever comes first. A
+// timer looks at the session at its deadline, and again at each later
+// one while renewals move it on: no goroutine waits meanwhile.
 func (h *Held) bindOn(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithDeadline(parent, h.Deadline)
-	s, ttl := h.on, h.on.cfg.TTL
-	margin := s.cfg.MarginFor(ttl)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			cur, changed := s.state()
-			if cur.gen != h.gen || cur.sess == nil {
-				cancel()
-				return
-			}
-			t := time.NewTimer(time.Until(cur.renewed.Add(ttl - margin)))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-changed:
-				t.Stop()
-			case <-t.C:
-				cancel()
-				return
-			}
+	s := h.on
+	limit := s.cfg.TTL - s.cfg.MarginFor(s.cfg.TTL)
+	var mu sync.Mutex
+	var t *time.Timer
+	var check func()
+	check = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if ctx.Err() != nil {
+			return // fn returned, or its deadline came: nothing to follow
 		}
-	}()
+		cur, _ := s.state()
+		left := time.Until(cur.renewed.Add(limit))
+		if cur.gen != h.gen || cur.sess == nil || left <= 0 {
+			cancel()
+			return
+		}
+		t = time.AfterFunc(left, check)
+	}
+	cur, _ := s.state()
+	mu.Lock()
+	t = time.AfterFunc(max(time.Until(cur.renewed.Add(limit)), 0), check)
+	mu.Unlock()
 	return ctx, func() {
+		mu.Lock()
+		t.Stop()
+		mu.Unlock()
 		cancel()
-		<-done
 	}
 }
