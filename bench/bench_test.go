@@ -85,7 +85,7 @@ func TestTargets(t *testing.T) {
 		{Workload: "handover", Backend: "etcd", Subject: "hustings Resign → Elected", Latency: lat(time.Millisecond, 12*time.Millisecond)},
 		{Workload: "failover", Backend: "etcd", Subject: "hustings crash → Elected", Latency: lat(time.Second, 1200*time.Millisecond), Values: map[string]float64{"ttl_ns": float64(time.Second)}},
 		{Workload: "scale", Backend: "etcd", Subject: "hustings campaigns", Param: "1", Values: map[string]float64{"locks": 1, "bytes_per_campaign": 9000, "goroutines": 2, "requests_per_s": 1}},
-		{Workload: "scale", Backend: "etcd", Subject: "hustings campaigns", Param: "100", Values: map[string]float64{"locks": 100, "bytes_per_campaign": 5000, "goroutines": 101, "requests_per_s": 1.2}},
+		{Workload: "scale", Backend: "etcd", Subject: "hustings campaigns", Param: "100", Values: map[string]float64{"locks": 100, "bytes_per_campaign": 4000, "goroutines": 101, "requests_per_s": 1.2}},
 	}}
 	met := map[string]bool{}
 	for _, tg := range evaluate(rep) {
