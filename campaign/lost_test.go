@@ -22,7 +22,7 @@ var lossPaths = []struct {
 	within time.Duration
 }{
 	{"pushed", func(b *memory.Backend) backends.Backend { return b }, 0},
-	{"renewal", func(b *memory.Backend) backends.Backend { return &lostAnswers{Backend: b} }, ttl / 3},
+	{"renewal", func(b *memory.Backend) backends.Backend { return &calls{Backend: b} }, ttl / 3},
 }
 
 // TestDeletedLockRevokes: a lock deleted behind its leader's back (an

@@ -16,41 +16,6 @@ import (
 	"github.com/hustings/hustings/group"
 )
 
-// calls counts the calls that reach a memory backend, by kind.
-type calls struct {
-	*memory.Backend
-	opens, acquires, releases, closes atomic.Int64
-}
-
-func (c *calls) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
-	c.opens.Add(1)
-	s, err := c.Backend.Open(ctx, id, ttl)
-	if err != nil {
-		return nil, err
-	}
-	return &callsSession{Session: s, c: c}, nil
-}
-
-type callsSession struct {
-	backends.Session
-	c *calls
-}
-
-func (s *callsSession) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
-	s.c.acquires.Add(1)
-	return s.Session.Acquire(ctx, name, lease)
-}
-
-func (s *callsSession) Release(ctx context.Context, name string, tok events.Token, hold time.Duration) error {
-	s.c.releases.Add(1)
-	return s.Session.Release(ctx, name, tok, hold)
-}
-
-func (s *callsSession) Close(ctx context.Context) error {
-	s.c.closes.Add(1)
-	return s.Session.Close(ctx)
-}
-
 // runSession starts a session on b and returns it; the test's end closes
 // it.
 func runSession(t *testing.T, b backends.Backend, id string) *campaign.Session {
@@ -67,8 +32,8 @@ func runSession(t *testing.T, b backends.Backend, id string) *campaign.Session {
 // or closed for it, fn gets the token, and the lock is free after.
 func TestRunIfLeaderOnSessionIsAcquireAndRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := memory.New()
-		b := &calls{Backend: mem}
+		b := newCalls(0)
+		mem := b.Backend
 		s := runSession(t, b, "a")
 		synctest.Wait() // the session is open
 		opens := b.opens.Load()
@@ -197,8 +162,8 @@ func TestRunIfLeaderOnSessionOfAnotherBackend(t *testing.T) {
 // it releases with the hold first, so the lock outlives the session.
 func TestRunIfLeaderWithoutSessionClosesInsteadOfReleasing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := memory.New()
-		b := &calls{Backend: mem}
+		b := newCalls(0)
+		mem := b.Backend
 		fn := func(context.Context, events.Token) (int, error) { return 1, nil }
 		if res, err := campaign.RunIfLeader(t.Context(), b, "job", fn); err != nil || res.Outcome != campaign.Succeeded {
 			t.Fatalf("RunIfLeader = %+v, %v", res, err)

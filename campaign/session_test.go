@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,30 +13,6 @@ import (
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 )
-
-// counting counts the KeepAlive calls that reach a real memory backend.
-type counting struct {
-	*memory.Backend
-	keepAlives atomic.Int64
-}
-
-func (c *counting) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
-	s, err := c.Backend.Open(ctx, id, ttl)
-	if err != nil {
-		return nil, err
-	}
-	return &countingSession{Session: s, c: c}, nil
-}
-
-type countingSession struct {
-	backends.Session
-	c *counting
-}
-
-func (s *countingSession) KeepAlive(ctx context.Context) error {
-	s.c.keepAlives.Add(1)
-	return s.Session.KeepAlive(ctx)
-}
 
 // shared starts a candidate and n campaigns on it, and returns them with a
 // stop func that closes the campaigns, then the candidate.
@@ -70,7 +45,7 @@ func shared(t *testing.T, b backends.Backend, id string, n int) (*campaign.Sessi
 
 func TestSharedSessionOneKeepAlivePerTick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &counting{Backend: memory.New()}
+		b := newCalls(0)
 		_, nodes, stop := shared(t, b, "a", 1000)
 		synctest.Wait()
 		first := map[string]events.Token{}
