@@ -188,7 +188,7 @@ func (b *bench) awaitElected(ctx context.Context, cs []*campaign.Campaign, limit
 		select {
 		case e := <-cs[i].Events():
 			if e.Kind != events.Elected && e.Kind != events.Revoked {
-				return i, fmt.Errorf("%s: first event %v", cs[i].Name(), e)
+				return i, fmt.Errorf("%s: first event %v", cs[i].State().Name, e)
 			}
 			i++
 		case <-tick.C:

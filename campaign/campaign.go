@@ -46,12 +46,6 @@ func New(b backends.Backend, name string, opts ...Option) (*Campaign, error) {
 	return &Campaign{e: e}, nil
 }
 
-// Name returns the full lock name, prefix included.
-func (c *Campaign) Name() string { return c.e.Name() }
-
-// ID returns the candidate ID.
-func (c *Campaign) ID() string { return c.e.ID() }
-
 // Events returns the campaign's event channel; the same channel on every
 // call. It is closed when Run returns (or by Close if Run never ran), after
 // the Revoked that ends any term it announced. The campaign never waits for

@@ -76,7 +76,7 @@ func leaderOf(t *testing.T, nodes ...*node) (*node, events.Event) {
 		select {
 		case e := <-n.c.Events():
 			if e.Kind != events.Elected {
-				t.Fatalf("%s: first event %s, want elected", n.c.ID(), e)
+				t.Fatalf("%s: first event %s, want elected", n.c.State().ID, e)
 			}
 			return n, e
 		default:
@@ -93,7 +93,7 @@ func TestOneLeaderAndGracefulHandover(t *testing.T) {
 		leader, won := leaderOf(t, nodes...)
 		for _, n := range nodes {
 			if s := n.c.State(); s.Leader != (n == leader) {
-				t.Errorf("%s: State().Leader = %v", n.c.ID(), s.Leader)
+				t.Errorf("%s: State().Leader = %v", n.c.State().ID, s.Leader)
 			}
 		}
 		if h, _ := b.Holder(t.Context(), "lock"); h.ID != won.Holder || h.Token != won.Token {
@@ -231,7 +231,7 @@ func TestNeverTwoLeaders(t *testing.T) {
 			for _, n := range nodes {
 				if n.c.State().Leader {
 					if i%2 == 0 {
-						b.Partition(n.c.ID())
+						b.Partition(n.c.State().ID)
 					} else {
 						n.c.Resign(t.Context())
 					}

@@ -67,8 +67,8 @@ func TestPrefixJoinsName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Name() != "billing/nightly" {
-		t.Fatalf("Name() = %q, want billing/nightly", c.Name())
+	if c.State().Name != "billing/nightly" {
+		t.Fatalf("Name() = %q, want billing/nightly", c.State().Name)
 	}
 	c.Close()
 }
@@ -207,7 +207,7 @@ func TestResignedLeaderLetsOthersWin(t *testing.T) {
 			}
 			synctest.Wait()
 			if leader.c.State().Leader {
-				t.Fatalf("%s won again right after resigning", leader.c.ID())
+				t.Fatalf("%s won again right after resigning", leader.c.State().ID)
 			}
 			time.Sleep(5 * time.Second)
 		}

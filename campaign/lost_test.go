@@ -77,25 +77,25 @@ func TestDeletedLockRevokesOnSharedSession(t *testing.T) {
 				_, nodes, stop := shared(t, p.wrap(mem), "a", 3)
 				first := map[string]events.Event{}
 				for _, nd := range nodes {
-					first[nd.c.Name()] = next(t, nd.c.Events())
+					first[nd.c.State().Name] = next(t, nd.c.Events())
 				}
 				victim := nodes[1]
 				deleted := time.Now()
-				mem.Delete(victim.c.Name())
+				mem.Delete(victim.c.State().Name)
 				r := next(t, victim.c.Events())
 				if r.Kind != events.Revoked || !errors.Is(r.Reason, events.ErrLockLost) {
-					t.Fatalf("%s: %s, want revoked, lock lost", victim.c.Name(), r)
+					t.Fatalf("%s: %s, want revoked, lock lost", victim.c.State().Name, r)
 				}
 				if late := r.Time.Sub(deleted); late > p.within {
 					t.Fatalf("revoked %v after the delete, want within %v", late, p.within)
 				}
 				again := next(t, victim.c.Events())
-				if again.Kind != events.Elected || again.Token <= first[victim.c.Name()].Token {
-					t.Fatalf("%s: %s, want elected again with a higher token", victim.c.Name(), again)
+				if again.Kind != events.Elected || again.Token <= first[victim.c.State().Name].Token {
+					t.Fatalf("%s: %s, want elected again with a higher token", victim.c.State().Name, again)
 				}
 				for _, nd := range []*node{nodes[0], nodes[2]} {
-					if s := nd.c.State(); !s.Leader || s.Token != first[nd.c.Name()].Token {
-						t.Fatalf("%s lost its term with another's lock: %+v", nd.c.Name(), s)
+					if s := nd.c.State(); !s.Leader || s.Token != first[nd.c.State().Name].Token {
+						t.Fatalf("%s lost its term with another's lock: %+v", nd.c.State().Name, s)
 					}
 				}
 				stop()

@@ -33,8 +33,8 @@ func FuzzPrefixJoin(f *testing.F) {
 			}
 			return
 		}
-		if c.Name() != want {
-			t.Fatalf("Name() = %q, want %q", c.Name(), want)
+		if c.State().Name != want {
+			t.Fatalf("Name() = %q, want %q", c.State().Name, want)
 		}
 		c.Close()
 	})

@@ -42,9 +42,6 @@ func NewSession(b backends.Backend, opts ...Option) (*Session, error) {
 	return &Session{s: s}, nil
 }
 
-// ID returns the candidate ID.
-func (s *Session) ID() string { return s.s.ID() }
-
 // Run opens and renews the session until ctx ends or Close is called, then
 // closes it, freeing every lock still held on it. It returns ctx.Err(),
 // ErrClosed after Close, ErrInvalid (wrapping the backend's error) when the

@@ -52,9 +52,9 @@ func TestSharedSessionOneKeepAlivePerTick(t *testing.T) {
 		for _, nd := range nodes {
 			s := nd.c.State()
 			if !s.Leader {
-				t.Fatalf("%s does not lead", nd.c.Name())
+				t.Fatalf("%s does not lead", nd.c.State().Name)
 			}
-			first[nd.c.Name()] = s.Token
+			first[nd.c.State().Name] = s.Token
 		}
 		before := b.keepAlives.Load()
 		time.Sleep(10 * ttl) // 30 keep-alive intervals of TTL/3
@@ -63,8 +63,8 @@ func TestSharedSessionOneKeepAlivePerTick(t *testing.T) {
 			t.Fatalf("%d keep-alives in 30 intervals for 1,000 campaigns, want one per interval", n)
 		}
 		for _, nd := range nodes {
-			if s := nd.c.State(); !s.Leader || s.Token != first[nd.c.Name()] {
-				t.Fatalf("%s lost its lead while the shared session was renewed: %+v", nd.c.Name(), s)
+			if s := nd.c.State(); !s.Leader || s.Token != first[nd.c.State().Name] {
+				t.Fatalf("%s lost its lead while the shared session was renewed: %+v", nd.c.State().Name, s)
 			}
 		}
 		stop()
@@ -81,17 +81,17 @@ func TestSharedSessionLostEndsEveryTerm(t *testing.T) {
 		_, nodes, stop := shared(t, b, "a", 3)
 		first := map[string]events.Event{}
 		for _, nd := range nodes {
-			first[nd.c.Name()] = next(t, nd.c.Events())
+			first[nd.c.State().Name] = next(t, nd.c.Events())
 		}
 		clock.offset.Store(int64(2 * ttl)) // the backend forgets the session
 		for _, nd := range nodes {
 			e := next(t, nd.c.Events())
 			if e.Kind != events.Revoked || !errors.Is(e.Reason, events.ErrSessionLost) {
-				t.Fatalf("%s: got %s, want revoked with session lost", nd.c.Name(), e)
+				t.Fatalf("%s: got %s, want revoked with session lost", nd.c.State().Name, e)
 			}
 			again := next(t, nd.c.Events())
-			if again.Kind != events.Elected || again.Token <= first[nd.c.Name()].Token {
-				t.Fatalf("%s: got %s, want a new term with a higher token", nd.c.Name(), again)
+			if again.Kind != events.Elected || again.Token <= first[nd.c.State().Name].Token {
+				t.Fatalf("%s: got %s, want a new term with a higher token", nd.c.State().Name, again)
 			}
 		}
 		stop()
@@ -109,7 +109,7 @@ func TestSharedSessionHangsRevokeAtDeadline(t *testing.T) {
 			deadline := nd.c.State().Deadline
 			e := next(t, nd.c.Events())
 			if e.Kind != events.Revoked || e.Time.After(deadline) {
-				t.Fatalf("%s: got %s at %v, want revoked by the deadline %v", nd.c.Name(), e, e.Time, deadline)
+				t.Fatalf("%s: got %s at %v, want revoked by the deadline %v", nd.c.State().Name, e, e.Time, deadline)
 			}
 		}
 		b.Heal("a")

@@ -129,7 +129,7 @@ func TestGroupNeverMoreThanNUnderCrashes(t *testing.T) {
 			}
 			// Crash one leader, resign another.
 			if len(ls) > 0 {
-				id := ls[0].g.ID()
+				id := ls[0].g.State().ID
 				b.Partition(id)
 				crashed[id] = true
 			}

@@ -23,7 +23,7 @@ import (
 func holders(ms []*member) []string {
 	var ids []string
 	for _, m := range leaders(ms) {
-		ids = append(ids, m.g.ID())
+		ids = append(ids, m.g.State().ID)
 	}
 	slices.Sort(ids)
 	return ids

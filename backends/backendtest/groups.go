@@ -124,7 +124,7 @@ func checkHolders(t *testing.T, b backends.Backend, name string, slots int, cs [
 	t.Helper()
 	byID := map[string]*groupCandidate{}
 	for _, c := range cs {
-		byID[c.g.ID()] = c
+		byID[c.g.State().ID] = c
 	}
 	waitFor(t, 10*time.Second, "backend holders match the candidates' beliefs", func() bool {
 		seen := map[string]bool{}

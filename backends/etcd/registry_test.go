@@ -165,7 +165,7 @@ func TestGroupsRankByScore(t *testing.T) {
 		var out []string
 		for _, g := range gs {
 			if g.State().Leader {
-				out = append(out, g.ID())
+				out = append(out, g.State().ID)
 			}
 		}
 		return out

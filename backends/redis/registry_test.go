@@ -131,7 +131,7 @@ func TestScoreStrategy(t *testing.T) {
 		var ids []string
 		for _, g := range gs {
 			if g.State().Leader {
-				ids = append(ids, g.ID())
+				ids = append(ids, g.State().ID)
 			}
 		}
 		slices.Sort(ids)

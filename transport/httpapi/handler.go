@@ -14,8 +14,6 @@ import (
 // Source is what the Handler observes; a *campaign.Campaign (a group's
 // too) satisfies it.
 type Source interface {
-	Name() string
-	ID() string
 	State() campaign.State
 	Subscribe(ctx context.Context) <-chan events.Event
 }
