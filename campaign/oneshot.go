@@ -77,7 +77,9 @@ func (r Result[T]) Ran() bool { return r.Outcome == Succeeded || r.Outcome == Ac
 // round trips, taking their turns among s's other calls. The lock then
 // lives as long as s does (not the lease): fn's context also ends when s's
 // deadline passes without a renewal. A name that a campaign or another
-// run on s already claims is Skipped (Contention).
+// run on s already claims is Skipped (Contention); a campaign started on s
+// for a name a run claims is refused (ErrInvalid), as two campaigns for
+// one name on one session are: one session holds a lock under one token.
 //
 // The error is non-nil only when fn did not run and the run could not be
 // decided: bad input (ErrInvalid), a backend failure (wrapped; matches the
