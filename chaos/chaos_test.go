@@ -36,6 +36,8 @@ func TestMain(m *testing.M) {
 //	HUSTINGS_CHAOS_SEED=N      the schedule's seed (default: the clock)
 //	HUSTINGS_CHAOS_OUT=DIR     where to write each backend's history (JSON)
 //	                           and the summary table
+//	HUSTINGS_CHAOS_LOGS=DIR    keep the nodes' logs in a directory under DIR
+//	                           (default: a temporary one, removed at the end)
 type profile struct {
 	name     string
 	duration time.Duration

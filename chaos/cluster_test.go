@@ -45,7 +45,7 @@ type cluster struct {
 // newCluster starts the server, the fence and every node.
 func newCluster(t *testing.T, b backend, p profile) *cluster {
 	c := &cluster{
-		t: t, srv: b.start(t), fence: startFence(t), dir: t.TempDir(), ttl: p.ttl,
+		t: t, srv: b.start(t), fence: startFence(t), dir: chaosDir(t), ttl: p.ttl,
 		// one stream of draws per backend, so their schedules differ
 		rng: rand.New(rand.NewPCG(uint64(p.seed), uint64(len(b.name)))), seq: map[string]int{},
 		bounds: p.bounds(b),
@@ -221,4 +221,17 @@ func joinKinds(m map[history.FaultKind]int) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// chaosDir is where the nodes' logs go: HUSTINGS_CHAOS_LOGS if set (kept
+// after the test, to read a failure's), else a temporary directory.
+func chaosDir(t *testing.T) string {
+	if d := os.Getenv("HUSTINGS_CHAOS_LOGS"); d != "" {
+		dir, err := os.MkdirTemp(d, t.Name()[len("TestChaos/"):]+"-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	return t.TempDir()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -74,9 +75,14 @@ const (
 func (s *session) followLosses(ctx context.Context, rev int64) (int64, int) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the etcd watch when we stop following it
+	wctx = clientv3.WithRequireLeader(wctx)
 	locks := s.b.lockKey("")
-	wch := s.b.client.Watch(clientv3.WithRequireLeader(wctx), s.b.prefix, clientv3.WithRev(rev),
+	wch := s.b.client.Watch(wctx, s.b.prefix, clientv3.WithRev(rev),
 		clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithPrevKV())
+	var progress sync.WaitGroup
+	defer progress.Wait()
+	defer cancel()
+	progress.Go(func() { s.askProgress(wctx) })
 	for resp := range wch {
 		if resp.CompactRevision != 0 {
 			return resp.CompactRevision, compacted
@@ -95,4 +101,28 @@ func (s *session) followLosses(ctx context.Context, rev int64) (int64, int) {
 		rev = max(rev, resp.Header.Revision+1)
 	}
 	return rev, broken
+}
+
+// progressEvery is how often the loss watch asks the server for its
+// progress.
+const progressEvery = 5 * time.Second
+
+// askProgress asks the server, every progressEvery until ctx ends, to tell
+// the loss watch the store's revision. A watch that only sees deletes
+// otherwise keeps the revision of the last delete it saw, and after the
+// connection breaks (a server restart) the client resumes it from there:
+// the server then replays every revision since, which after hours of puts
+// stalled a loaded server for seconds (seen in the chaos suite beside two
+// CPU burners).
+func (s *session) askProgress(ctx context.Context) {
+	t := time.NewTicker(progressEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = s.b.client.RequestProgress(ctx) // a failure: the next tick asks again
+		}
+	}
 }
