@@ -160,12 +160,6 @@ func (e *Elector) entry() strategy.Candidate {
 	return c
 }
 
-// Name returns the full lock name, prefix included.
-func (e *Elector) Name() string { return e.name }
-
-// ID returns the candidate ID.
-func (e *Elector) ID() string { return e.cfg.ID }
-
 // Events: see campaign.Campaign.Events, where its doc is kept, once.
 func (e *Elector) Events() <-chan events.Event { return e.out.C() }
 

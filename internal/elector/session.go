@@ -78,9 +78,6 @@ func NewSession(b backends.Backend, opts ...Option) (*Session, error) {
 	}, nil
 }
 
-// ID returns the candidate ID.
-func (c *Session) ID() string { return c.cfg.ID }
-
 // state returns the current state and a channel closed at its next change.
 func (c *Session) state() (shared, <-chan struct{}) {
 	c.mu.Lock()
