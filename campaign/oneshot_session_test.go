@@ -185,3 +185,19 @@ func TestRunIfLeaderWithoutSessionClosesInsteadOfReleasing(t *testing.T) {
 		}
 	})
 }
+
+// fn's context on a healthy session outlives the session's TTL: each
+// renewal moves the session's deadline on.
+func TestRunIfLeaderOnSessionOutlivesTheTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		s := runSession(t, b, "a")
+		res, err := campaign.RunIfLeader(t.Context(), b, "job", func(ctx context.Context, _ events.Token) (error, error) {
+			time.Sleep(3 * ttl)
+			return ctx.Err(), nil
+		}, campaign.WithSession(s), campaign.WithLease(time.Hour))
+		if err != nil || res.Outcome != campaign.Succeeded || res.Value != nil {
+			t.Fatalf("RunIfLeader = %+v, %v; want Succeeded with fn's context still live after 3 TTLs", res, err)
+		}
+	})
+}

@@ -151,10 +151,9 @@ func (h *Held) bindOn(parent context.Context) (context.Context, context.CancelFu
 	ctx, cancel := context.WithDeadline(parent, h.Deadline)
 	s := h.on
 	limit := s.cfg.TTL - s.cfg.MarginFor(s.cfg.TTL)
-	var mu sync.Mutex
+	var mu sync.Mutex // t, between its own firing and the caller's cancel
 	var t *time.Timer
-	var check func()
-	check = func() {
+	follow := func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if ctx.Err() != nil {
@@ -166,11 +165,11 @@ func (h *Held) bindOn(parent context.Context) (context.Context, context.CancelFu
 			cancel()
 			return
 		}
-		t = time.AfterFunc(left, check)
+		t.Reset(left) // renewed since: look again at the new deadline
 	}
 	cur, _ := s.state()
 	mu.Lock()
-	t = time.AfterFunc(max(time.Until(cur.renewed.Add(limit)), 0), check)
+	t = time.AfterFunc(max(time.Until(cur.renewed.Add(limit)), 0), follow)
 	mu.Unlock()
 	return ctx, func() {
 		mu.Lock()
