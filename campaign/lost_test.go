@@ -8,7 +8,6 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/memory"
-	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 )
 
@@ -51,22 +50,22 @@ func TestDeletedLockRevokes(t *testing.T) {
 				if late := r.Time.Sub(deleted); late > p.within {
 					t.Fatalf("old leader revoked %v after the delete, want within %v", late, p.within)
 				}
-				var leaders []campaign.State
-				for range 600 { // a minute of the fake clock
-					synctest.Wait()
-					leaders = nil
-					for _, n := range []*node{a, w} {
-						if s := n.c.State(); s.Leader {
-							leaders = append(leaders, s)
-						}
-					}
-					if len(leaders) > 0 {
-						break
-					}
-					time.Sleep(100 * time.Millisecond)
+				var won events.Event // the next term, the waiter's or the old leader's
+				select {
+				case won = <-w.c.Events():
+				case won = <-a.c.Events():
+				case <-time.After(time.Minute):
+					t.Fatal("nobody elected within a minute of the loss")
 				}
-				if len(leaders) != 1 || leaders[0].Token <= first.Token {
-					t.Fatalf("after the loss, leaders %+v; want one, with a token above %d", leaders, first.Token)
+				synctest.Wait()
+				leading := 0
+				for _, n := range []*node{a, w} {
+					if n.c.State().Leader {
+						leading++
+					}
+				}
+				if won.Kind != events.Elected || won.Token <= first.Token || leading != 1 {
+					t.Fatalf("after the loss: %s and %d leaders; want one elected, with a token above %d", won, leading, first.Token)
 				}
 				if s := a.c.State(); s.Err != nil {
 					t.Fatalf("old leader's state after the loss: %+v", s)
