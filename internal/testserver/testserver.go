@@ -38,6 +38,13 @@ type Process struct {
 // Start runs name with args in dir, its output going to dir/name.log. The
 // caller stops it with Kill.
 func Start(dir, name string, args ...string) (*Process, error) {
+	return StartAs(nil, dir, name, args...)
+}
+
+// StartAs is Start with the process run as the user and group cred names
+// (nil: as the caller). Root may start a process so; a server that refuses
+// to run as root (PostgreSQL) is started as an unprivileged user this way.
+func StartAs(cred *syscall.Credential, dir, name string, args ...string) (*Process, error) {
 	logPath := filepath.Join(dir, filepath.Base(name)+".log")
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -46,7 +53,7 @@ func Start(dir, name string, args ...string) (*Process, error) {
 	defer log.Close()
 	cmd := exec.Command(name, args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("testserver: start %s: %w", name, err)
 	}

@@ -1,0 +1,139 @@
+package postgres_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/goleak"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/backendtest"
+	"github.com/hustings/hustings/backends/postgres"
+	"github.com/hustings/hustings/backends/postgres/pgtest"
+	"github.com/hustings/hustings/internal/faultlink"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, faultlink.KnownLeaks()...)
+}
+
+// newBackend returns a Backend on a pool of dsn, migrated, whose pool is
+// closed when the test ends.
+func newBackend(t testing.TB, dsn string, opts ...postgres.Option) *postgres.Backend {
+	t.Helper()
+	pool := pgtest.Pool(t, dsn)
+	if err := postgres.Migrate(t.Context(), pool, schemaOf(opts)...); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	b, err := postgres.New(pool, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return b
+}
+
+// schemaOf keeps the options Migrate takes.
+func schemaOf(opts []postgres.Option) []postgres.Option {
+	var out []postgres.Option
+	for _, o := range opts {
+		if postgres.IsSchemaOption(o) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// deleteLock deletes the row of lock name behind its holder's back, as an
+// operator would.
+func deleteLock(t *testing.T, pool *pgxpool.Pool, name string) {
+	t.Helper()
+	tag, err := pool.Exec(t.Context(), `DELETE FROM hustings.locks WHERE name = $1`, name)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("DELETE lock %q: %v, %v; want 1 row deleted", name, tag, err)
+	}
+}
+
+func TestContract(t *testing.T) {
+	srv := pgtest.Start(t)
+	pool := pgtest.Pool(t, srv.DSN())
+	backendtest.Run(t, backendtest.Harness{
+		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.DSN()) },
+		TTL:      time.Second,
+		Registry: true,
+		Delete:   func(t *testing.T, _ backends.Backend, name string) { deleteLock(t, pool, name) },
+	})
+}
+
+// TestGroups runs the group scenario of the contract suite (crashes and
+// resignations among 8 candidates for 3 slots) against a real server, in
+// real time.
+func TestGroups(t *testing.T) {
+	srv := pgtest.Start(t)
+	backendtest.RunGroups(t, backendtest.Harness{
+		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.DSN()) },
+		TTL:      time.Second,
+		Registry: true,
+	})
+}
+
+// TestStorm starts a storm of campaigns on one shared session at once
+// (see backendtest.RunStorm), on loopback and over a link with 50 ms of
+// latency.
+func TestStorm(t *testing.T) {
+	srv := pgtest.Start(t)
+	t.Run("Loopback", func(t *testing.T) {
+		backendtest.RunStorm(t, backendtest.Harness{
+			New: func(t *testing.T) backends.Backend { return newBackend(t, srv.DSN()) },
+			TTL: time.Second,
+		}, 0)
+	})
+	t.Run("SlowLink", func(t *testing.T) {
+		link := faultlink.NewLink(t, srv.Addr())
+		link.Latency(50*time.Millisecond, 0)
+		backendtest.RunStorm(t, backendtest.Harness{
+			New: func(t *testing.T) backends.Backend { return newBackend(t, pgtest.DSN(link.Addr())) },
+			TTL: time.Second,
+		}, 0)
+	})
+}
+
+// TestClosedClient: see backendtest.ClosedClient.
+func TestClosedClient(t *testing.T) {
+	srv := pgtest.Start(t)
+	pool, err := pgtest.NewPool(srv.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.Close()
+	b, err := postgres.New(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backendtest.ClosedClient(t, b)
+}
+
+func TestNewRejectsBadInput(t *testing.T) {
+	pool, err := pgtest.NewPool(pgtest.DSN("127.0.0.1:1")) // never dialled
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	tests := []struct {
+		name string
+		pool *pgxpool.Pool
+		opts []postgres.Option
+	}{
+		{"nil pool", nil, nil},
+		{"empty schema", pool, []postgres.Option{postgres.WithSchema("")}},
+		{"long schema", pool, []postgres.Option{postgres.WithSchema("s234567890123456789012345678901234567890123456789012345")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if b, err := postgres.New(tt.pool, tt.opts...); !errors.Is(err, backends.ErrInvalid) || b != nil {
+				t.Fatalf("New = %v, %v; want ErrInvalid", b, err)
+			}
+		})
+	}
+}

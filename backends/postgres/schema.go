@@ -1,0 +1,158 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hustings/hustings/backends"
+)
+
+// schemaSQL creates what the backend stores in schema %[1]s; every
+// statement is idempotent. Times are the server's: expires_at is compared
+// with now() only, never with a client's clock.
+const schemaSQL = `CREATE SCHEMA IF NOT EXISTS %[1]s;
+
+-- Fencing tokens of every lock, and registration orders: strictly
+-- increasing over the life of the database, never reused.
+CREATE SEQUENCE IF NOT EXISTS %[1]s.tokens AS bigint NO CYCLE;
+CREATE SEQUENCE IF NOT EXISTS %[1]s.orders AS bigint NO CYCLE;
+
+-- One row per session: a candidate's liveness. A session whose
+-- expires_at has passed is gone for good (no statement extends it).
+CREATE TABLE IF NOT EXISTS %[1]s.sessions (
+  id         text        PRIMARY KEY,
+  candidate  text        NOT NULL,
+  ttl        interval    NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+
+-- One row per lock name that is or was held. The lock is held while
+-- expires_at is in the future: by session_id, or, if hold, by nobody
+-- alive (released with a minimum hold). The keep-alive of the session
+-- moves expires_at (never past lease_end); an acquire takes the row over
+-- once it has passed.
+CREATE TABLE IF NOT EXISTS %[1]s.locks (
+  name       text        PRIMARY KEY,
+  session_id text        NOT NULL,
+  candidate  text        NOT NULL,
+  token      bigint      NOT NULL,
+  expires_at timestamptz NOT NULL,
+  lease_end  timestamptz,
+  hold       boolean     NOT NULL DEFAULT false
+);
+CREATE INDEX IF NOT EXISTS locks_session ON %[1]s.locks (session_id);
+
+-- The registry of group candidates, for the strategies: live while their
+-- session is.
+CREATE TABLE IF NOT EXISTS %[1]s.members (
+  grp        text             NOT NULL,
+  session_id text             NOT NULL,
+  candidate  text             NOT NULL,
+  ord        bigint           NOT NULL,
+  score      double precision NOT NULL,
+  weight     double precision NOT NULL,
+  meta       jsonb,
+  PRIMARY KEY (grp, session_id)
+);
+
+-- keep_alive renews a session and every lock it holds: one call, one
+-- round trip, whatever the number of locks. Its two statements take
+-- snapshots of their own (READ COMMITTED), so a lock acquired while the
+-- first waited for the session row (an acquire holds it FOR SHARE) is
+-- seen and renewed by the second. alive is false if the session had
+-- expired; names and tokens are the locks renewed.
+CREATE OR REPLACE FUNCTION %[1]s.keep_alive(p_session text,
+  OUT alive boolean, OUT names text[], OUT tokens bigint[])
+LANGUAGE plpgsql AS $$
+DECLARE
+  renewed_until timestamptz;
+BEGIN
+  UPDATE %[1]s.sessions s SET expires_at = now() + s.ttl
+    WHERE s.id = p_session AND s.expires_at > now()
+    RETURNING s.expires_at INTO renewed_until;
+  alive := renewed_until IS NOT NULL;
+  IF NOT alive THEN
+    RETURN;
+  END IF;
+  WITH renewed AS (
+    UPDATE %[1]s.locks l SET expires_at = LEAST(renewed_until, COALESCE(l.lease_end, renewed_until))
+      WHERE l.session_id = p_session AND NOT l.hold AND l.expires_at > now()
+      RETURNING l.name, l.token
+  )
+  SELECT COALESCE(array_agg(r.name), '{}'), COALESCE(array_agg(r.token), '{}')
+    INTO names, tokens FROM renewed r;
+END
+$$;
+`
+
+// SQL returns the statements Migrate runs for schema (DefaultSchema if
+// ""), for a DBA to review or apply by hand. Running them again changes
+// nothing.
+func SQL(schema string) string {
+	if schema == "" {
+		schema = DefaultSchema
+	}
+	return fmt.Sprintf(schemaSQL, pgx.Identifier{schema}.Sanitize())
+}
+
+// Migrate creates the schema, tables, sequences and function the backend
+// uses, where they do not exist yet: the statements SQL returns, in one
+// transaction. It is idempotent; New never calls it. Options other than
+// WithSchema do not apply to it and are ErrInvalid.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, opts ...Option) error {
+	if pool == nil {
+		return fmt.Errorf("%w: postgres: nil pool", backends.ErrInvalid)
+	}
+	cfg, err := configure(opts)
+	if err != nil {
+		return err
+	}
+	if cfg.listen != nil {
+		return fmt.Errorf("%w: postgres: WithListener does not apply to Migrate", backends.ErrInvalid)
+	}
+	// Concurrent CREATE ... IF NOT EXISTS can still collide on the
+	// catalogs; a transaction-scoped advisory lock keeps two Migrates
+	// apart (it ends with the transaction: no session state is left).
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "hustings migrate "+cfg.schema); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, SQL(cfg.schema))
+		return err
+	})
+	if err != nil {
+		return unavailable(ctx, "migrate", err)
+	}
+	return nil
+}
+
+// tables holds the schema-qualified names the statements use.
+type tables struct {
+	sessions, locks, members, tokens, orders, keepAlive string
+	channel                                             string // NOTIFY channel of lock changes
+}
+
+func newTables(schema string) tables {
+	q := pgx.Identifier{schema}.Sanitize() + "."
+	return tables{
+		sessions:  q + "sessions",
+		locks:     q + "locks",
+		members:   q + "members",
+		tokens:    q + "tokens",
+		orders:    q + "orders",
+		keepAlive: q + "keep_alive",
+		channel:   "hustings." + schema,
+	}
+}
+
+// expand replaces {sessions}, {locks}, ... in a statement.
+func (t tables) expand(stmt string) string {
+	return strings.NewReplacer(
+		"{sessions}", t.sessions, "{locks}", t.locks, "{members}", t.members,
+		"{tokens}", t.tokens, "{orders}", t.orders, "{keep_alive}", t.keepAlive,
+	).Replace(stmt)
+}

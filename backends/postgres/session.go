@@ -1,0 +1,279 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/ledger"
+)
+
+// session is one Open: a row of the sessions table that KeepAlive renews,
+// with the lock rows it holds.
+type session struct {
+	b   *Backend
+	id  string // candidate ID
+	sid string // session ID: 32 random hex digits
+
+	mu     sync.Mutex
+	closed bool
+
+	ledger ledger.Ledger // what Acquire granted, and what KeepAlive found gone
+}
+
+// openSQL inserts the session row; it also deletes a few sessions that
+// expired long ago (their rows only take room: nothing extends them).
+const openSQL = `WITH gc AS (
+  DELETE FROM {sessions} WHERE id IN (
+    SELECT id FROM {sessions} WHERE expires_at < now() - interval '1 minute'
+    LIMIT 8 FOR UPDATE SKIP LOCKED)
+)
+INSERT INTO {sessions} (id, candidate, ttl, expires_at)
+VALUES ($1, $2, $3 * interval '1 millisecond', now() + $3 * interval '1 millisecond')`
+
+// Open starts a session for candidate id: a new row of the sessions table
+// that lives ttl (rounded up to a millisecond) after the server's now()
+// at the INSERT, unless KeepAlive renews it. One round trip.
+func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
+	if err := backends.ValidateSession(id, ttl); err != nil {
+		return nil, err
+	}
+	var r [16]byte
+	_, _ = rand.Read(r[:]) // never fails
+	s := &session{b: b, id: id, sid: hex.EncodeToString(r[:])}
+	err := b.run(ctx, "open", func() error {
+		_, err := b.pool.Exec(ctx, b.t.expand(openSQL), s.sid, id, ms(ttl))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ID returns the candidate ID the session was opened for.
+func (s *session) ID() string { return s.id }
+
+// acquireSQL takes the lock if its row is missing, expired, or this
+// session's (then it keeps its token, expiry and lease). It reads the
+// session row FOR SHARE, which orders it with the session's keep_alive
+// (an UPDATE of that row): the lock's expires_at is copied from the
+// session's latest one, and a keep_alive that waited for this statement
+// sees the new lock row. Nothing else on another table decides: whether
+// the lock is free is the lock row's own expires_at, which ON CONFLICT
+// reads in its latest committed version. A change is NOTIFYed with the
+// milliseconds the lock now lives.
+//
+// $1 name, $2 session ID, $3 lease ms (0: none), $4 channel. Returns
+// whether the session lives, the token if granted, and the holder.
+const acquireSQL = `WITH s AS (
+  SELECT id, candidate, expires_at FROM {sessions}
+  WHERE id = $2 AND expires_at > now() FOR SHARE
+), a AS (
+  INSERT INTO {locks} AS l (name, session_id, candidate, token, expires_at, lease_end, hold)
+  SELECT $1::text, s.id, s.candidate, nextval('{tokens}'),
+    CASE WHEN $3::bigint > 0 THEN LEAST(s.expires_at, now() + $3::bigint * interval '1 millisecond') ELSE s.expires_at END,
+    CASE WHEN $3::bigint > 0 THEN now() + $3::bigint * interval '1 millisecond' END,
+    false
+  FROM s
+  ON CONFLICT (name) DO UPDATE SET
+    session_id = excluded.session_id,
+    candidate = excluded.candidate,
+    token = CASE WHEN l.expires_at > now() THEN l.token ELSE excluded.token END,
+    expires_at = CASE WHEN l.expires_at > now() THEN l.expires_at ELSE excluded.expires_at END,
+    lease_end = CASE WHEN l.expires_at > now() THEN l.lease_end ELSE excluded.lease_end END,
+    hold = false
+  WHERE l.expires_at <= now() OR (l.session_id = excluded.session_id AND NOT l.hold)
+  RETURNING l.token, l.expires_at
+)
+SELECT EXISTS (SELECT 1 FROM s),
+  (SELECT token FROM a),
+  (SELECT count(*) FROM a,
+    pg_notify($4::text, ceil(extract(epoch FROM a.expires_at - now()) * 1000)::bigint || ' ' || $1) n),
+  (SELECT candidate FROM {locks} WHERE name = $1)`
+
+// Acquire takes name if it is free, held by this session (same token), or
+// held by a session whose row expired: one INSERT ... ON CONFLICT DO
+// UPDATE, one round trip. The ledger records what it grants, for
+// KeepAlive to confirm.
+func (s *session) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
+	if err := s.usable(); err != nil {
+		return 0, err
+	}
+	if err := backends.ValidateAcquire(name, lease); err != nil {
+		return 0, err
+	}
+	var (
+		alive  bool
+		tok    *int64
+		n      int64
+		holder *string
+	)
+	err := s.b.run(ctx, "acquire", func() error {
+		return s.b.pool.QueryRow(ctx, s.b.t.expand(acquireSQL), name, s.sid, ms(lease), s.b.t.channel).
+			Scan(&alive, &tok, &n, &holder)
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case !alive:
+		return 0, s.lost()
+	case tok == nil:
+		who := "another session"
+		if holder != nil {
+			who = *holder
+		}
+		return 0, fmt.Errorf("%w: %q by %s", backends.ErrHeld, name, who)
+	}
+	s.ledger.Granted(name, events.Token(*tok))
+	return events.Token(*tok), nil
+}
+
+// releaseSQL deletes the lock row, or marks it held by nobody alive for
+// the hold, if this session holds it under the token, and NOTIFYs it.
+//
+// $1 name, $2 session ID, $3 token, $4 hold ms (0: none), $5 channel.
+// Returns the number of locks released (0 or 1) and whether the session
+// lives.
+const releaseSQL = `WITH d AS (
+  DELETE FROM {locks}
+  WHERE $4::bigint = 0 AND name = $1 AND session_id = $2 AND token = $3 AND NOT hold AND expires_at > now()
+  RETURNING name
+), h AS (
+  UPDATE {locks} SET hold = true, lease_end = NULL, expires_at = now() + $4::bigint * interval '1 millisecond'
+  WHERE $4::bigint > 0 AND name = $1 AND session_id = $2 AND token = $3 AND NOT hold AND expires_at > now()
+  RETURNING name
+), r AS (
+  SELECT name FROM d UNION ALL SELECT name FROM h
+)
+SELECT (SELECT count(*) FROM r, pg_notify($5::text, $4::bigint::text || ' ' || r.name) n),
+  EXISTS (SELECT 1 FROM {sessions} WHERE id = $2 AND expires_at > now())`
+
+// Release frees name, or marks it held by nobody alive for hold, if this
+// session holds it under token: one statement, one round trip. Whatever
+// its outcome, the session claims name under token no more: KeepAlive
+// stops confirming it, and Lost stops reporting it.
+func (s *session) Release(ctx context.Context, name string, token events.Token, hold time.Duration) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := backends.ValidateRelease(name, hold); err != nil {
+		return err
+	}
+	s.ledger.Released(name, token)
+	var (
+		n     int64
+		alive bool
+	)
+	err := s.b.run(ctx, "release", func() error {
+		return s.b.pool.QueryRow(ctx, s.b.t.expand(releaseSQL), name, s.sid, int64(token), ms(hold), s.b.t.channel).
+			Scan(&n, &alive)
+	})
+	switch {
+	case err != nil:
+		return err
+	case n == 1:
+		return nil
+	case !alive:
+		return fmt.Errorf("%w: %q: %w", backends.ErrNotHeld, name, s.lost())
+	}
+	return fmt.Errorf("%w: %q under token %d by this session of %s", backends.ErrNotHeld, name, token, s.id)
+}
+
+// keepAliveSQL calls the keep_alive function of the schema (see SQL).
+const keepAliveSQL = `SELECT alive, names, tokens FROM {keep_alive}($1)`
+
+// KeepAlive renews the session row and every lock row of the session to
+// the server's now() + TTL, in one statement (a call of the schema's
+// keep_alive function), one round trip whatever the number of locks, and
+// confirms the locks it was granted against the rows renewed. Locks not
+// renewed under the token granted (deleted, expired with their lease,
+// taken over) go to the ledger, for Lost; the call still succeeds. A
+// session whose row expired stays lost: ErrSessionLost.
+//
+// A transaction that holds a lock row FOR SHARE (Fence) delays the
+// KeepAlive until it ends: keep fenced transactions short.
+func (s *session) KeepAlive(ctx context.Context) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	granted := s.ledger.Held()
+	var (
+		alive  bool
+		names  []string
+		tokens []int64
+	)
+	err := s.b.run(ctx, "keep-alive", func() error {
+		return s.b.pool.QueryRow(ctx, s.b.t.expand(keepAliveSQL), s.sid).Scan(&alive, &names, &tokens)
+	})
+	switch {
+	case err != nil:
+		return err
+	case !alive:
+		return s.lost()
+	}
+	renewed := make(map[string]events.Token, len(names))
+	for i, name := range names {
+		if i < len(tokens) {
+			renewed[name] = events.Token(tokens[i])
+		}
+	}
+	for name, tok := range granted {
+		if renewed[name] != tok {
+			s.ledger.Gone(name, tok)
+		}
+	}
+	return nil
+}
+
+// closeSQL deletes the session row, its registry entries and its lock
+// rows (but those released with a hold), NOTIFYing each lock freed.
+const closeSQL = `WITH s AS (
+  DELETE FROM {sessions} WHERE id = $1
+), m AS (
+  DELETE FROM {members} WHERE session_id = $1
+), l AS (
+  DELETE FROM {locks} WHERE session_id = $1 AND NOT hold RETURNING name
+)
+SELECT count(*) FROM l, pg_notify($2, '0 ' || l.name) n`
+
+// Close deletes the session row, its registry entries and the locks it
+// holds, which wakes their waiters: one statement. If it does not reach
+// PostgreSQL, the session is closed all the same, and its locks are freed
+// when their rows expire.
+func (s *session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	return s.b.run(ctx, "close", func() error {
+		_, err := s.b.pool.Exec(ctx, s.b.t.expand(closeSQL), s.sid, s.b.t.channel)
+		return err
+	})
+}
+
+// Lost returns the locks KeepAlive found gone; see backends.Session.
+func (s *session) Lost() map[string]events.Token { return s.ledger.Lost() }
+
+// usable returns an error matching backends.ErrSessionClosed once Close
+// was called.
+func (s *session) usable() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("postgres: session of %s: %w", s.id, backends.ErrSessionClosed)
+	}
+	return nil
+}
+
+func (s *session) lost() error {
+	return fmt.Errorf("postgres: session of %s: %w", s.id, backends.ErrSessionLost)
+}
