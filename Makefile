@@ -1,5 +1,6 @@
 # make test: what CI runs (.ci/run) and what a newcomer runs first.
-# It installs the servers the backend tests start (redis-server, ZooKeeper)
+# It installs the servers the backend tests start (redis-server, ZooKeeper,
+# PostgreSQL)
 # when they are missing, then vets and runs every test with the race
 # detector, in the library and in the bench/ module. No backend test is
 # skipped.
@@ -53,15 +54,17 @@ bench: deps
 bench-quick: deps
 	cd bench && $(GO) run . -quick
 
-# deps installs redis-server and ZooKeeper from Debian when missing (as
-# root); elsewhere it says what to install.
+# deps installs redis-server, ZooKeeper and PostgreSQL from Debian when
+# missing (as root); elsewhere it says what to install. The PostgreSQL
+# tests make clusters of their own (backends/postgres/pgtest): the
+# package's system cluster is never used.
 deps:
-	@if ! command -v redis-server >/dev/null 2>&1 || [ ! -x /usr/share/zookeeper/bin/zkServer.sh ]; then \
+	@if ! command -v redis-server >/dev/null 2>&1 || [ ! -x /usr/share/zookeeper/bin/zkServer.sh ] || ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "installing redis-server and zookeeper"; \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server zookeeper >/dev/null; \
+			echo "installing redis-server, zookeeper and postgresql"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server zookeeper postgresql >/dev/null; \
 		else \
-			echo "make test needs redis-server and ZooKeeper; on Debian: sudo apt-get install -y redis-server zookeeper" >&2; \
+			echo "make test needs redis-server, ZooKeeper and PostgreSQL; on Debian: sudo apt-get install -y redis-server zookeeper postgresql" >&2; \
 			exit 1; \
 		fi; \
 	fi
