@@ -1,0 +1,63 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
+)
+
+// fenceSQL finds the lock row held under the token and locks it FOR
+// SHARE until the caller's transaction ends. clock_timestamp(), not
+// now(): a transaction may have begun long before.
+const fenceSQL = `SELECT 1 FROM {locks}
+WHERE name = $1 AND token = $2 AND NOT hold AND expires_at > clock_timestamp()
+FOR SHARE`
+
+// Fence checks, inside the caller's own transaction tx, that the lock
+// name is still held under token, and keeps it so until tx ends: it takes
+// the lock row FOR SHARE, so a take-over (and the holder's own
+// KeepAlive) waits for tx to commit or roll back. A leader that writes
+// in tx after Fence returned nil therefore commits before any later term
+// begins, and a stale leader's Fence returns an error matching
+// backends.ErrNotHeld: roll tx back. opts may hold WithSchema only.
+//
+// Keep fenced transactions short: while tx runs, the holder's KeepAlive
+// waits too. In a REPEATABLE READ or SERIALIZABLE transaction, a lock
+// row changed since tx began fails with a serialization failure (40001),
+// returned matching backends.ErrUnavailable: run the transaction again.
+// Fence runs no retry itself: a failed statement aborts tx.
+func Fence(ctx context.Context, tx pgx.Tx, name string, token events.Token, opts ...Option) error {
+	if tx == nil {
+		return fmt.Errorf("%w: postgres: fence: nil transaction", backends.ErrInvalid)
+	}
+	if err := backends.ValidateName(name); err != nil {
+		return err
+	}
+	c, err := configure(opts)
+	if err != nil {
+		return err
+	}
+	if c.listen != nil {
+		return fmt.Errorf("%w: postgres: WithListener does not apply to Fence", backends.ErrInvalid)
+	}
+	if token == 0 {
+		return fmt.Errorf("%w: %q under token 0", backends.ErrNotHeld, name)
+	}
+	if err := ctx.Err(); err != nil {
+		return unavailable(ctx, "fence", err)
+	}
+	var one int
+	err = tx.QueryRow(ctx, newTables(c.schema).expand(fenceSQL), name, int64(token)).Scan(&one)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%w: %q is no longer held under token %d", backends.ErrNotHeld, name, token)
+	case err != nil:
+		return unavailable(ctx, "fence", err)
+	}
+	return nil
+}
