@@ -5,6 +5,8 @@
 //	redis://host:port[/db]              one Redis server (or a proxy)
 //	etcd://host:port[,host:port…]       an etcd cluster
 //	zk://host:port[,host:port…][/root]  a ZooKeeper ensemble, under root
+//	postgres://[user[:password]@]host:port/db[?param=value…]
+//	                                    a PostgreSQL database (postgresql:// too)
 //
 // Schemes are case-insensitive, as in any URL, and "memory://" is memory
 // too. Parse checks a URL without connecting; every error it returns
@@ -26,12 +28,14 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/zookeeper"
@@ -46,7 +50,7 @@ var (
 )
 
 // Usage lists the accepted URLs, for help texts.
-const Usage = "memory | redis://host:port[/db] | etcd://host:port[,host:port…] | zk://host:port[,host:port…][/root]"
+const Usage = "memory | redis://host:port[/db] | etcd://host:port[,host:port…] | zk://host:port[,host:port…][/root] | postgres://[user@]host:port/db"
 
 // ZooKeeperSessionTimeout is the session timeout Open asks ZooKeeper for;
 // campaign TTLs must not exceed it.
@@ -57,7 +61,8 @@ const maxHostLen = 253
 
 // Target is a parsed backend URL.
 type Target struct {
-	// Scheme is "memory", "redis", "etcd" or "zk".
+	// Scheme is "memory", "redis", "etcd", "zk" or "postgres" (for
+	// postgresql:// too).
 	Scheme string
 	// Hosts are the servers, host:port each; one for Redis, none for memory.
 	Hosts []string
@@ -66,6 +71,9 @@ type Target struct {
 	// Root is the ZooKeeper path under which locks live; empty for the
 	// backend's default.
 	Root string
+	// DSN is the whole PostgreSQL URL, user, password and parameters
+	// included, as pgx takes it.
+	DSN string
 }
 
 // Parse checks raw and returns what it names, without connecting.
@@ -94,10 +102,12 @@ func Parse(raw string) (Target, error) {
 		}
 		return Target{Scheme: "memory"}, nil
 	case "redis", "etcd", "zk":
+	case "postgres", "postgresql":
+		return parsePostgres(raw, u.Scheme, bad)
 	case "":
 		return Target{}, bad("no scheme: write memory, or redis://, etcd:// or zk:// and host:port")
 	default:
-		return Target{}, bad("scheme %q is not one of memory, redis, etcd, zk", u.Scheme)
+		return Target{}, bad("scheme %q is not one of memory, redis, etcd, zk, postgres", u.Scheme)
 	}
 	switch {
 	case u.Opaque != "":
@@ -135,6 +145,36 @@ func Parse(raw string) (Target, error) {
 			}
 		}
 		t.Root = path
+	}
+	return t, nil
+}
+
+// parsePostgres checks a PostgreSQL URL the way pgx reads it (user,
+// password and parameters such as sslmode included), without connecting.
+// It must name a host and a port.
+func parsePostgres(raw, scheme string, bad func(string, ...any) error) (Target, error) {
+	dsn := scheme + raw[len(scheme):] // pgx wants the scheme in lower case
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		msg := err.Error()
+		if inner := errors.Unwrap(err); inner != nil {
+			msg = inner.Error() // without the URL
+		}
+		msg = strings.ReplaceAll(msg, "\n", " ")
+		if len(msg) > 200 {
+			msg = msg[:200] + "…"
+		}
+		return Target{}, bad("not a PostgreSQL URL: %s", strings.ToValidUTF8(msg, "?"))
+	}
+	host := cfg.ConnConfig.Host
+	if host == "" || strings.HasPrefix(host, "/") {
+		return Target{}, bad("no host:port (a Unix socket is not supported here)")
+	}
+	t := Target{Scheme: "postgres", Hosts: []string{net.JoinHostPort(host, strconv.Itoa(int(cfg.ConnConfig.Port)))}, DSN: dsn}
+	for _, f := range cfg.ConnConfig.Fallbacks { // with and without TLS: one host twice
+		if h := net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port))); !slices.Contains(t.Hosts, h) {
+			t.Hosts = append(t.Hosts, h)
+		}
 	}
 	return t, nil
 }
@@ -196,6 +236,15 @@ func shown(s string) string {
 	return strconv.Quote(s)
 }
 
+// Redacted returns String with a password replaced by "xxxxx", for
+// messages.
+func (t Target) Redacted() string {
+	if u, err := url.Parse(t.String()); err == nil {
+		return u.Redacted()
+	}
+	return t.String()
+}
+
 // String returns the target as a URL that Parse accepts.
 func (t Target) String() string {
 	switch t.Scheme {
@@ -203,6 +252,8 @@ func (t Target) String() string {
 		return "memory"
 	case "redis":
 		return fmt.Sprintf("redis://%s/%d", strings.Join(t.Hosts, ","), t.DB)
+	case "postgres":
+		return t.DSN // with its password, if any: see Redacted
 	}
 	u := url.URL{Scheme: t.Scheme, Host: strings.Join(t.Hosts, ","), Path: t.Root}
 	return u.String()

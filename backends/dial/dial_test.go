@@ -13,7 +13,7 @@ func TestBadURLs(t *testing.T) {
 	long := "redis://" + strings.Repeat("h", 70_000) + ":6379"
 	tests := []struct{ url, names string }{
 		{"", "empty: write memory"},
-		{"mysql://localhost:3306", `scheme "mysql" is not one of memory, redis, etcd, zk`},
+		{"mysql://localhost:3306", `scheme "mysql" is not one of memory, redis, etcd, zk, postgres`},
 		{"foo://", `"foo://": scheme "foo"`},
 		{"memory://x:1", "takes no host, path or options: write memory"},
 		{"memory:/x", "takes no host, path or options: write memory"},
@@ -32,6 +32,8 @@ func TestBadURLs(t *testing.T) {
 		{"redis://u:secret@a:1/%zz", `invalid URL escape "%zz"`},
 		{"redis://a:1?db=2", "queries are not supported"},
 		{"redis://a:1#x", "fragments are not supported"},
+		{"postgres:///db", "no host:port"},
+		{"postgres://h:1/db?sslmode=bogus", "not a PostgreSQL URL"},
 		{long, "host name is 70000 bytes, longer than 253"},
 		{"etcd://a:1,b", `invalid port ":1,b" after host`},
 		{"etcd://a:1,b:99999", `port "99999" is not a number from 1 to 65535`},
@@ -82,6 +84,8 @@ func TestParse(t *testing.T) {
 		{"zk://[::1]:2181/svc/locks/", dial.Target{Scheme: "zk", Hosts: []string{"[::1]:2181"}, Root: "/svc/locks"}},
 		{"ZK://h:1/", dial.Target{Scheme: "zk", Hosts: []string{"h:1"}}},
 		{"zk://h:1/a%20b", dial.Target{Scheme: "zk", Hosts: []string{"h:1"}, Root: "/a b"}},
+		{"postgres://u:pw@h:5432/db?sslmode=disable", dial.Target{Scheme: "postgres", Hosts: []string{"h:5432"}, DSN: "postgres://u:pw@h:5432/db?sslmode=disable"}},
+		{"PostgreSQL://h:1/db", dial.Target{Scheme: "postgres", Hosts: []string{"h:1"}, DSN: "postgresql://h:1/db"}},
 	}
 	for _, tt := range tests {
 		got, err := dial.Parse(tt.url)
@@ -99,7 +103,7 @@ func TestParse(t *testing.T) {
 // target.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"memory", "MEMORY", "memory://", "", "redis://h:1/2", "REDIS://h:1", "etcd://a:1,b:2",
-		"zk://h:1/root", "zk://h:1,h:2/", "zk://h:1/zookeeper", "zk://h:1/a%3Fb", "%zz", "redis://[::1]:6379", "foo://",
+		"zk://h:1/root", "zk://h:1,h:2/", "zk://h:1/zookeeper", "zk://h:1/a%3Fb", "%zz", "redis://[::1]:6379", "foo://", "postgres://u:p@h:1/db?sslmode=disable", "postgresql://h:1,h:2/db",
 		"redis://" + strings.Repeat("h", 300) + ":1"} {
 		f.Add(s)
 	}

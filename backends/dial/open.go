@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
@@ -18,6 +21,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/backends/postgres"
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/zookeeper"
 	"github.com/hustings/hustings/internal/human"
@@ -95,6 +99,8 @@ func (t Target) Open(ctx context.Context, opts ...Option) (b backends.Backend, c
 		return t.openEtcd(ctx, cfg)
 	case "zk":
 		return t.openZooKeeper(ctx, cfg)
+	case "postgres":
+		return t.openPostgres(ctx, cfg)
 	}
 	return nil, nil, fmt.Errorf("%w: scheme %q", ErrURL, t.Scheme)
 }
@@ -120,7 +126,7 @@ func (t Target) unreachable(ctx context.Context, cfg config, lastDial, err error
 			cause = context.Cause(ctx)
 		}
 	}
-	return fmt.Errorf("%w %s%s: %w", ErrUnreachable, t, within, cause)
+	return fmt.Errorf("%w %s%s: %w", ErrUnreachable, t.Redacted(), within, cause)
 }
 
 // isContextErr reports whether err says only that a context ended, as
@@ -232,3 +238,47 @@ func waitSession(ctx context.Context, conn *zk.Conn) error {
 	}
 	return nil
 }
+
+// openPostgres makes a pool of the URL, waits for one connection, and
+// runs postgres.Migrate (idempotent): the tables are made on first use.
+// Behind a transaction pooler, whose LISTEN does not work, build the
+// pool yourself and call postgres.New with postgres.WithListener.
+func (t Target) openPostgres(ctx context.Context, cfg config) (backends.Backend, func(), error) {
+	pcfg, err := pgxpool.ParseConfig(t.DSN)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dial: %s: %w", t.Redacted(), err)
+	}
+	pcfg.ConnConfig.ConnectTimeout = cfg.timeout
+	pool, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), pcfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dial: %s: %w", t.Redacted(), err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) { // the server answered, with an error
+			return nil, nil, fmt.Errorf("dial: %s: %w", t.Redacted(), err)
+		}
+		return nil, nil, t.unreachable(ctx, cfg, nil, oneLine{err})
+	}
+	if err := postgres.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("dial: %s: %w", t.Redacted(), err)
+	}
+	b, err := postgres.New(pool)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return b, pool.Close, nil
+}
+
+// oneLine is an error whose message (pgx lists each address it tried on
+// a line of its own) is one line.
+type oneLine struct{ err error }
+
+func (o oneLine) Error() string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(o.err.Error(), "\n", "; ")), " ")
+}
+
+func (o oneLine) Unwrap() error { return o.err }

@@ -52,7 +52,7 @@ func show(ctx context.Context, b backends.Backend, target dial.Target, w io.Writ
 		prefix: fmt.Sprintf("demo-%x", time.Now().UnixNano()%0xffffff)}
 	defer s.tl.flush() // last: after the campaigns closed
 	defer s.closeAll()
-	s.tl.note("five candidates campaign for one lock on %s (TTL %v, retry %v); a leader revokes itself at its term's deadline unless a keep-alive moved it on", target, ttl, retry)
+	s.tl.note("five candidates campaign for one lock on %s (TTL %v, retry %v); a leader revokes itself at its term's deadline unless a keep-alive moved it on", target.Redacted(), ttl, retry)
 	s.tl.header()
 	acts := []func(context.Context) error{s.election, s.crash, s.resign, s.slowConsumer, s.weightedGroup}
 	for _, act := range acts {
