@@ -15,6 +15,7 @@ import (
 
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
+	"github.com/hustings/hustings/backends/postgres/pgtest"
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/redis/redistest"
 	"github.com/hustings/hustings/backends/zookeeper/zktest"
@@ -54,6 +55,7 @@ var backendsUnderTest = []backend{
 	// etcd checks for expired leases every 500 ms.
 	{name: "etcd", start: startEtcd, slack: 800 * time.Millisecond, pushed: true},
 	{name: "zookeeper", start: startZooKeeper, slack: 300 * time.Millisecond, pushed: true},
+	{name: "postgres", start: startPostgres, slack: 300 * time.Millisecond},
 }
 
 // startRedis runs a durable redis-server: a restart loses nothing it
@@ -128,6 +130,28 @@ func startZooKeeper(t *testing.T) server {
 				conn = c
 			}
 			return deleteHolderNode(conn, "/chaos/locks/"+url.PathEscape(name))
+		},
+	}
+}
+
+// startPostgres runs a PostgreSQL cluster of its own (package pgtest):
+// down is a crash (SIGKILL), up crash recovery on the same data.
+func startPostgres(t *testing.T) server {
+	s := pgtest.Start(t)
+	pool := pgtest.Pool(t, s.DSN())
+	return server{
+		addr: s.Addr(),
+		url:  pgtest.DSN,
+		down: s.Kill,
+		up:   s.Restart,
+		tamper: func(ctx context.Context, name string) error {
+			// A raw DELETE NOTIFYs nothing: waiters find out by their
+			// timers or by polling, the holder at its next keep-alive.
+			tag, err := pool.Exec(ctx, `DELETE FROM hustings.locks WHERE name = $1`, name)
+			if err == nil && tag.RowsAffected() != 1 {
+				err = fmt.Errorf("no lock row %q to delete", name)
+			}
+			return err
 		},
 	}
 }
