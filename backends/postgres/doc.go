@@ -1,0 +1,101 @@
+// Package postgres is a backend on PostgreSQL tables, for services that
+// already run PostgreSQL. It takes the caller's *pgxpool.Pool
+// (github.com/jackc/pgx/v5) and never closes it.
+//
+// # Tables
+//
+// Migrate creates, in a schema of their own (WithSchema, default
+// "hustings"), three tables, two sequences and one function; SQL prints
+// the same statements for a DBA to apply by hand. New never creates
+// anything; a backend whose tables are missing fails with
+// backends.ErrInvalid naming Migrate.
+//
+//   - sessions: one row per Open, with the session's TTL and expires_at.
+//     A session lives while expires_at is after the server's now(); no
+//     statement ever extends a session that has expired.
+//   - locks: one row per lock name, with the holding session, the
+//     candidate ID, the fencing token and the lock's own expires_at
+//     (never past a lease's end). Whether a lock is free is decided by its
+//     row alone: it is free once its expires_at has passed. A lock
+//     released with a hold keeps its row, marked hold, until the hold
+//     ends.
+//   - members: the group registry (backends.Registry), live while the
+//     entry's session is.
+//   - tokens (a bigint sequence, NO CYCLE): every fencing token. Tokens
+//     strictly increase per database, across holders, restarts and a
+//     failover to a synchronous replica; a value is never handed out twice.
+//
+// # Statements
+//
+// Every call is one statement, one round trip. Open inserts the session
+// row. Acquire is one INSERT ... ON CONFLICT DO UPDATE ... WHERE the row
+// is this session's or has expired, RETURNING the token; it reads its own
+// session row FOR SHARE, which orders it with that session's keep-alive,
+// and copies the session's expires_at into the lock row. KeepAlive calls
+// the schema's keep_alive function, which renews the session row and then,
+// in a statement with a snapshot of its own, every lock row of the session
+// (so a lock acquired while it waited is renewed too), and returns the
+// locks it renewed: KeepAlive compares them with what Acquire granted and
+// reports the others by Lost. Release deletes the row (or marks it hold);
+// Close deletes the session row, its lock rows and its registry entries.
+// Serialization failures (40001) and deadlocks (40P01) are retried inside
+// the backend, up to 5 times with a short jittered pause; users never see
+// them. The backend keeps no session-level state (no advisory locks, no
+// SET, no temporary tables), so it works through a transaction pooler
+// such as PgBouncer in transaction mode, LISTEN excepted (below).
+//
+// Every expiry is computed by the server, with now(), from the server's
+// clock only; the client's clock never reaches a row. The local deadlines
+// of package campaign count from the start of the client's call, before
+// the server's now(), so they end first.
+//
+// # Wake-ups
+//
+// Acquire, Release and Close NOTIFY one channel per schema
+// ("hustings.<schema>") in the same statement: the payload is how many
+// milliseconds the lock now lives, and its name. Watch LISTENs on one
+// connection per Backend that it dials itself (WithListener; default: the
+// pool's configuration), not one from the pool, which every watched lock
+// of the Backend shares, as the Redis backend shares one pub/sub
+// connection. Nothing notifies an expiry (a crashed holder, a lease), so
+// the listener also keeps, per watched lock, a timer set to the expiry it
+// last saw; when it fires, it re-reads the rows due (one query for all of
+// them) and signals the locks that are free. Behind a transaction pooler,
+// give WithListener a configuration that reaches the server directly.
+// Every Watch channel is closed by the Backend when its context ends or
+// the listening connection breaks.
+//
+// # Fencing inside the caller's transaction
+//
+// Fence(ctx, tx, name, token) checks, inside the caller's own transaction,
+// that name is still held under token, and takes its row FOR SHARE: a
+// take-over (an UPDATE of that row) waits until the transaction commits or
+// rolls back, so the old leader's write lands before the next term begins,
+// and a stale leader's Fence fails with backends.ErrNotHeld. While a
+// fenced transaction is open, the holder's own keep-alive waits for it
+// too: keep fenced transactions shorter than the safety margin.
+//
+// # Concurrency
+//
+// A Backend and its sessions are safe for concurrent use. Calls block for
+// one round trip (and the retries above), bounded by their context. Watch
+// returns once the LISTEN is confirmed; its goroutine lives while at least
+// one watch does.
+//
+// # What it cannot promise
+//
+//   - With asynchronous replication, a failover loses the last commits: a
+//     lock granted just before may be granted again. Tokens from the
+//     sequence stay safe only if the replica is synchronous; fence the
+//     resource.
+//   - A paused process (GC, SIGSTOP) may still believe it leads after its
+//     lock expired on the server; its deadline and the token (Fence) bound
+//     the harm.
+//   - Expiry is the server's clock: a server whose clock jumps ends
+//     sessions early or late.
+//   - A lock deleted behind its holder's back is found at the holder's
+//     next KeepAlive, not pushed (the session is not a
+//     backends.LossNotifier).
+//   - Rows of expired sessions are deleted a few at a time by later Opens;
+//     lock rows stay, one per name ever used.
+package postgres
