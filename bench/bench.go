@@ -36,7 +36,7 @@ func fullConfig() config {
 		// 100,000 campaigns started at once elect none on etcd or
 		// ZooKeeper within the limit, and on etcd take minutes and many GB
 		// to close (bench/README.md, finding 6).
-		ScaleMax:    map[string]int{"etcd": 10000, "zookeeper": 10000},
+		ScaleMax:    map[string]int{"etcd": 10000, "zookeeper": 10000, "postgres": 10000},
 		FailoverTTL: time.Second, FailoverTry: 100 * time.Millisecond, ScaleTTL: 3 * time.Second,
 	}
 }

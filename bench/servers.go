@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
@@ -18,6 +19,8 @@ import (
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
 	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/backends/postgres"
+	"github.com/hustings/hustings/backends/postgres/pgtest"
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/redis/redistest"
 	"github.com/hustings/hustings/backends/zookeeper"
@@ -98,6 +101,8 @@ func startSystem(ctx context.Context, dir, name string) (*system, error) {
 		s, err = startEtcd(dir)
 	case "zookeeper":
 		s, err = startZooKeeper(dir)
+	case "postgres":
+		s, err = startPostgres()
 	default:
 		return nil, fmt.Errorf("unknown backend %q", name)
 	}
@@ -278,4 +283,63 @@ func startZooKeeper(dir string) (*system, error) {
 	}
 	s.peers = zkPeers(srv.Addr())
 	return s, nil
+}
+
+// startPostgres starts a cluster of its own (package pgtest: in a
+// temporary directory of its own, run as an unprivileged user under root).
+func startPostgres() (*system, error) {
+	srv, err := pgtest.StartServer()
+	if err != nil {
+		return nil, err
+	}
+	s := &system{name: "postgres", maxTTL: 30 * time.Second, closers: []func(){srv.Stop}}
+	newBackend := func() (backends.Backend, func(), error) {
+		pool, err := pgtest.NewPool(srv.DSN())
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := postgres.New(pool)
+		if err != nil {
+			pool.Close()
+			return nil, nil, err
+		}
+		return b, pool.Close, nil
+	}
+	pool, err := pgtest.NewPool(srv.DSN())
+	if err != nil {
+		return s, err
+	}
+	s.closers = append(s.closers, pool.Close)
+	ctx := context.Background()
+	if err := postgres.Migrate(ctx, pool); err != nil {
+		return s, err
+	}
+	if _, err := pool.Exec(ctx, "CREATE TABLE IF NOT EXISTS bench_write (k text PRIMARY KEY)"); err != nil {
+		return s, err
+	}
+	if s.backend, err = postgres.New(pool); err != nil {
+		return s, err
+	}
+	s.fresh = newBackend
+	s.readName, s.read = "SELECT 1", func(ctx context.Context) error {
+		_, err := pool.Exec(ctx, "SELECT 1")
+		return err
+	}
+	s.writeName, s.write = "INSERT … ON CONFLICT DO NOTHING", func(ctx context.Context) error {
+		_, err := pool.Exec(ctx, "INSERT INTO bench_write VALUES ($1) ON CONFLICT DO NOTHING", fmt.Sprintf("w%d", seq.Add(1)))
+		return err
+	}
+	s.requestsName = "transactions (pg_stat_database)"
+	s.requests = func(ctx context.Context) (int64, error) { return pgTransactions(ctx, pool) }
+	s.peers = pgPeers(srv.DSN())
+	return s, nil
+}
+
+// pgTransactions returns the server's count of transactions, committed
+// and rolled back, in every database (one statement is one transaction
+// here). The server publishes its counts with a delay of up to a second.
+func pgTransactions(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	var n int64
+	err := pool.QueryRow(ctx, "SELECT sum(xact_commit + xact_rollback)::bigint FROM pg_stat_database").Scan(&n)
+	return n, err
 }
