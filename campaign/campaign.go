@@ -64,7 +64,8 @@ func (c *Campaign) Subscribe(ctx context.Context) <-chan events.Event { return c
 // State returns a snapshot of the campaign, for observation only.
 func (c *Campaign) State() State { return c.e.State() }
 
-// Run campaigns until ctx ends or Close is called, and blocks until then.
+// Run campaigns until ctx ends or Close is called, and blocks until then
+// (Session.Campaign starts a campaign without a goroutine of the caller's).
 // It owns every goroutine the campaign starts and waits for them. On the
 // way out it ends the term in force gracefully: Revoked, then (bounded by
 // the grace period) the work bound to the term, then release. It returns

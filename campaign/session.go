@@ -50,6 +50,25 @@ func NewSession(b backends.Backend, opts ...Option) (*Session, error) {
 // ErrClosed if called again. Campaigns on it then end with ErrClosed.
 func (s *Session) Run(ctx context.Context) error { return s.s.Run(ctx) }
 
+// Campaign returns a campaign for the lock name on s, already running: it
+// needs no goroutine of the caller's, nor one of its own while it holds
+// the lock or waits for its turn (a held campaign costs a few KiB), so a
+// process can hold thousands on one session. It runs until Close, or until
+// s stops (Close or the end of Run's context), and then ends as Run does;
+// Run on it returns ErrRunning. The options are New's; WithSession(s) is
+// implied. It returns ErrInvalid for bad options and ErrClosed if s is
+// closed.
+func (s *Session) Campaign(name string, opts ...Option) (*Campaign, error) {
+	c, err := New(s.s.Backend(), name, append(opts, WithSession(s))...)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.e.Start(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // Close stops Run and waits for it. Calling it again, or before Run, is
 // fine.
 func (s *Session) Close() error { return s.s.Close() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -211,6 +212,77 @@ func TestCandidateRefusedSessionEnds(t *testing.T) {
 		}
 		if err := <-done; !errors.Is(err, campaign.ErrClosed) {
 			t.Fatalf("campaign's Run = %v, want ErrClosed", err)
+		}
+	})
+}
+
+// Session.Campaign starts campaigns that need no goroutine, neither the
+// caller's nor their own, once they hold: a thousand held campaigns add a
+// handful of goroutines (the session's), not one each. They end with
+// Close, or all at once when the session stops, each after the Revoked
+// that ends its term; Run on one is ErrRunning.
+func TestSessionCampaignHoldsWithoutGoroutines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		s, err := campaign.NewSession(b, campaign.WithID("a"), campaign.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessDone := make(chan error, 1)
+		go func() { sessDone <- s.Run(context.Background()) }()
+		synctest.Wait()
+		before := runtime.NumGoroutine()
+		const n = 1000
+		cs := make([]*campaign.Campaign, n)
+		for i := range cs {
+			if cs[i], err = s.Campaign(fmt.Sprint("lock-", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, c := range cs {
+			if e := next(t, c.Events()); e.Kind != events.Elected {
+				t.Fatalf("campaign %d: first event %s, want elected", i, e)
+			}
+		}
+		time.Sleep(3 * ttl) // renewals go on; every term holds
+		synctest.Wait()
+		added := runtime.NumGoroutine() - before
+		t.Logf("%d held campaigns added %d goroutines", n, added)
+		if added > 10 {
+			t.Errorf("%d held campaigns added %d goroutines; want a few, not one a campaign", n, added)
+		}
+		for i, c := range cs {
+			if st := c.State(); !st.Leader {
+				t.Fatalf("campaign %d lost its term while held: %+v", i, st)
+			}
+		}
+		if err := cs[0].Run(t.Context()); !errors.Is(err, campaign.ErrRunning) {
+			t.Errorf("Run on a started campaign = %v, want ErrRunning", err)
+		}
+		if err := cs[0].Close(); err != nil {
+			t.Fatal(err)
+		}
+		if e := next(t, cs[0].Events()); e.Kind != events.Revoked || !errors.Is(e.Reason, events.ErrResigned) {
+			t.Fatalf("after Close got %s, want revoked: resigned", e)
+		}
+		if h, _ := b.Holder(t.Context(), "lock-0"); !h.Free() {
+			t.Errorf("lock-0 still held by %+v after its campaign closed", h)
+		}
+		s.Close()
+		if err := <-sessDone; !errors.Is(err, campaign.ErrClosed) {
+			t.Errorf("session Run = %v, want ErrClosed", err)
+		}
+		for i, c := range cs[1:] {
+			e, ok := <-c.Events()
+			if !ok || e.Kind != events.Revoked {
+				t.Fatalf("campaign %d after the session closed: %s, %v; want revoked", i+1, e, ok)
+			}
+			if _, ok := <-c.Events(); ok {
+				t.Fatalf("campaign %d: events not closed after the session closed", i+1)
+			}
+		}
+		if _, err := s.Campaign("late"); !errors.Is(err, campaign.ErrClosed) {
+			t.Errorf("Campaign on a closed session = %v, want ErrClosed", err)
 		}
 	})
 }

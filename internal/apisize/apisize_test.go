@@ -20,7 +20,7 @@ var packages = []string{"campaign", "group", "events", "backends", "strategy"}
 
 // budget is the most exported names they may have together: today's
 // count, to be lowered, never raised without a reason in the commit.
-const budget = 116
+const budget = 117
 
 func TestExportedNames(t *testing.T) {
 	total := 0

@@ -12,126 +12,150 @@ import (
 	"github.com/hustings/hustings/events"
 )
 
-// actor is the state of one Run. It lives in Run's goroutine; backend calls
-// run one at a time in goroutines it owns (ops), so a hanging backend never
-// holds up the deadline, the events or a stop.
+// actor is the state of one running campaign: a state machine with no
+// goroutine of its own. Everything that happens to it — a backend call's
+// result, a timer, a watch signal, a renewal of its session, a Resign, a
+// stop — is a callback that takes its lock, changes its state (do, done),
+// and starts whatever is then due (settle). Backend calls run one at a
+// time in goroutines taken from the session's turns (ops), so a hanging
+// backend never holds up the deadline, the events or a stop. A held
+// campaign is this struct and its term: no goroutine.
 type actor struct {
+	mu  sync.Mutex
 	e   *Elector
 	cfg *Config
-	ctx context.Context // Run's
+	ctx context.Context // Run's, or Background for a campaign started on a session
 
-	sess     backends.Session
-	renewed  time.Time // start of the session's last successful Open or KeepAlive
-	term     *term     // the term in force, nil if none
-	lastErr  error     // the last backend failure, nil after a success
-	failures int       // backend failures in a row, for the backoff
+	on   onSession // the session and what the campaign knows of it
+	term *term     // the term in force, nil if none
+	op   *op       // the backend call in flight, nil if none
+	at   schedule  // when each kind of call is next due, and why
+	fail failures
 
-	op       *op            // the backend call in flight, nil if none
-	releases []release      // resignations waiting for the op slot
-	wg       sync.WaitGroup // every goroutine the actor starts
+	releases []release // resignations waiting for the op slot
+	doubt    []string  // locks the session may hold or wait for untold (see disown)
+	watch    *watching // the backend's watch of the lock, nil if none
+	gate     *gate     // the strategy's gate, nil without one
+	audit    audit     // checks for duplicate IDs and disagreeing slot counts
 
-	openAt, keepAt, tryAt time.Time // when each call is next due
-	backoffUntil          time.Time // no acquire before this (after Resign)
-	watchAt               time.Time // no new watch before this
-	woken                 bool      // a watch signal came while an acquire was in flight
-	doubt                 []string  // locks the session may hold or wait for untold (see disown)
-	lost                  bool      // a try found the lock held since the last term: watch it
-
-	watch       <-chan struct{}
-	watchCancel context.CancelFunc
-	losses      <-chan struct{} // the own session's pushed lock losses, nil if none
-	gate        *gate           // the strategy's gate, nil without one
-
-	shared        *Session // the shared session's owner; nil: own session
-	gen           uint64   // the shared session's generation in use
-	sharedChanged <-chan struct{}
-	releaseAt     time.Time // no release before this (after a failed one, shared)
-	sessionGone   bool      // the shared session is stopping: leave
-	fatal         error     // a backend error that no retry can cure: Run returns it
-	renewWanted   bool      // elect found the deadline spent: try again after a renewal
-	audit         audit     // checks for duplicate IDs and disagreeing slot counts
-
-	wake, deadline *time.Timer
+	end    ending
+	alarms struct{ wake, deadline, flush alarm }
+	wg     sync.WaitGroup // every goroutine the actor starts
 }
 
-func newActor(e *Elector, ctx context.Context) *actor {
-	a := &actor{e: e, cfg: &e.cfg, gate: e.gate, shared: e.cfg.Session, ctx: ctx, wake: stoppedTimer(), deadline: stoppedTimer()}
-	if a.shared != nil {
-		a.adopt()
-	}
+// onSession is the session a campaign runs on, as the campaign last saw it.
+type onSession struct {
+	*Session
+	private bool             // made for this campaign alone: closed with it
+	sess    backends.Session // the backend session in use; nil while there is none
+	gen     uint64           // its generation
+	renewed time.Time        // start of its last successful Open or KeepAlive
+}
+
+// schedule holds when each call is next due, and the flags that move them.
+type schedule struct {
+	try, notBefore, watch, release time.Time     // acquire; none before (after Resign); new watch; release retry
+	woken                          bool          // a watch signal came while an acquire was in flight
+	lost                           bool          // a try found the lock held since the last term: watch it
+	renewWanted                    bool          // elect found the deadline spent: try again after a renewal
+	flushWait                      time.Duration // the events flush's current pause
+}
+
+// failures counts backend failures in a row, for the backoff, and keeps
+// the last one.
+type failures struct {
+	last error
+	n    int
+}
+
+// ending is how the campaign stops: once reason is set nothing new starts;
+// the call in flight is awaited, then finish runs.
+type ending struct {
+	reason   error // the Revoked reason of a term ended by the stop
+	err      error // what Run returns
+	gone     bool  // the session is stopping: leave
+	fatal    error // a backend error that no retry can cure
+	finished bool  // finish is running
+	stopCtx  func() bool
+	result   chan error // Run's error, once finished (buffer 1)
+}
+
+func newActor(e *Elector, ctx context.Context, s *Session, private bool) *actor {
+	a := &actor{e: e, cfg: &e.cfg, gate: e.gate, ctx: ctx, on: onSession{Session: s, private: private}}
+	a.alarms.wake.f = func() { a.do(func() {}) }
+	a.alarms.deadline.f = func() { a.do(a.expireIfDue) }
+	a.alarms.flush.f = func() { a.do(func() {}) }
 	return a
 }
 
-// run is the actor loop: a select that hands each message to its method.
-func (a *actor) run() error {
-	defer a.wg.Wait()
-	for {
-		if a.sessionGone {
-			a.shutdown(events.ErrResigned)
-			return ErrClosed
-		}
-		if a.fatal != nil {
-			a.shutdown(events.ErrSessionLost)
-			return a.fatal
-		}
+// begin starts the campaign: it follows ctx and its session from now on.
+func (a *actor) begin() {
+	a.do(a.adopt)
+	a.mu.Lock() // a ctx that has ended calls at once, and waits for this
+	defer a.mu.Unlock()
+	if a.ctx.Done() == nil {
+		a.end.stopCtx = func() bool { return true } // a ctx that never ends
+		return
+	}
+	a.end.stopCtx = context.AfterFunc(a.ctx, func() {
+		a.do(func() { a.stop(events.ErrCanceled, a.ctx.Err()) })
+	})
+}
+
+// do runs f on the actor's state, then settles. It does nothing and
+// returns false once the campaign is stopping.
+func (a *actor) do(f func()) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.end.reason != nil {
+		return false
+	}
+	f()
+	a.settle()
+	return true
+}
+
+// settle follows up every change: the campaign stops if its session is
+// gone or a fatal error came; otherwise whatever is due starts. Events go
+// out, and once a stop has no call left in flight, finish runs.
+func (a *actor) settle() {
+	switch {
+	case a.end.reason != nil:
+	case a.end.gone:
+		a.stop(events.ErrResigned, ErrClosed)
+	case a.end.fatal != nil:
+		a.stop(events.ErrSessionLost, a.end.fatal)
+	default:
 		a.startDue()
-		ch, e := a.e.out.Ready()
-		select {
-		case <-a.ctx.Done():
-			a.shutdown(events.ErrCanceled)
-			return a.ctx.Err()
-		case <-a.e.closing:
-			a.shutdown(events.ErrResigned)
-			return ErrClosed
-		case r := <-a.opDone():
-			a.finish(r)
-		case <-a.deadline.C:
-			a.expire()
-		case <-a.wake.C:
-		case _, ok := <-a.watch:
-			a.watchFired(ok)
-		case <-a.losses:
-			if a.term != nil {
-				a.lockLost()
-			}
-		case req := <-a.e.resigns:
-			a.resign(req)
-		case <-a.e.updates:
-			a.updated()
-		case <-a.sharedChanged:
-			a.adopt()
-		case ch <- e:
-			a.e.out.Sent()
-		}
+	}
+	a.flushEvents()
+	if a.end.reason != nil && a.op == nil && !a.end.finished {
+		a.end.finished = true
+		go a.finish()
 	}
 }
 
 // startDue starts the backend call that is due, if the op slot is free,
-// or arms the wake timer once, for the earliest of the calls not yet due.
+// or arms the wake alarm once, for the earliest of the calls not yet due.
 func (a *actor) startDue() {
 	if a.op != nil {
 		return
 	}
 	w := waker{now: time.Now(), next: never}
-	defer w.arm(a.wake)
-	if len(a.releases) > 0 && w.due(a.releaseAt) {
+	defer w.arm(&a.alarms.wake)
+	if len(a.releases) > 0 && w.due(a.at.release) {
 		a.startRelease()
 		return
 	}
-	if a.sess == nil {
-		if a.shared == nil && w.due(a.openAt) {
-			a.startOpen()
-		}
-		return // a shared session arrives through sharedChanged
+	if a.on.sess == nil {
+		return // a session arrives through adopt
 	}
 	switch {
 	case a.gate != nil && !a.gate.registered && w.due(a.gate.registerAt):
 		a.startRegister()
-	case a.shared == nil && w.due(a.keepAt):
-		a.startKeepAlive()
 	case a.term == nil && !a.audit.at.IsZero() && w.due(a.audit.at):
 		a.startAudit()
-	case a.term == nil && len(a.releases) == 0 && w.due(later(a.tryAt, a.backoffUntil)) && a.startTry(&w):
+	case a.term == nil && len(a.releases) == 0 && w.due(later(a.at.try, a.at.notBefore)) && a.startTry(&w):
 	case a.term != nil && a.gate != nil && a.gate.preempt > 0 && w.due(a.gate.rankedAt.Add(a.cfg.Retry)):
 		a.startRank()
 	}
@@ -155,12 +179,12 @@ func (a *actor) startTry(w *waker) bool {
 		if !g.freeSince.IsZero() {
 			next = earlier(next, g.freeSince.Add(g.patience))
 		}
-		a.tryAt, g.fresh = next, false
+		a.at.try, g.fresh = next, false
 		w.due(next)
 		return false
-	case a.shared != nil && a.shared.orphaned(a.e.slots):
-		a.tryAt = w.now.Add(a.cfg.RetryPause()) // an earlier release of ours is pending
-		w.due(a.tryAt)
+	case a.on.orphaned(a.e.slots):
+		a.at.try = w.now.Add(a.cfg.RetryPause()) // an earlier release of ours is pending
+		w.due(a.at.try)
 		return false
 	default:
 		a.startAcquire()
@@ -171,28 +195,24 @@ func (a *actor) startTry(w *waker) bool {
 // elect starts a term with the token the backend confirmed.
 func (a *actor) elect(slot int, token events.Token) {
 	now := time.Now()
-	deadline := a.renewed.Add(a.cfg.TTL - a.cfg.MarginFor(a.cfg.TTL))
+	deadline := a.on.renewed.Add(a.cfg.TTL - a.cfg.MarginFor(a.cfg.TTL))
 	if !deadline.After(now) {
 		// The session is about to run out: renew first, then acquire again
 		// (the same session gets the same token back).
-		if a.shared != nil {
-			a.renewWanted, a.tryAt = true, now.Add(a.cfg.RetryPause())
-			a.shared.report(a.gen)
-			return
-		}
-		a.keepAt, a.tryAt = now, now
+		a.at.renewWanted, a.at.try = true, now.Add(a.cfg.RetryPause())
+		a.on.report(a.on.gen)
 		return
 	}
 	e := events.Event{Kind: events.Elected, Name: a.e.name, Slot: slot, Token: token, Holder: a.cfg.ID, Time: now, Deadline: deadline}
 	t := newTerm(a.ctx, e)
-	a.term, a.audit, a.lost = t, audit{}, false
-	a.deadline.Reset(deadline.Sub(now))
+	a.term, a.audit, a.at.lost = t, audit{}, false
+	a.alarms.deadline.set(deadline.Sub(now))
 	a.stopWatch()
 	a.e.mu.Lock()
 	a.e.current = t
 	a.e.state.Leader, a.e.state.Slot, a.e.state.Token = true, slot, token
 	a.e.state.Deadline, a.e.state.LastEvent = deadline, e
-	a.e.state.Err = a.lastErr // an audit's finding, if any, is past
+	a.e.state.Err = a.fail.last // an audit's finding, if any, is past
 	a.e.mu.Unlock()
 	a.cfg.Observer.TermStarted(a.e.name, a.e.label)
 	a.cfg.Logger.Info("elected", "name", a.e.name, "slot", slot, "id", a.cfg.ID, "token", token, "deadline", deadline)
@@ -206,7 +226,7 @@ func (a *actor) elect(slot int, token events.Token) {
 // extend moves the term's deadline after a successful renewal.
 func (a *actor) extend(deadline time.Time) {
 	a.term.setDeadline(deadline)
-	a.deadline.Reset(time.Until(deadline))
+	a.alarms.deadline.set(time.Until(deadline))
 	a.e.setState(func(s *State) { s.Deadline = deadline })
 }
 
@@ -215,7 +235,7 @@ func (a *actor) extend(deadline time.Time) {
 func (a *actor) revoke(reason error) *term {
 	t := a.term
 	a.term = nil
-	a.deadline.Stop()
+	a.alarms.deadline.stop()
 	e := t.event
 	e.Kind, e.Time, e.Deadline, e.Reason = events.Revoked, time.Now(), t.deadline, reason
 	// State stops reporting leadership before the term's context is
@@ -235,31 +255,33 @@ func (a *actor) revoke(reason error) *term {
 	return t
 }
 
-// expire runs at the term's local deadline: the term ends whatever the
-// backend is doing, and the session is given up.
-func (a *actor) expire() {
+// expireIfDue ends the term at its local deadline, whatever the backend is
+// doing; an alarm that went off early (the deadline moved meanwhile) is
+// set again.
+func (a *actor) expireIfDue() {
 	if a.term == nil {
 		return
 	}
-	reason := events.ErrLeaseExpired
-	if a.lastErr != nil || (a.op != nil && a.op.kind == opKeepAlive) {
-		reason = events.ErrUnreachable
-	}
-	if a.lastErr != nil {
-		reason = fmt.Errorf("%w: %w", reason, a.lastErr)
-	}
-	t := a.revoke(reason)
-	if a.op != nil && a.op.kind == opKeepAlive {
-		a.op.stale = true
-		a.op.cancel()
-	}
-	if a.shared != nil {
-		// The shared session lives on: release the lock before trying
-		// again, so the next term never reuses this one's token.
-		a.releases = append(a.releases, release{term: t, sess: a.sess})
+	if left := time.Until(a.term.deadline); left > 0 {
+		a.alarms.deadline.set(left)
 		return
 	}
-	a.discardSession()
+	reason := events.ErrLeaseExpired
+	cause := a.fail.last
+	renewing, failing := a.on.health()
+	if cause == nil {
+		cause = failing
+	}
+	if cause != nil || renewing {
+		reason = events.ErrUnreachable
+	}
+	if cause != nil {
+		reason = fmt.Errorf("%w: %w", reason, cause)
+	}
+	t := a.revoke(reason)
+	// The session may live on: release the lock before trying again, so
+	// the next term never reuses this one's token.
+	a.releases = append(a.releases, release{term: t, sess: a.on.sess})
 }
 
 // lockLost ends the term in force if its session reports the term's lock
@@ -269,42 +291,28 @@ func (a *actor) expire() {
 // may hold it already.
 func (a *actor) lockLost() bool {
 	name, tok := a.e.slots[a.term.event.Slot], a.term.event.Token
-	if lost, ok := a.sess.Lost()[name]; !ok || lost != tok {
+	if lost, ok := a.on.sess.Lost()[name]; !ok || lost != tok {
 		return false
 	}
 	a.revoke(fmt.Errorf("%w: the backend no longer holds %s under token %d for this session", events.ErrLockLost, name, tok))
-	a.lost, a.tryAt = true, time.Now()
+	a.at.lost, a.at.try = true, time.Now()
 	return true
 }
 
-// lose ends the term because the backend lost the session.
+// lose ends the term because the backend lost the session, and reports it
+// to the session, which renews or replaces it.
 func (a *actor) lose(err error) {
 	if a.term != nil {
 		a.revoke(fmt.Errorf("%w: %w", events.ErrSessionLost, err))
 	}
-	a.discardSession()
-}
-
-// discardSession gives up the session: it is closed in the background
-// (bounded by the TTL) and a new one is opened at once. A shared session
-// is reported to its owner instead, which renews or replaces it.
-func (a *actor) discardSession() {
-	s := a.sess
-	if s == nil {
-		return
+	if a.on.sess != nil {
+		a.on.report(a.on.gen)
+		a.on.sess = nil
 	}
-	if a.shared != nil {
-		a.shared.report(a.gen)
-		a.sess = nil
-		return
-	}
-	a.sess, a.losses = nil, nil
-	a.openAt = time.Now()
-	a.background(func(ctx context.Context) { _ = s.Close(ctx) })
 }
 
 // backoff returns the pause before the next try after a failure.
-func (a *actor) backoff() time.Duration { return a.cfg.Backoff(a.failures) }
+func (a *actor) backoff() time.Duration { return a.cfg.Backoff(a.fail.n) }
 
 // background runs f in a goroutine the actor waits for, with a context that
 // survives Run's but is bounded by the TTL.
@@ -324,41 +332,49 @@ func (a *actor) resign(req resignReq) {
 		return
 	}
 	t := a.revoke(events.ErrResigned)
-	a.releases = append(a.releases, release{term: t, sess: a.sess, reply: req.done})
-	a.backoffUntil = time.Now().Add(a.cfg.RetryPause())
+	a.releases = append(a.releases, release{term: t, sess: a.on.sess, reply: req.done})
+	a.at.notBefore = time.Now().Add(a.cfg.RetryPause())
 }
 
-// shutdown ends the term in force gracefully, waits for the op in flight
-// and for the work bound to ended terms, then closes the session, which
-// releases its locks, and only then answers pending resignations. Run's
-// context may be gone: every call here uses a context bounded by the TTL.
-func (a *actor) shutdown(reason error) {
-	a.wake.Stop()
+// stop ends the campaign: the term in force ends gracefully with reason,
+// nothing new starts, and the call in flight is cancelled (a release is
+// let finish). Run then returns err. settle starts finish once the call
+// is back.
+func (a *actor) stop(reason, err error) {
+	if a.end.reason != nil {
+		return
+	}
+	a.end.reason, a.end.err = reason, err
+	a.alarms.wake.stop()
 	if a.term != nil {
-		a.releases = append(a.releases, release{term: a.revoke(reason), sess: a.sess})
+		a.releases = append(a.releases, release{term: a.revoke(reason), sess: a.on.sess})
 	}
-	if a.op != nil {
-		if a.op.kind != opRelease {
-			a.op.cancel()
-			a.op.stale = true
-		}
-		a.finish(<-a.op.done)
+	if a.op != nil && a.op.kind != opRelease {
+		a.op.cancel()
+		a.op.stale = true
 	}
+}
+
+// finish, in a goroutine of its own once the campaign is stopping and no
+// call is in flight, waits for the work bound to ended terms, frees what
+// the campaign holds on its session (or closes a private session, which
+// frees it all), and only then answers pending resignations and lets Run
+// return. Nothing else touches the actor's state by now: do refuses.
+// Every call here uses a context bounded by the TTL.
+func (a *actor) finish() {
 	for _, r := range a.releases {
 		a.drain(r.term)
 	}
 	a.stopWatch()
 	a.deregister()
-	if a.shared != nil {
+	if !a.on.private {
 		a.releaseShared()
-		a.sess = nil
 	}
-	if a.sess != nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.TTL)
-		_ = a.sess.Close(ctx)
-		cancel()
-		a.sess = nil
-	}
+	a.alarms.deadline.stop()
+	a.alarms.flush.stop()
+	a.end.stopCtx()
+	a.wg.Wait()
+	a.e.finish(a)
 	for _, r := range a.releases {
 		if r.reply != nil {
 			r.reply <- nil
@@ -377,5 +393,60 @@ func (a *actor) drain(t *term) {
 	case <-t.drained:
 	case <-timer.C:
 		a.cfg.Logger.Warn("work bound to the term outlived the grace period", "name", a.e.name, "token", t.event.Token)
+	}
+}
+
+// flushEvents offers the Events subscriber what it is owed, without
+// blocking: the stream's buffer holds one event, and a reader that has not
+// taken it yet gets the next at a later settle. While something waits, the
+// flush alarm brings one, at growing pauses (1 ms up to 100 ms) so that a
+// campaign whose events nobody reads costs nothing.
+func (a *actor) flushEvents() {
+	out := a.e.out
+	for {
+		ch, ev := out.Ready()
+		if ch == nil {
+			if a.at.flushWait > 0 {
+				a.alarms.flush.stop()
+				a.at.flushWait = 0
+			}
+			return
+		}
+		select {
+		case ch <- ev:
+			out.Sent()
+			continue
+		default:
+		}
+		a.at.flushWait = min(max(2*a.at.flushWait, time.Millisecond), 100*time.Millisecond)
+		a.alarms.flush.set(a.at.flushWait)
+		return
+	}
+}
+
+// failed records a backend failure.
+func (a *actor) failed(what string, err error) {
+	a.fail.last = err
+	a.fail.n++
+	a.e.setState(func(s *State) { s.Err = err })
+	attrs := []any{"name", a.e.name, "id", a.cfg.ID, "err", err}
+	if a.term != nil {
+		attrs = append(attrs, "slot", a.term.event.Slot, "token", a.term.event.Token, "deadline", a.term.deadline)
+	}
+	a.cfg.Logger.Warn(what+" failed", attrs...)
+}
+
+// succeed clears the last failure and the backoff.
+func (a *actor) succeed() {
+	a.fail.n = 0
+	a.clearErr()
+}
+
+// clearErr clears the last failure but not the backoff: a renewal that
+// works says nothing of the calls that failed.
+func (a *actor) clearErr() {
+	if a.fail.last != nil {
+		a.fail.last = nil
+		a.e.setState(func(s *State) { s.Err = a.audit.err }) // a misconfiguration stays shown
 	}
 }

@@ -29,16 +29,16 @@ func (a *actor) startAudit() {
 	if len(names) > 1 {
 		names = SlotNames(a.e.name, len(names)+1)
 	}
-	a.call(opAudit, a.cfg.TTL, func(ctx context.Context) result {
+	a.call(opAudit, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
 		hs := make([]backends.Holder, len(names))
+		err := sent
 		for i, n := range names {
-			h, err := b.Holder(ctx, n)
 			if err != nil {
-				return result{err: err}
+				break
 			}
-			hs[i] = h
+			hs[i], err = b.Holder(ctx, n)
 		}
-		return result{holders: hs}
+		return outcome{apply: func() { a.audited(hs, err) }}
 	})
 }
 
@@ -47,17 +47,17 @@ func (a *actor) startAudit() {
 // process with a fixed ID sees its old session's lock until that expires,
 // which the server may do a little after the TTL (etcd rounds leases up to
 // whole seconds and checks them every 500 ms).
-func (a *actor) audited(r result) {
+func (a *actor) audited(holders []backends.Holder, err error) {
 	now := time.Now()
 	au := &a.audit
 	au.at = now.Add(a.cfg.TTL)
-	if r.err != nil {
+	if err != nil {
 		return // an outage; the calls that matter report it
 	}
 	n := len(a.e.slots)
 	var found error
 	dup := false
-	for i, h := range r.holders[:n] {
+	for i, h := range holders[:n] {
 		if h.ID != a.cfg.ID {
 			continue
 		}
@@ -71,8 +71,8 @@ func (a *actor) audited(r result) {
 	if !dup {
 		au.dup = backends.Holder{}
 	}
-	if n > 1 && !r.holders[n].Free() {
-		found = fmt.Errorf("%w: group %q has %d slots here, but %q holds slot %d: its candidates disagree on the number of slots", ErrInvalid, a.e.name, n, r.holders[n].ID, n)
+	if n > 1 && !holders[n].Free() {
+		found = fmt.Errorf("%w: group %q has %d slots here, but %q holds slot %d: its candidates disagree on the number of slots", ErrInvalid, a.e.name, n, holders[n].ID, n)
 	}
 	au.err = found
 	if found != nil {

@@ -4,8 +4,12 @@
 // binds work to terms; one-shot locking for RunIfLeader; and the gate
 // through which a strategy decides who tries for a slot.
 //
-// The actor runs in Run's goroutine and hands each backend call to a
-// goroutine it owns, one call at a time, so a hanging backend never holds up
-// the deadline, the events or a stop. Its doc for users is in package
+// The actor is a state machine with no goroutine of its own: backend
+// results, timers, watch signals and its session's renewals are callbacks
+// that take its lock. Each backend call runs in a goroutine taken from its
+// session's turns, one call at a time, so a hanging backend never holds up
+// the deadline, the events or a stop, and a held campaign costs no
+// goroutine. Every campaign runs on a session: the user's, or a private one
+// made for it through the same code. Its doc for users is in package
 // campaign; this package is internal so that its types can change.
 package elector

@@ -23,22 +23,21 @@ type Elector struct {
 	slots   []string // the lock name of each slot; one for a single lock
 	label   string   // the backend's name, for metrics
 	cfg     Config
-	out     *fanout.Stream // owned by Run's goroutine once Run starts
-	feed    fanout.Feed    // for Subscribe
+	out     *fanout.Stream // owned by the actor once the campaign starts
 
 	mu      sync.Mutex
 	state   State
-	current *term // the term in force, nil if none
+	current *term        // the term in force, nil if none
+	feed    *fanout.Feed // for Subscribe; made by the first subscriber
+	act     *actor
 	started bool
 	ended   bool // Run returned
 	closed  bool
-	closing chan struct{}      // closed by Close
-	done    chan struct{}      // closed when Run returns
-	resigns chan resignReq     // served by Run's loop
+	err     error              // what Run returns, once done is closed
+	done    chan struct{}      // closed when the campaign has finished
 	elected chan struct{}      // signalled (buffer 1) when a term starts
 	gate    *gate              // nil without a strategy; owned by the actor
 	me      strategy.Candidate // this candidate's registry entry
-	updates chan struct{}      // signalled (buffer 1) when me changes
 }
 
 // State is a snapshot of an elector, for observation only.
@@ -107,13 +106,10 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 		cfg:     cfg,
 		out:     fanout.NewStream(),
 		state:   State{Name: full, ID: cfg.ID},
-		closing: make(chan struct{}),
 		done:    make(chan struct{}),
-		resigns: make(chan resignReq),
 		elected: make(chan struct{}, 1),
 		gate:    g,
 		me:      cfg.Me,
-		updates: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -138,15 +134,14 @@ func (e *Elector) SetScore(score float64) error {
 		return fmt.Errorf("%w: score %v is not a finite number", ErrInvalid, score)
 	}
 	e.mu.Lock()
-	over := e.ended || e.closed
+	over, a := e.ended || e.closed, e.act
 	e.me.Score = score
 	e.mu.Unlock()
 	if over {
 		return ErrClosed
 	}
-	select {
-	case e.updates <- struct{}{}:
-	default:
+	if a != nil {
+		a.do(a.updated)
 	}
 	return nil
 }
@@ -166,14 +161,38 @@ func (e *Elector) Events() <-chan events.Event { return e.out.C() }
 // Subscribe: see campaign.Campaign.Subscribe, where its doc is kept, once.
 func (e *Elector) Subscribe(ctx context.Context) <-chan events.Event {
 	s := fanout.NewStream()
-	go e.feed.Forward(s, ctx.Done()) // ends with ctx or the campaign
+	go e.subscribers().Forward(s, ctx.Done()) // ends with ctx or the campaign
 	return s.C()
 }
 
-// publish hands ev to the Events channel and to subscribers.
+// subscribers returns the feed of subscribers, made at the first call
+// from the last event published (a campaign nobody subscribes to keeps
+// no feed).
+func (e *Elector) subscribers() *fanout.Feed {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.feed == nil {
+		e.feed = &fanout.Feed{}
+		if e.state.LastEvent.Kind != 0 {
+			e.feed.Publish(e.state.LastEvent)
+		}
+		if e.ended || (e.closed && e.act == nil) {
+			e.feed.Close()
+		}
+	}
+	return e.feed
+}
+
+// publish hands ev to the Events channel and to subscribers. ev is
+// State's LastEvent already, so a feed made meanwhile starts from it.
 func (e *Elector) publish(ev events.Event) {
 	e.out.Publish(ev)
-	e.feed.Publish(ev)
+	e.mu.Lock()
+	f := e.feed
+	e.mu.Unlock()
+	if f != nil {
+		f.Publish(ev)
+	}
 }
 
 // State: see campaign.Campaign.State, where its doc is kept, once.
@@ -190,34 +209,61 @@ func (e *Elector) Run(ctx context.Context) error {
 	if err := CheckContext(ctx); err != nil {
 		return err
 	}
+	if err := e.start(ctx); err != nil {
+		return err
+	}
+	<-e.done
+	return e.err
+}
+
+// Start runs the campaign until Close, or until its session stops,
+// without a goroutine of the caller's: see campaign.Session.Campaign.
+func (e *Elector) Start() error { return e.start(context.Background()) }
+
+// start begins the campaign on its session, or on a private one made for
+// it, which lives and ends with it.
+func (e *Elector) start(ctx context.Context) error {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	switch {
 	case e.closed || e.ended:
-		e.mu.Unlock()
 		return ErrClosed
 	case e.started:
-		e.mu.Unlock()
 		return ErrRunning
 	}
-	e.started = true
-	e.mu.Unlock()
-	defer close(e.done)
-	defer func() {
-		e.mu.Lock()
-		e.ended = true
-		e.mu.Unlock()
-	}()
-	defer e.feed.Close()
-	defer e.out.Close()
-
-	if c := e.cfg.Session; c != nil {
-		if err := c.attach(e.slots); err != nil {
-			return err
-		}
-		defer c.detach(e.slots)
+	s, private := e.cfg.Session, false
+	if s == nil {
+		s, private = newSession(e.backend, e.cfg), true
 	}
-	a := newActor(e, ctx)
-	return a.run()
+	a := newActor(e, ctx, s, private)
+	if err := s.join(a); err != nil {
+		return err
+	}
+	e.started, e.act = true, a
+	if private {
+		go func() { _ = s.Run(context.WithoutCancel(ctx)) }() // ended by finish's Close
+	}
+	a.begin()
+	return nil
+}
+
+// finish is the campaign's last step, once its actor is done: the event
+// streams close, the campaign leaves its session (a private one is
+// closed, freeing whatever is still held), and Run returns.
+func (e *Elector) finish(a *actor) {
+	a.on.leave(a)
+	if a.on.private {
+		_ = a.on.Close()
+	}
+	e.out.Close()
+	e.mu.Lock()
+	e.ended, e.err = true, a.end.err
+	f := e.feed
+	e.mu.Unlock()
+	if f != nil {
+		f.Close()
+	}
+	close(e.done)
 }
 
 // Resign: see campaign.Campaign.Resign, where its doc is kept, once.
@@ -230,21 +276,17 @@ func (e *Elector) resign(ctx context.Context, token events.Token) error {
 		return err
 	}
 	e.mu.Lock()
-	started, over := e.started, e.ended || e.closed
+	a, over := e.act, e.ended || e.closed
 	e.mu.Unlock()
 	switch {
 	case over:
 		return ErrClosed
-	case !started:
+	case a == nil:
 		return nil
 	}
 	req := resignReq{token: token, done: make(chan error, 1)}
-	select {
-	case e.resigns <- req:
-	case <-e.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if !a.do(func() { a.resign(req) }) {
+		return nil // stopping: the term ends anyway
 	}
 	select {
 	case err := <-req.done:
@@ -257,34 +299,22 @@ func (e *Elector) resign(ctx context.Context, token events.Token) error {
 // Close: see campaign.Campaign.Close, where its doc is kept, once.
 func (e *Elector) Close() error {
 	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		<-e.doneIfStarted()
-		return nil
-	}
+	a, f := e.act, e.feed
+	first := !e.closed
 	e.closed = true
-	close(e.closing)
-	started := e.started
 	e.mu.Unlock()
-	if !started {
-		e.out.Close() // Run will never own the stream
-		e.feed.Close()
+	if a == nil {
+		if first {
+			e.out.Close() // no actor will ever own the stream
+			if f != nil {
+				f.Close()
+			}
+		}
 		return nil
 	}
+	a.do(func() { a.stop(events.ErrResigned, ErrClosed) })
 	<-e.done
 	return nil
-}
-
-// doneIfStarted returns e.done if Run started, else a closed channel.
-func (e *Elector) doneIfStarted() <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.started {
-		return e.done
-	}
-	ch := make(chan struct{})
-	close(ch)
-	return ch
 }
 
 // setState applies f to the state under the lock.

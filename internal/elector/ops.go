@@ -13,9 +13,7 @@ import (
 type opKind int
 
 const (
-	opOpen opKind = iota
-	opKeepAlive
-	opWatch
+	opWatch opKind = iota
 	opAcquire
 	opRelease
 	opRegister
@@ -28,26 +26,14 @@ const (
 type op struct {
 	kind   opKind
 	sess   backends.Session // the session the call was made on
-	start  time.Time
 	cancel context.CancelFunc
-	done   chan result // buffer 1: the call never blocks on the actor
-	stale  bool        // the actor has moved on; the result is only cleaned up
+	stale  bool // the actor has moved on: only discard runs
 }
 
-// result is what a call returns to the actor.
-type result struct {
-	sess        backends.Session
-	slot        int
-	token       events.Token
-	watch       <-chan struct{}
-	watchCancel context.CancelFunc
-	reply       chan error
-	from        backends.Session  // the session a release was made on
-	retry       release           // the release itself, to try again
-	view        view              // what a rank read
-	holders     []backends.Holder // what an audit read
-	doubt       []string          // an acquire's or a leave's new doubt (see disown)
-	err         error
+// outcome is what a call hands back: what to do with its result (apply),
+// and what to free instead if the actor has moved on (discard, optional).
+type outcome struct {
+	apply, discard func()
 }
 
 // release is a resignation waiting to release its term's lock.
@@ -57,242 +43,106 @@ type release struct {
 	reply chan error // nil at shutdown
 }
 
-// opDone returns the channel of the op in flight, or nil.
-func (a *actor) opDone() <-chan result {
-	if a.op == nil {
-		return nil
-	}
-	return a.op.done
-}
-
 // errNotSent marks the result of a call that never reached the backend:
-// it was given up while it waited for its turn on a shared session.
+// it was given up while it waited for its turn on the session.
 var errNotSent = errors.New("campaign: call not sent")
 
-// call runs f in a goroutine the actor owns and makes it the op in
-// flight. On a shared session, f first waits for its turn (see limiter);
-// its context is bounded by timeout from then on. A release survives the
-// end of Run's context: it is what lets the next leader in at once.
-func (a *actor) call(kind opKind, timeout time.Duration, f func(ctx context.Context) result) {
-	a.callAfter(nil, kind, timeout, f)
-}
-
-// callAfter is call with prep run first in the goroutine, before the turn
-// is taken and the timeout starts (a release waits there for the work
-// bound to its term).
-func (a *actor) callAfter(prep func(), kind opKind, timeout time.Duration, f func(ctx context.Context) result) {
+// call makes f the op in flight: f runs in a goroutine when its turn on
+// the session comes (see limiter; until then it is a queued closure), its
+// context bounded by timeout from then on, and its outcome is handed to
+// done. A release survives the end of Run's context: it is what lets the
+// next leader in at once. prep, if not nil, runs first in a goroutine of
+// its own, before the turn is asked for (a release waits there for the
+// work bound to its term).
+func (a *actor) call(kind opKind, timeout time.Duration, prep func(), f func(ctx context.Context, sent error) outcome) {
 	parent := a.ctx
 	if kind == opRelease {
 		parent = context.WithoutCancel(a.ctx)
 	}
 	wctx, cancel := context.WithCancel(parent)
-	o := &op{kind: kind, sess: a.sess, start: time.Now(), cancel: cancel, done: make(chan result, 1)}
+	o := &op{kind: kind, sess: a.on.sess, cancel: cancel}
 	a.op = o
-	lim, lane := a.limiter(), laneTake
+	lane := laneTake
 	if kind == opRelease || kind == opLeave {
 		lane = laneFree
 	}
-	a.wg.Go(func() {
+	run := func(err error) {
+		defer a.wg.Done()
 		defer cancel()
-		if prep != nil {
-			prep()
+		if err != nil {
+			a.done(o, f(wctx, fmt.Errorf("%w: %w", errNotSent, err)))
+			return
 		}
-		if lim != nil {
-			if err := lim.wait(wctx, lane); err != nil {
-				o.done <- result{err: fmt.Errorf("%w: %w", errNotSent, err)}
-				return
-			}
-			defer lim.done()
-		}
+		defer a.on.calls.done()
 		ctx, stop := context.WithTimeout(wctx, timeout)
 		defer stop()
-		o.done <- f(ctx)
-	})
-}
-
-// limiter returns the shared session's limiter, or nil: a session of the
-// actor's own has one call in flight at a time.
-func (a *actor) limiter() *limiter {
-	if a.shared == nil {
-		return nil
+		a.done(o, f(ctx, nil))
 	}
-	return a.shared.calls
-}
-
-func (a *actor) startOpen() {
-	a.call(opOpen, a.cfg.TTL, func(ctx context.Context) result {
-		s, err := a.e.backend.Open(ctx, a.cfg.ID, a.cfg.TTL)
-		return result{sess: s, err: err}
-	})
-}
-
-func (a *actor) startKeepAlive() {
-	s := a.sess
-	timeout := a.cfg.TTL
-	if a.term != nil {
-		timeout = max(time.Until(a.term.deadline), time.Millisecond)
+	a.wg.Add(1)
+	if prep == nil {
+		a.on.calls.start(wctx, lane, run)
+		return
 	}
-	a.call(opKeepAlive, timeout, func(ctx context.Context) result {
-		return result{err: s.KeepAlive(ctx)}
-	})
+	go func() {
+		prep()
+		a.on.calls.start(wctx, lane, run)
+	}()
+}
+
+// done hands a call's outcome over: applied if the actor still wants it,
+// discarded if it moved on (a stop, or a new session for any call but a
+// release).
+func (a *actor) done(o *op, out outcome) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.op = nil
+	switch {
+	case o.stale || (o.sess != a.on.sess && o.kind != opRelease):
+		if out.discard != nil {
+			out.discard()
+		}
+	default:
+		out.apply()
+	}
+	a.settle()
 }
 
 // startAcquire tries the slots one after another, from one that depends on
 // the candidate so that candidates spread over the slots, until one is had.
 func (a *actor) startAcquire() {
-	s := a.sess
-	a.woken = false
+	s := a.on.sess
+	a.at.woken = false
 	slots, id, doubt := a.e.slots, a.cfg.ID, a.doubt
 	a.cfg.Observer.Attempt(a.e.name, a.e.label)
-	a.call(opAcquire, a.cfg.TTL, func(ctx context.Context) result {
-		slot, tok, doubt, err := acquireAny(ctx, s, slots, id, doubt)
-		return result{slot: slot, token: tok, doubt: doubt, err: err}
+	a.call(opAcquire, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
+		slot, tok, left, err := 0, events.Token(0), doubt, sent
+		if sent == nil {
+			slot, tok, left, err = acquireAny(ctx, s, slots, id, doubt)
+		}
+		return outcome{
+			apply: func() { a.acquired(slot, tok, left, err) },
+			discard: func() {
+				a.cfg.Observer.NotAcquired(a.e.name, a.e.label, Canceled) // its Attempt was counted
+				switch {
+				case err == nil:
+					// Won for nothing: released, so no later term reuses its token.
+					name := slots[slot]
+					a.background(func(ctx context.Context) { _ = s.Release(ctx, name, tok, 0) })
+					a.at.try = time.Now()
+				case sent == nil && s == a.on.sess:
+					// Given up mid-call (a stop, say), the acquire may still
+					// have taken a lock or queued the session: a session that
+					// lives on must disown them.
+					a.doubt = left
+				}
+			},
+		}
 	})
 }
 
-// startLeave disowns the locks in doubt: a candidate the strategy no
-// longer prefers stops trying, so a lock its session was given untold
-// must not stay held for nobody, nor a line make it a holder it would
-// never learn of.
-func (a *actor) startLeave() {
-	s, doubt := a.sess, a.doubt
-	a.call(opLeave, a.cfg.TTL, func(ctx context.Context) result {
-		left := disownAll(ctx, s, doubt)
-		return result{doubt: left}
-	})
-}
-
-// startRelease releases the oldest resigned term's lock once its work has
-// returned.
-func (a *actor) startRelease() {
-	r := a.releases[0]
-	a.releases = a.releases[1:]
-	a.callAfter(func() { a.drain(r.term) }, opRelease, a.cfg.TTL, func(ctx context.Context) result {
-		if r.sess == nil {
-			return result{reply: r.reply} // the session, and so the lock, is gone
-		}
-		res := result{reply: r.reply, from: r.sess, retry: r}
-		err := r.sess.Release(ctx, a.e.slots[r.term.event.Slot], r.term.event.Token, 0)
-		if errors.Is(err, backends.ErrNotHeld) || errors.Is(err, backends.ErrSessionLost) || errors.Is(err, backends.ErrSessionClosed) {
-			err = nil // already gone: the resignation is done
-		}
-		res.err = err
-		return res
-	})
-}
-
-// finish hands the result of the op in flight to its handler.
-func (a *actor) finish(r result) {
-	o := a.op
-	a.op = nil
-	if o.stale || (o.sess != a.sess && o.kind != opOpen && o.kind != opRelease) {
-		a.cleanUp(r, o)
-		return
-	}
-	switch o.kind {
-	case opOpen:
-		a.opened(o.start, r)
-	case opKeepAlive:
-		a.keptAlive(o.start, r.err)
-	case opWatch:
-		a.watched(r)
-	case opAcquire:
-		a.acquired(r)
-	case opRelease:
-		a.released(r)
-	case opRegister:
-		a.registeredResult(r.err)
-	case opRank:
-		a.ranked(r.view, r.err)
-	case opLeave:
-		if !errors.Is(r.err, errNotSent) {
-			a.doubt = r.doubt // what is left is tried again at the next chance
-		}
-	case opAudit:
-		a.audited(r)
-	}
-}
-
-// cleanUp frees what a call the actor gave up on still returned: a
-// session it opened, a watch, a lock acquired on a session that is no
-// longer the actor's (released, so no later term reuses its token), and a
-// pending reply.
-func (a *actor) cleanUp(r result, o *op) {
-	if o.kind == opAcquire {
-		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, Canceled) // its Attempt was counted
-	}
-	if o.kind == opAcquire && r.err != nil && o.sess == a.sess && !errors.Is(r.err, errNotSent) {
-		// Given up mid-call (a stop, say), the acquire may still have
-		// taken a lock or queued the session: a session that lives on
-		// must disown them.
-		a.doubt = r.doubt
-	}
-	if o.kind == opAcquire && r.err == nil && o.sess != nil {
-		s, name, tok := o.sess, a.e.slots[r.slot], r.token
-		a.background(func(ctx context.Context) { _ = s.Release(ctx, name, tok, 0) })
-		a.tryAt = time.Now()
-	}
-	if o.kind == opRank && a.gate != nil {
-		a.gate.fresh = false
-	}
-	if r.sess != nil {
-		s := r.sess
-		a.background(func(ctx context.Context) { _ = s.Close(ctx) })
-	}
-	if r.watchCancel != nil {
-		r.watchCancel()
-	}
-	if r.reply != nil {
-		r.reply <- r.err
-	}
-}
-
-func (a *actor) opened(start time.Time, r result) {
-	if errors.Is(r.err, backends.ErrInvalid) {
-		// Not an outage: the client was closed, or the backend refuses the
-		// configuration. Retrying would only log the same error forever.
-		a.fail("open session", r.err)
-		a.fatal = Invalid(r.err)
-		return
-	}
-	if r.err != nil {
-		a.fail("open session", r.err)
-		a.openAt = time.Now().Add(a.backoff())
-		return
-	}
-	a.succeed()
-	a.sess, a.renewed, a.doubt = r.sess, start, nil
-	a.losses = lossesOf(r.sess)
-	a.keepAt = start.Add(a.cfg.KeepAlive)
-	a.tryAt = time.Now()
-	if a.gate != nil {
-		a.gate.registered, a.gate.fresh = false, false
-	}
-}
-
-func (a *actor) keptAlive(start time.Time, err error) {
-	a.cfg.Observer.KeepAlive(a.e.label, time.Since(start), err)
-	switch {
-	case err == nil:
-		a.clearErr()
-		a.renewed = start
-		a.keepAt = start.Add(a.cfg.KeepAlive)
-		if a.term != nil && !a.lockLost() {
-			a.extend(start.Add(a.cfg.TTL - a.cfg.MarginFor(a.cfg.TTL)))
-		}
-	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
-		a.fail("keep-alive", err)
-		a.lose(err)
-	default:
-		a.fail("keep-alive", err)
-		a.keepAt = time.Now().Add(a.cfg.RetryPause())
-	}
-}
-
-func (a *actor) acquired(r result) {
-	slot, token, err := r.slot, r.token, r.err
+func (a *actor) acquired(slot int, token events.Token, doubt []string, err error) {
 	if !errors.Is(err, errNotSent) {
-		a.doubt = r.doubt
+		a.doubt = doubt
 	}
 	switch {
 	case err == nil:
@@ -301,81 +151,87 @@ func (a *actor) acquired(r result) {
 		a.elect(slot, token)
 	case errors.Is(err, backends.ErrHeld):
 		a.succeed()
-		a.lost = true
+		a.at.lost = true
 		if a.audit.at.IsZero() {
 			a.audit.at = time.Now().Add(a.cfg.TTL) // lost for a TTL: audit then
 		}
 		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, Contention)
-		a.tryAt = time.Now().Add(a.cfg.RetryPause())
+		a.at.try = time.Now().Add(a.cfg.RetryPause())
 		if a.gate != nil {
 			a.gate.fresh = false
 		}
-		if a.woken || a.needWatch(time.Now()) {
-			a.tryAt = time.Now() // released while we asked, or no watch yet: go on now
+		if a.at.woken || a.needWatch(time.Now()) {
+			a.at.try = time.Now() // released while we asked, or no watch yet: go on now
 		}
 		a.cfg.Logger.Debug("lock held by another candidate", "name", a.e.name, "id", a.cfg.ID, "err", err)
 	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
 		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, BackendError)
-		a.fail("acquire", err)
+		a.failed("acquire", err)
 		a.lose(err)
 	case errors.Is(err, backends.ErrInvalid):
 		// A closed client, or a name this backend cannot store: no retry
 		// cures it (a backend whose Open sends nothing reports it here).
 		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, InvalidInput)
-		a.fail("acquire", err)
-		a.fatal = Invalid(err)
+		a.failed("acquire", err)
+		a.end.fatal = Invalid(err)
 	default:
 		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, BackendError)
-		a.fail("acquire", err)
-		a.tryAt = time.Now().Add(a.backoff())
+		a.failed("acquire", err)
+		a.at.try = time.Now().Add(a.backoff())
 	}
 }
 
-// released answers the resignation. If the release failed, the lock may
-// still be held by this session, which would hand the same token back to a
-// later acquire: the session is given up instead, freeing the lock.
-func (a *actor) released(r result) {
-	if r.err != nil {
-		a.fail("release", r.err)
-		if a.shared != nil && r.from == a.sess {
-			// Keep the shared session; try the release again later, and
-			// acquire nothing meanwhile.
-			a.releases = append([]release{r.retry}, a.releases...)
-			a.releaseAt = time.Now().Add(a.backoff())
+// startLeave disowns the locks in doubt: a candidate the strategy no
+// longer prefers stops trying, so a lock its session was given untold
+// must not stay held for nobody, nor a line make it a holder it would
+// never learn of.
+func (a *actor) startLeave() {
+	s, doubt := a.on.sess, a.doubt
+	a.call(opLeave, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
+		if sent != nil {
+			return outcome{apply: func() {}}
+		}
+		left := disownAll(ctx, s, doubt)
+		return outcome{apply: func() { a.doubt = left }} // what is left is tried again at the next chance
+	})
+}
+
+// startRelease releases the oldest resigned term's lock once its work has
+// returned. If the release fails, the lock may still be held by this
+// session, which would hand the same token back to a later acquire: it is
+// tried again later, and nothing is acquired meanwhile.
+func (a *actor) startRelease() {
+	r := a.releases[0]
+	a.releases = a.releases[1:]
+	name, tok := a.e.slots[r.term.event.Slot], r.term.event.Token
+	a.call(opRelease, a.cfg.TTL, func() { a.drain(r.term) }, func(ctx context.Context, sent error) outcome {
+		err := sent
+		if r.sess != nil && sent == nil {
+			err = r.sess.Release(ctx, name, tok, 0)
+		}
+		if r.sess == nil || errors.Is(err, backends.ErrNotHeld) || errors.Is(err, backends.ErrSessionLost) || errors.Is(err, backends.ErrSessionClosed) {
+			err = nil // the session, and so the lock, is gone: the resignation is done
+		}
+		return outcome{apply: func() { a.released(r, err) }}
+	})
+}
+
+// released answers the resignation, or queues the release again.
+func (a *actor) released(r release, err error) {
+	if err != nil {
+		a.failed("release", err)
+		if r.sess == a.on.sess && a.end.reason == nil {
+			a.releases = append([]release{r}, a.releases...)
+			a.at.release = time.Now().Add(a.backoff())
 			return
 		}
-		if r.from == a.sess {
-			a.discardSession()
+		if r.sess == a.on.sess {
+			// Stopping: finish leaves it to the session.
+			a.releases = append(a.releases, r)
+			return
 		}
 	}
 	if r.reply != nil {
-		r.reply <- r.err
-	}
-}
-
-// fail records a backend failure.
-func (a *actor) fail(what string, err error) {
-	a.lastErr = err
-	a.failures++
-	a.e.setState(func(s *State) { s.Err = err })
-	attrs := []any{"name", a.e.name, "id", a.cfg.ID, "err", err}
-	if a.term != nil {
-		attrs = append(attrs, "slot", a.term.event.Slot, "token", a.term.event.Token, "deadline", a.term.deadline)
-	}
-	a.cfg.Logger.Warn(what+" failed", attrs...)
-}
-
-// succeed clears the last failure and the backoff.
-func (a *actor) succeed() {
-	a.failures = 0
-	a.clearErr()
-}
-
-// clearErr clears the last failure but not the backoff: a renewal that
-// works says nothing of the calls that failed.
-func (a *actor) clearErr() {
-	if a.lastErr != nil {
-		a.lastErr = nil
-		a.e.setState(func(s *State) { s.Err = a.audit.err }) // a misconfiguration stays shown
+		r.reply <- err
 	}
 }

@@ -12,17 +12,20 @@ import (
 func (a *actor) startRegister() {
 	r, ok := a.gate.own, a.gate.own != nil
 	if !ok {
-		r, ok = a.sess.(backends.Registrar)
+		r, ok = a.on.sess.(backends.Registrar)
 	}
 	if !ok {
-		a.fail("register", errors.New("campaign: the backend's sessions keep no registry"))
+		a.failed("register", errors.New("campaign: the backend's sessions keep no registry"))
 		a.gate.registered = true // nothing to do; ranking lists us anyway
 		return
 	}
 	me, name := a.e.entry(), a.e.name
-	a.call(opRegister, a.cfg.TTL, func(ctx context.Context) result {
-		_, err := r.Register(ctx, name, me)
-		return result{err: err}
+	a.call(opRegister, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
+		err := sent
+		if sent == nil {
+			_, err = r.Register(ctx, name, me)
+		}
+		return outcome{apply: func() { a.registeredResult(err) }}
 	})
 }
 
@@ -32,10 +35,10 @@ func (a *actor) registeredResult(err error) {
 		a.succeed()
 		a.gate.registered = true
 	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
-		a.fail("register", err)
+		a.failed("register", err)
 		a.lose(err)
 	default:
-		a.fail("register", err)
+		a.failed("register", err)
 		a.gate.registerAt = time.Now().Add(a.backoff())
 	}
 }
@@ -58,9 +61,15 @@ func (a *actor) deregister() {
 func (a *actor) startRank() {
 	b, reg, name, slots := a.e.backend, a.gate.registry, a.e.name, a.e.slots
 	epoch := a.gate.epoch(time.Now())
-	a.call(opRank, a.cfg.TTL, func(ctx context.Context) result {
-		v, err := readView(ctx, b, reg, name, slots, epoch)
-		return result{view: v, err: err}
+	a.call(opRank, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
+		v, err := view{}, sent
+		if sent == nil {
+			v, err = readView(ctx, b, reg, name, slots, epoch)
+		}
+		return outcome{
+			apply:   func() { a.ranked(v, err) },
+			discard: func() { a.gate.fresh = false },
+		}
 	})
 }
 
@@ -69,22 +78,22 @@ func (a *actor) startRank() {
 func (a *actor) ranked(v view, err error) {
 	now := time.Now()
 	if err != nil {
-		a.fail("rank", err)
+		a.failed("rank", err)
 		a.gate.fresh, a.gate.rankedAt = false, now
-		a.tryAt = now.Add(a.backoff())
+		a.at.try = now.Add(a.backoff())
 		return
 	}
 	vd, err := judge(a.gate.strategy, a.e.name, v, a.e.entry(), len(a.e.slots))
 	if err != nil {
-		a.fail("rank", err)
+		a.failed("rank", err)
 		a.gate.fresh, a.gate.rankedAt = true, now
-		a.tryAt = now.Add(a.backoff())
+		a.at.try = now.Add(a.backoff())
 		return
 	}
 	a.succeed()
 	a.gate.apply(vd, a.term != nil, now)
 	if a.term == nil {
-		a.tryAt = now
+		a.at.try = now
 		return
 	}
 	if a.gate.shouldYield(now) {
@@ -101,6 +110,6 @@ func (a *actor) updated() {
 	}
 	a.gate.registered, a.gate.fresh = false, false
 	if a.term == nil {
-		a.tryAt = time.Now()
+		a.at.try = time.Now()
 	}
 }

@@ -22,17 +22,18 @@ func TestWakerArmsForTheEarliest(t *testing.T) {
 		if w.due(now.Add(3*time.Second)) || w.due(now.Add(time.Second)) || w.due(now.Add(2*time.Second)) {
 			t.Fatal("a future time is due")
 		}
-		timer := stoppedTimer()
-		w.arm(timer)
-		<-timer.C
-		if waited := time.Since(now); waited != time.Second {
-			t.Errorf("the timer fired after %v, want the earliest noted, 1s", waited)
+		rang := make(chan time.Time, 1)
+		al := alarm{f: func() { rang <- time.Now() }}
+		w.arm(&al)
+		if waited := (<-rang).Sub(now); waited != time.Second {
+			t.Errorf("the alarm went off after %v, want the earliest noted, 1s", waited)
 		}
 		idle := waker{now: time.Now(), next: never}
-		idle.arm(timer)
+		al.set(time.Minute)
+		idle.arm(&al)
 		select {
-		case <-timer.C:
-			t.Error("a waker with nothing noted armed the timer")
+		case <-rang:
+			t.Error("a waker with nothing noted left the alarm set")
 		case <-time.After(time.Hour):
 		}
 	})
@@ -59,7 +60,9 @@ func TestBackoffGrowsAndIsBounded(t *testing.T) {
 }
 
 // newTestActor returns an actor of a campaign for "lock" on a memory
-// backend, with a session of its own open, no term, and every call due.
+// backend, on a session that is open and will not renew, with no term
+// and every call due. It has not begun: the test drives it, holding its
+// lock around what it calls directly.
 func newTestActor(t *testing.T, ctx context.Context) *actor {
 	t.Helper()
 	b := memory.New()
@@ -67,21 +70,32 @@ func newTestActor(t *testing.T, ctx context.Context) *actor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := newActor(e, ctx)
-	s, err := b.Open(ctx, "a", e.cfg.TTL)
+	s := newSession(b, e.cfg)
+	bs, err := b.Open(ctx, "a", e.cfg.TTL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	a.sess, a.renewed, a.keepAt, a.tryAt = s, now, now.Add(e.cfg.KeepAlive), now
+	s.cur = shared{sess: bs, renewed: now, gen: 1}
+	a := newActor(e, ctx, s, false)
+	if err := s.join(a); err != nil {
+		t.Fatal(err)
+	}
+	e.started, e.act = true, a
+	a.on.sess, a.on.gen, a.on.renewed, a.at.try = bs, 1, now, now
+	a.end.stopCtx = func() bool { return true }
 	return a
 }
 
-// finishOp waits for the op in flight and hands its result over.
-func finishOp(a *actor) { a.finish(<-a.op.done) }
+// stopTestActor stops a and waits for its campaign to finish.
+func stopTestActor(a *actor) {
+	a.do(func() { a.stop(events.ErrCanceled, nil) })
+	<-a.e.done
+}
 
-// startDue starts one call at a time, in order: a release waiting for
-// the op slot before a renewal that is due, and a renewal before a try.
+// startDue starts one call at a time: a release waiting for the op slot
+// before a try that is due; when the release's result is in, the try
+// starts by itself.
 func TestStartDueOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -89,59 +103,58 @@ func TestStartDueOrder(t *testing.T) {
 		a := newTestActor(t, ctx)
 		tm := newTerm(ctx, events.Event{Kind: events.Elected, Name: "lock", Token: 1})
 		a.e.end(tm) // no work bound to it: the release need not wait
-		a.releases = []release{{term: tm, sess: a.sess, reply: make(chan error, 1)}}
-		a.keepAt = time.Now()
-
+		reply := make(chan error, 1)
+		a.mu.Lock()
+		a.releases = []release{{term: tm, sess: a.on.sess, reply: reply}}
 		a.startDue()
 		if a.op == nil || a.op.kind != opRelease {
-			t.Fatalf("with a release pending and a renewal and a try due: op %+v, want the release", a.op)
+			t.Fatalf("with a release pending and a try due: op %+v, want the release", a.op)
 		}
 		a.startDue() // the op slot is taken: nothing else starts
 		if a.op.kind != opRelease {
 			t.Fatalf("a second call started beside the release: %v", a.op.kind)
 		}
-		finishOp(a)
-		a.startDue()
-		if a.op == nil || a.op.kind != opKeepAlive {
-			t.Fatalf("after the release: op %+v, want the renewal", a.op)
+		a.mu.Unlock()
+		if err := <-reply; err != nil {
+			t.Fatalf("the release answered %v", err)
 		}
-		finishOp(a)
-		a.startDue()
-		if a.op == nil || a.op.kind != opAcquire {
-			t.Fatalf("after the renewal: op %+v, want the acquire", a.op)
-		}
-		finishOp(a)
+		synctest.Wait()
+		a.mu.Lock()
 		if a.term == nil {
-			t.Fatal("the acquire of a free lock started no term")
+			t.Error("after the release, the acquire of the free lock started no term")
 		}
-		a.shutdown(events.ErrCanceled)
-		a.wg.Wait()
+		a.mu.Unlock()
+		stopTestActor(a)
 	})
 }
 
 // After a Resign the campaign tries again no sooner than its backoff:
-// startDue starts nothing and arms the wake timer for that moment.
+// startDue starts nothing and sets the wake alarm for that moment, which
+// starts the acquire.
 func TestStartDueWaitsOutTheBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		a := newTestActor(t, ctx)
 		start := time.Now()
-		a.backoffUntil = start.Add(700 * time.Millisecond)
+		a.mu.Lock()
+		a.at.notBefore = start.Add(700 * time.Millisecond)
 		a.startDue()
 		if a.op != nil {
 			t.Fatalf("a %v started before the backoff ended", a.op.kind)
 		}
-		<-a.wake.C
-		if woke := time.Since(start); woke != 700*time.Millisecond {
-			t.Errorf("woken after %v, want at the end of the backoff (700ms)", woke)
+		a.mu.Unlock()
+		time.Sleep(699 * time.Millisecond)
+		synctest.Wait()
+		if a.e.State().Leader {
+			t.Fatal("elected before the backoff ended")
 		}
-		a.startDue()
-		if a.op == nil || a.op.kind != opAcquire {
-			t.Fatalf("at the end of the backoff: op %+v, want the acquire", a.op)
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		st := a.e.State()
+		if !st.Leader || st.LastEvent.Time.Sub(start) != 700*time.Millisecond {
+			t.Errorf("state %+v; want elected at the end of the backoff (700ms)", st)
 		}
-		finishOp(a)
-		a.shutdown(events.ErrCanceled)
-		a.wg.Wait()
+		stopTestActor(a)
 	})
 }

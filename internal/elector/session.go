@@ -31,7 +31,10 @@ type Session struct {
 	claims   map[string]bool   // lock names electors on the session run for
 	orphans  map[string]orphan // locks left held by a failed release, by name
 	attached int               // electors running on the session
+	actors   map[*actor]bool   // the campaigns among them, told of every change
 	detached chan struct{}     // signalled (buffer 1) when one detaches
+	renewing bool              // a keep-alive is in flight
+	fatal    error             // why Run gave up, if no retry could cure it
 	started  bool
 	closed   bool
 	closing  chan struct{}
@@ -52,7 +55,9 @@ type shared struct {
 	sess    backends.Session
 	renewed time.Time
 	gen     uint64
-	closing bool // the session is stopping: electors end their terms and leave
+	closing bool  // the session is stopping: electors end their terms and leave
+	fatal   error // with closing: the error no retry cures that stopped it
+	failing error // the last keep-alive's error; nil after a success
 }
 
 // NewSession validates the options (ID, TTL, keep-alive, retry) and
@@ -65,6 +70,12 @@ func NewSession(b backends.Backend, opts ...Option) (*Session, error) {
 	if err := errors.Join(cfg.Refuse(ForSession), cfg.ValidateElector()); err != nil {
 		return nil, err
 	}
+	return newSession(b, cfg), nil
+}
+
+// newSession returns a session with a validated configuration.
+func newSession(b backends.Backend, cfg Config) *Session {
+	cfg.Session = nil
 	return &Session{
 		backend: b, cfg: cfg,
 		calls:    newLimiter(callsInFlight),
@@ -72,10 +83,11 @@ func NewSession(b backends.Backend, opts ...Option) (*Session, error) {
 		lost:     make(chan uint64, 1),
 		claims:   map[string]bool{},
 		orphans:  map[string]orphan{},
+		actors:   map[*actor]bool{},
 		detached: make(chan struct{}, 1),
 		closing:  make(chan struct{}),
 		done:     make(chan struct{}),
-	}, nil
+	}
 }
 
 // state returns the current state and a channel closed at its next change.
@@ -85,12 +97,39 @@ func (c *Session) state() (shared, <-chan struct{}) {
 	return c.cur, c.changed
 }
 
-func (c *Session) set(s shared) {
+// Backend returns the backend the session is on.
+func (c *Session) Backend() backends.Backend { return c.backend }
+
+// current returns the current state.
+func (c *Session) current() shared {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.cur
+}
+
+// health reports whether a keep-alive is in flight, and the last one's
+// error, nil after a success.
+func (c *Session) health() (renewing bool, failing error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.renewing, c.cur.failing
+}
+
+// set changes the state and tells every campaign on the session, each
+// under its own lock: a campaign costs no goroutine while it holds.
+func (c *Session) set(s shared) {
+	c.mu.Lock()
 	c.cur = s
 	close(c.changed)
 	c.changed = make(chan struct{})
+	actors := make([]*actor, 0, len(c.actors))
+	for a := range c.actors {
+		actors = append(actors, a)
+	}
+	c.mu.Unlock()
+	for _, a := range actors {
+		a.do(a.adopt)
+	}
 }
 
 // report tells the session that an elector found session generation gen
@@ -124,6 +163,11 @@ func (c *Session) Run(ctx context.Context) error {
 	c.mu.Unlock()
 	defer close(c.done)
 	err := c.loop(ctx)
+	if errors.Is(err, ErrInvalid) {
+		c.mu.Lock()
+		c.fatal = err
+		c.mu.Unlock()
+	}
 	c.stop()
 	c.mu.Lock()
 	c.closed = true // a session runs once: the backend's is gone
@@ -186,7 +230,13 @@ func (c *Session) tick(ctx context.Context) (time.Time, error) {
 		c.set(shared{sess: s, renewed: start, gen: cur.gen + 1})
 		return start.Add(c.cfg.KeepAlive), nil
 	}
+	c.mu.Lock()
+	c.renewing = true
+	c.mu.Unlock()
 	err := cur.sess.KeepAlive(cctx)
+	c.mu.Lock()
+	c.renewing = false
+	c.mu.Unlock()
 	c.cfg.Observer.KeepAlive(BackendLabel(c.backend), time.Since(start), err)
 	switch {
 	case err == nil:
@@ -200,6 +250,8 @@ func (c *Session) tick(ctx context.Context) (time.Time, error) {
 		return time.Now(), nil
 	default:
 		c.cfg.Logger.Warn("keep-alive failed", "id", c.cfg.ID, "err", err)
+		cur.failing = err
+		c.set(cur)
 		return time.Now().Add(c.cfg.RetryPause()), nil
 	}
 }
@@ -225,6 +277,9 @@ func lossesOf(s backends.Session) <-chan struct{} {
 func (c *Session) stop() {
 	cur, _ := c.state()
 	cur.closing = true
+	c.mu.Lock()
+	cur.fatal = c.fatal
+	c.mu.Unlock()
 	c.set(cur)
 	limit := time.NewTimer(c.cfg.Grace + c.cfg.TTL)
 	defer limit.Stop()
@@ -241,7 +296,7 @@ func (c *Session) stop() {
 }
 
 func (c *Session) closeAndForget(cur shared) {
-	c.set(shared{gen: cur.gen + 1, closing: true})
+	c.set(shared{gen: cur.gen + 1, closing: true, fatal: cur.fatal})
 	if cur.sess != nil {
 		c.closeSession(cur.sess)
 	}
@@ -296,6 +351,26 @@ func (c *Session) attach(names []string) error {
 	}
 	c.attached++
 	return nil
+}
+
+// join attaches a campaign: it claims its names (see attach) and is told
+// of every change of the session from then on.
+func (c *Session) join(a *actor) error {
+	if err := c.attach(a.e.slots); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.actors[a] = true
+	c.mu.Unlock()
+	return nil
+}
+
+// leave detaches a campaign that has finished.
+func (c *Session) leave(a *actor) {
+	c.mu.Lock()
+	delete(c.actors, a)
+	c.mu.Unlock()
+	c.detach(a.e.slots)
 }
 
 // detach gives the names back once the elector's Run is over.

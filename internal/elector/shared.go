@@ -12,40 +12,48 @@ import (
 
 func sessionLost(why string) error { return fmt.Errorf("%w: %s", events.ErrSessionLost, why) }
 
-// never is a time that does not come: in shared mode the actor opens and
-// renews nothing itself.
-var never = time.Unix(1<<62, 0)
-
-// adopt takes in the shared session's state: a renewal extends the term;
-// a new generation means the old session is gone, with every lock of it,
-// and the campaign starts over on the new one.
+// adopt takes in the session's state, when the campaign begins and at
+// every change of it: a renewal extends the term; a new generation means
+// the old session is gone, with every lock of it, and the campaign starts
+// over on the new one; a session that is stopping ends the campaign.
 func (a *actor) adopt() {
-	cur, changed := a.shared.state()
-	a.sharedChanged = changed
-	a.keepAt, a.openAt = never, never
+	cur := a.on.current()
 	if cur.closing {
-		a.sessionGone = true
-	}
-	if cur.gen != a.gen || (a.sess == nil && cur.sess != nil) {
-		if a.term != nil && cur.gen != a.gen {
-			a.revoke(sessionLost("the shared session was replaced"))
+		if a.on.private && cur.fatal != nil {
+			a.end.fatal = cur.fatal
+		} else {
+			a.end.gone = true
 		}
-		if cur.gen != a.gen {
+	}
+	if cur.failing != nil && cur.failing != a.fail.last {
+		a.fail.last = cur.failing
+		a.e.setState(func(s *State) { s.Err = cur.failing })
+	}
+	if cur.gen != a.on.gen || (a.on.sess == nil && cur.sess != nil) {
+		if a.term != nil && cur.gen != a.on.gen {
+			a.revoke(sessionLost("the session was replaced"))
+		}
+		if cur.gen != a.on.gen {
 			a.dropReleases() // the old session's locks went with it
 		}
-		a.sess, a.gen, a.renewed, a.doubt = cur.sess, cur.gen, cur.renewed, nil
-		a.tryAt = time.Now()
+		a.on.sess, a.on.gen, a.on.renewed, a.doubt = cur.sess, cur.gen, cur.renewed, nil
+		a.at.try = time.Now()
 		if a.gate != nil {
 			a.gate.registered, a.gate.fresh = false, false
 		}
 		return
 	}
-	a.renewed = cur.renewed
-	if a.term != nil && cur.sess != nil && !a.lockLost() {
+	renewed := !a.on.renewed.Equal(cur.renewed)
+	a.on.renewed = cur.renewed
+	if renewed && cur.failing == nil {
+		a.clearErr()
+	}
+	// A change without a renewal is a pushed loss: look at Lost.
+	if a.term != nil && cur.sess != nil && !a.lockLost() && renewed {
 		a.extend(cur.renewed.Add(a.cfg.TTL - a.cfg.MarginFor(a.cfg.TTL)))
 	}
-	if a.renewWanted && a.term == nil {
-		a.renewWanted, a.tryAt = false, time.Now()
+	if a.at.renewWanted && a.term == nil {
+		a.at.renewWanted, a.at.try = false, time.Now()
 	}
 }
 
@@ -60,17 +68,18 @@ func (a *actor) dropReleases() {
 	a.releases = nil
 }
 
-// releaseShared, at shutdown in shared mode, releases the locks of ended
-// terms one by one (after their work returned) and disowns the locks in
-// doubt, instead of closing the session, which other campaigns still use.
-// Its calls wait for their turn on the session like any other. A
-// session that is closing frees them all at once when it ends.
+// releaseShared, at the end of a campaign on a session that lives on,
+// releases the locks of ended terms one by one (after their work
+// returned) and disowns the locks in doubt, instead of closing the
+// session, which other campaigns still use. Its calls wait for their turn
+// on the session like any other. A session that is closing frees them all
+// at once when it ends.
 func (a *actor) releaseShared() {
-	if cur, _ := a.shared.state(); cur.closing || cur.gen != a.gen {
+	if cur := a.on.current(); cur.closing || cur.gen != a.on.gen || a.on.sess == nil {
 		return
 	}
 	for _, r := range a.releases {
-		if r.sess == nil || r.sess != a.sess {
+		if r.sess == nil || r.sess != a.on.sess {
 			continue
 		}
 		name, token := a.e.slots[r.term.event.Slot], r.term.event.Token
@@ -78,28 +87,28 @@ func (a *actor) releaseShared() {
 		if err != nil && !errors.Is(err, backends.ErrNotHeld) {
 			// The session outlives this campaign: leave the release to
 			// the session, which retries it at each renewal.
-			a.shared.orphan(name, token, a.gen)
+			a.on.orphan(name, token, a.on.gen)
 		}
 	}
 	if len(a.doubt) > 0 {
 		_ = a.inTurn(laneFree, func(ctx context.Context) error {
-			a.doubt = disownAll(ctx, a.sess, a.doubt)
+			a.doubt = disownAll(ctx, a.on.sess, a.doubt)
 			return nil
 		})
 	}
 	if a.gate != nil && a.gate.own == nil {
-		if r, ok := a.sess.(backends.Registrar); ok {
+		if r, ok := a.on.sess.(backends.Registrar); ok {
 			// The entry would outlive the campaign.
 			_ = a.inTurn(laneFree, func(ctx context.Context) error { return r.Deregister(ctx, a.e.name) })
 		}
 	}
 }
 
-// inTurn runs f on the shared session when its turn comes, bounded (turn
-// included) by the TTL: for the calls of a shutdown, which Run's context
-// may no longer allow.
+// inTurn runs f on the session when its turn comes, bounded (turn
+// included) by the TTL: for the calls of a stop, which Run's context may
+// no longer allow.
 func (a *actor) inTurn(lane int, f func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.TTL)
 	defer cancel()
-	return a.shared.inTurn(ctx, lane, a.cfg.TTL, f)
+	return a.on.inTurn(ctx, lane, a.cfg.TTL, f)
 }

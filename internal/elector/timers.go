@@ -8,7 +8,7 @@ type waker struct {
 }
 
 // due reports whether t has come; if not, t is a candidate for the wake
-// timer.
+// alarm.
 func (w *waker) due(t time.Time) bool {
 	if !w.now.Before(t) {
 		return true
@@ -17,20 +17,40 @@ func (w *waker) due(t time.Time) bool {
 	return false
 }
 
-// arm sets timer for the earliest time noted, or stops it if none.
-func (w *waker) arm(timer *time.Timer) {
+// arm sets the alarm for the earliest time noted, or stops it if none.
+func (w *waker) arm(al *alarm) {
 	if w.next.Equal(never) {
-		timer.Stop()
+		al.stop()
 		return
 	}
-	timer.Reset(w.next.Sub(w.now))
+	al.set(w.next.Sub(w.now))
 }
 
-func stoppedTimer() *time.Timer {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return t
+// alarm calls f in a goroutine of the runtime's when it goes off: a timer
+// that costs no goroutine while it waits, made at its first set. f must
+// tolerate a late call (one already on its way when the alarm was moved
+// or stopped).
+type alarm struct {
+	f func()
+	t *time.Timer
 }
+
+func (al *alarm) set(d time.Duration) {
+	if al.t == nil {
+		al.t = time.AfterFunc(d, al.f)
+		return
+	}
+	al.t.Reset(d)
+}
+
+func (al *alarm) stop() {
+	if al.t != nil {
+		al.t.Stop()
+	}
+}
+
+// never is a time that does not come.
+var never = time.Unix(1<<62, 0)
 
 func later(a, b time.Time) time.Time {
 	if a.After(b) {

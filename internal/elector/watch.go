@@ -2,6 +2,7 @@ package elector
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -49,19 +50,33 @@ func watchAll(ctx context.Context, cancel context.CancelFunc, w backends.Watcher
 	return merged, nil
 }
 
+// watching is the backend's watch of the lock, while the campaign waits.
+type watching struct {
+	cancel context.CancelFunc
+}
+
 // startWatch asks the backend to wake us when the lock changes. The watch
 // lives until stopWatch; only its set-up is bounded by the op's timeout.
+// While it lives, one goroutine hands its signals to the actor: a waiting
+// campaign costs that goroutine, a holding one does not.
 func (a *actor) startWatch() {
 	w := a.e.backend.(backends.Watcher)
 	wctx, wcancel := context.WithCancel(a.ctx)
-	a.call(opWatch, a.cfg.TTL, func(ctx context.Context) result {
-		stop := context.AfterFunc(ctx, wcancel)
-		ch, err := watchAll(wctx, wcancel, w, a.e.slots, &a.wg)
-		stop()
+	a.call(opWatch, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
+		var ch <-chan struct{}
+		err := sent
+		if sent == nil {
+			stop := context.AfterFunc(ctx, wcancel)
+			ch, err = watchAll(wctx, wcancel, w, a.e.slots, &a.wg)
+			stop()
+		}
 		if err != nil {
 			wcancel()
 		}
-		return result{watch: ch, watchCancel: wcancel, err: err}
+		return outcome{
+			apply:   func() { a.watched(ch, wcancel, err) },
+			discard: wcancel,
+		}
 	})
 }
 
@@ -72,31 +87,44 @@ func (a *actor) startWatch() {
 // trying, and a release is what tells it to rank again.
 func (a *actor) needWatch(now time.Time) bool {
 	_, ok := a.e.backend.(backends.Watcher)
-	return ok && (a.lost || a.gate != nil) && a.watch == nil && !now.Before(a.watchAt)
+	return ok && (a.at.lost || a.gate != nil) && a.watch == nil && !now.Before(a.at.watch)
 }
 
-func (a *actor) watched(r result) {
-	if r.err != nil {
-		a.fail("watch", r.err)
-		a.watchAt = time.Now().Add(a.backoff())
+func (a *actor) watched(ch <-chan struct{}, cancel context.CancelFunc, err error) {
+	if err != nil {
+		if !errors.Is(err, errNotSent) {
+			a.failed("watch", err)
+		}
+		a.at.watch = time.Now().Add(a.backoff())
 		return
 	}
-	a.watch, a.watchCancel = r.watch, r.watchCancel
-	a.tryAt = time.Now() // a release before the watch was set up is not missed
+	w := &watching{cancel: cancel}
+	a.watch = w
+	a.at.try = time.Now() // a release before the watch was set up is not missed
+	a.wg.Go(func() {
+		for range ch {
+			a.do(func() { a.watchFired(w, true) })
+		}
+		a.do(func() { a.watchFired(w, false) })
+	})
 }
 
 // watchFired wakes the campaign when the lock may have been released; a
-// closed watch is set up again after a pause, polling meanwhile.
-func (a *actor) watchFired(ok bool) {
+// closed watch is set up again after a pause, polling meanwhile. Signals
+// of a watch already stopped are ignored.
+func (a *actor) watchFired(w *watching, ok bool) {
+	if a.watch != w {
+		return
+	}
 	if !ok {
 		a.stopWatch()
-		a.watchAt = time.Now().Add(a.cfg.RetryPause())
+		a.at.watch = time.Now().Add(a.cfg.RetryPause())
 		return
 	}
 	if a.term == nil {
-		a.tryAt = time.Now()
+		a.at.try = time.Now()
 		if a.op != nil && a.op.kind == opAcquire {
-			a.woken = true
+			a.at.woken = true
 		}
 		if a.gate != nil {
 			a.gate.fresh = false
@@ -105,8 +133,8 @@ func (a *actor) watchFired(ok bool) {
 }
 
 func (a *actor) stopWatch() {
-	if a.watchCancel != nil {
-		a.watchCancel()
+	if a.watch != nil {
+		a.watch.cancel()
+		a.watch = nil
 	}
-	a.watch, a.watchCancel = nil, nil
 }

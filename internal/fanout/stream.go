@@ -6,12 +6,13 @@ import (
 	"github.com/hustings/hustings/events"
 )
 
-// Stream is one subscriber's channel of events, fed by a single owner
-// goroutine (a campaign's or an observer's loop) that must never block on
-// it.
+// Stream is one subscriber's channel of events, fed by a single owner (a
+// campaign's actor, under its lock, or an observer's loop) that must never
+// block on it.
 //
 // The owner calls Publish whenever the state changes, and offers the next
-// event in its own select loop:
+// event when it can: a loop in its select, an actor at its next callback
+// (it polls while an event waits, see elector's flushEvents):
 //
 //	ch, e := s.Ready()
 //	select {
