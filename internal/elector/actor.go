@@ -93,6 +93,9 @@ func (a *actor) begin() {
 	a.do(a.adopt)
 	a.mu.Lock() // a ctx that has ended calls at once, and waits for this
 	defer a.mu.Unlock()
+	if a.end.reason != nil {
+		return // closed already
+	}
 	if a.ctx.Done() == nil {
 		a.end.stopCtx = func() bool { return true } // a ctx that never ends
 		return
@@ -372,7 +375,12 @@ func (a *actor) finish() {
 	}
 	a.alarms.deadline.stop()
 	a.alarms.flush.stop()
-	a.end.stopCtx()
+	a.mu.Lock()
+	stopCtx := a.end.stopCtx
+	a.mu.Unlock()
+	if stopCtx != nil {
+		stopCtx()
+	}
 	a.wg.Wait()
 	a.e.finish(a)
 	for _, r := range a.releases {

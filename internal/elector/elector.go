@@ -224,11 +224,12 @@ func (e *Elector) Start() error { return e.start(context.Background()) }
 // it, which lives and ends with it.
 func (e *Elector) start(ctx context.Context) error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	switch {
 	case e.closed || e.ended:
+		e.mu.Unlock()
 		return ErrClosed
 	case e.started:
+		e.mu.Unlock()
 		return ErrRunning
 	}
 	s, private := e.cfg.Session, false
@@ -237,9 +238,11 @@ func (e *Elector) start(ctx context.Context) error {
 	}
 	a := newActor(e, ctx, s, private)
 	if err := s.join(a); err != nil {
+		e.mu.Unlock()
 		return err
 	}
 	e.started, e.act = true, a
+	e.mu.Unlock() // the actor takes e.mu under its own lock: never the other way
 	if private {
 		go func() { _ = s.Run(context.WithoutCancel(ctx)) }() // ended by finish's Close
 	}
