@@ -62,26 +62,123 @@ func (s *session) stopWatch() {
 	}
 }
 
+// shardSize is how many nodes one shard of the loss watch waits on: a
+// goroutine whose reflect.Select has a case per node (reflect.Select takes
+// at most 65,536, and its cost grows with the cases at every wake-up). A
+// session holding 100,000 locks runs 98 shards.
+const shardSize = 1024
+
+// shard is one goroutine of the loss watch and the nodes it waits on.
+type shard struct {
+	add chan watchedNode // buffer 1: the shard takes a node between wake-ups
+	n   int              // nodes it waits on; the watch's loop's own count
+}
+
+// watchedNode is a lock's node and its exists watch.
+type watchedNode struct {
+	l  *lock
+	ch <-chan zk.Event
+}
+
+// fired collects the locks whose watch fired, from the shards, for the
+// watch's loop to set again if they are still granted.
+type fired struct {
+	mu    sync.Mutex
+	locks []*lock
+	wake  chan struct{} // buffer 1
+}
+
+func (f *fired) put(l *lock) {
+	f.mu.Lock()
+	f.locks = append(f.locks, l)
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fired) take() []*lock {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.locks
+	f.locks = nil
+	return out
+}
+
 // watchLosses watches the nodes of the session's granted locks until ctx
-// ends. A watch fires once: a deleted node's lock goes to Lost (unless
-// the session released it meanwhile, which Lost ignores); any other event
-// (a data change, a watch the client dropped) sets the watch again.
+// ends: it sets an exists watch on each and hands it to a shard. A watch
+// fires once: a deleted node's lock goes to Lost (unless the session
+// released it meanwhile, which Lost ignores); any other event (a data
+// change, a watch the client dropped) sets the watch again.
 func (s *session) watchLosses(ctx context.Context, w *lossWatch) {
 	defer close(w.done)
-	watched := map[*lock]<-chan zk.Event{}
+	var shards sync.WaitGroup
+	defer shards.Wait()
+	f := &fired{wake: make(chan struct{}, 1)}
+	watched := map[*lock]*shard{}
+	var open []*shard // shards with room
+	place := func(n watchedNode) {
+		if len(open) == 0 {
+			sh := &shard{add: make(chan watchedNode, 1)}
+			open = append(open, sh)
+			shards.Go(func() { s.runShard(ctx, sh, f) })
+		}
+		sh := open[len(open)-1]
+		sh.add <- n
+		watched[n.l] = sh
+		if sh.n++; sh.n == shardSize {
+			open = open[:len(open)-1]
+		}
+	}
 	for {
-		retry := s.watchGranted(ctx, watched)
-		locks, cases := s.lossCases(ctx, w, watched, retry)
-		chosen, v, _ := reflect.Select(cases)
-		switch {
-		case chosen == 0:
+		retry := s.watchGranted(ctx, watched, place)
+		var pause <-chan time.Time
+		if retry {
+			pause = time.After(rewatchPause)
+		}
+		select {
+		case <-ctx.Done():
 			return
-		case chosen >= 3:
-			l := locks[chosen-3]
-			delete(watched, l)
-			if ev, _ := v.Interface().(zk.Event); ev.Type == zk.EventNodeDeleted {
+		case <-w.granted:
+		case <-pause:
+		case <-f.wake:
+			for _, l := range f.take() {
+				sh := watched[l]
+				delete(watched, l)
+				if sh.n--; sh.n == shardSize-1 {
+					open = append(open, sh)
+				}
+			}
+		}
+	}
+}
+
+// runShard waits on the watches placed in sh until ctx ends.
+func (s *session) runShard(ctx context.Context, sh *shard, f *fired) {
+	cases := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(sh.add)},
+	}
+	var locks []*lock // locks[i] is the lock of cases[i+2]
+	for {
+		chosen, v, ok := reflect.Select(cases)
+		switch chosen {
+		case 0:
+			return
+		case 1:
+			n := v.Interface().(watchedNode)
+			locks = append(locks, n.l)
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(n.ch)})
+		default:
+			i, last := chosen-2, len(locks)-1
+			l := locks[i]
+			locks[i], locks = locks[last], locks[:last]
+			cases[chosen], cases = cases[len(cases)-1], cases[:len(cases)-1]
+			if ev, _ := v.Interface().(zk.Event); ok && ev.Type == zk.EventNodeDeleted {
 				s.lose(l)
 			}
+			f.put(l)
 		}
 	}
 }
@@ -91,7 +188,7 @@ func (s *session) watchLosses(ctx context.Context, w *lossWatch) {
 // connection: 10,000 one after another took 15 s here), and reports
 // whether one could not be set (to try again later). A node already gone
 // is lost at once.
-func (s *session) watchGranted(ctx context.Context, watched map[*lock]<-chan zk.Event) (retry bool) {
+func (s *session) watchGranted(ctx context.Context, watched map[*lock]*shard, place func(watchedNode)) (retry bool) {
 	var todo []*lock
 	for _, l := range s.granted() {
 		if _, ok := watched[l]; !ok {
@@ -121,7 +218,7 @@ func (s *session) watchGranted(ctx context.Context, watched map[*lock]<-chan zk.
 			case !exists[i]:
 				s.lose(l)
 			default:
-				watched[l] = chans[i]
+				place(watchedNode{l: l, ch: chans[i]})
 			}
 		}
 	}
@@ -142,25 +239,4 @@ func (s *session) granted() []*lock {
 		}
 	}
 	return out
-}
-
-// lossCases returns the cases the loss watch waits on: ctx, a grant, a
-// pause before trying again (if retry), then one per watched node, whose
-// locks it returns in the same order.
-func (s *session) lossCases(ctx context.Context, w *lossWatch, watched map[*lock]<-chan zk.Event, retry bool) ([]*lock, []reflect.SelectCase) {
-	var pause <-chan time.Time
-	if retry {
-		pause = time.After(rewatchPause)
-	}
-	cases := []reflect.SelectCase{
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w.granted)},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(pause)},
-	}
-	locks := make([]*lock, 0, len(watched))
-	for l, ch := range watched {
-		locks = append(locks, l)
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-	}
-	return locks, cases
 }
