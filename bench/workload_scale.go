@@ -96,16 +96,13 @@ func (b *bench) warmUp(ctx context.Context, s *system) error {
 	defer cand.Close()
 	cs := make([]*campaign.Campaign, 0, warmUpCampaigns)
 	defer closeAll(&cs)
+	wg.Go(func() { _ = cand.Run(rctx) })
 	for i := range warmUpCampaigns {
-		c, err := campaign.New(s.backend, fmt.Sprint("scale-warm-up/", i), campaign.WithSession(cand))
+		c, err := cand.Campaign(fmt.Sprint("scale-warm-up/", i))
 		if err != nil {
 			return err
 		}
 		cs = append(cs, c)
-	}
-	wg.Go(func() { _ = cand.Run(rctx) })
-	for _, c := range cs {
-		wg.Go(func() { _ = c.Run(rctx) })
 	}
 	n, err := b.awaitElected(ctx, cs, eventTimeout)
 	if err == nil && n < len(cs) {
@@ -131,17 +128,14 @@ func (b *bench) holdCampaigns(ctx context.Context, s *system, n int) (Row, error
 	defer cand.Close()
 	cs := make([]*campaign.Campaign, 0, n)
 	defer closeAll(&cs)
+	started := time.Now()
+	wg.Go(func() { _ = cand.Run(rctx) })
 	for i := range n {
-		c, err := campaign.New(s.backend, fmt.Sprintf("scale-%d/%d", n, i), campaign.WithSession(cand))
+		c, err := cand.Campaign(fmt.Sprintf("scale-%d/%d", n, i)) // running, with no goroutine of ours
 		if err != nil {
 			return Row{}, err
 		}
 		cs = append(cs, c)
-	}
-	started := time.Now()
-	wg.Go(func() { _ = cand.Run(rctx) })
-	for _, c := range cs {
-		wg.Go(func() { _ = c.Run(rctx) })
 	}
 	elected, err := b.awaitElected(ctx, cs, electLimit(n))
 	if err != nil {

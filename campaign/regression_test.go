@@ -168,7 +168,7 @@ func TestFailedReleaseNeverReusesToken(t *testing.T) {
 			t.Errorf("after Resign got %s (term ctx err %v), want revoked(%d)", e, termCtx.Err(), won.Token)
 		}
 		if !other.c.State().Leader {
-			t.Error("the other candidate never got the lock after the failed release")
+			t.Errorf("the other candidate never got the lock after the failed release: %+v; a: %+v", other.c.State(), a.c.State())
 		}
 		if s := a.c.State(); s.Leader && s.Token == won.Token {
 			t.Errorf("a leads again with the same token %d after it was revoked", won.Token)

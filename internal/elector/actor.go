@@ -207,7 +207,7 @@ func (a *actor) elect(slot int, token events.Token) {
 		return
 	}
 	e := events.Event{Kind: events.Elected, Name: a.e.name, Slot: slot, Token: token, Holder: a.cfg.ID, Time: now, Deadline: deadline}
-	t := newTerm(a.ctx, e)
+	t := newTerm(e)
 	a.term, a.audit, a.at.lost = t, audit{}, false
 	a.alarms.deadline.set(deadline.Sub(now))
 	a.stopWatch()
@@ -228,9 +228,12 @@ func (a *actor) elect(slot int, token events.Token) {
 
 // extend moves the term's deadline after a successful renewal.
 func (a *actor) extend(deadline time.Time) {
-	a.term.setDeadline(deadline)
+	t := a.term
 	a.alarms.deadline.set(time.Until(deadline))
-	a.e.setState(func(s *State) { s.Deadline = deadline })
+	a.e.setState(func(s *State) {
+		s.Deadline = deadline
+		t.setDeadline(deadline)
+	})
 }
 
 // revoke ends the term in force: its context is cancelled and Revoked is
@@ -240,7 +243,7 @@ func (a *actor) revoke(reason error) *term {
 	a.term = nil
 	a.alarms.deadline.stop()
 	e := t.event
-	e.Kind, e.Time, e.Deadline, e.Reason = events.Revoked, time.Now(), t.deadline, reason
+	e.Kind, e.Time, e.Deadline, e.Reason = events.Revoked, time.Now(), a.e.deadlineOf(t), reason
 	// State stops reporting leadership before the term's context is
 	// cancelled: whoever sees the cancellation and reads State sees no term.
 	a.e.setState(func(s *State) {
@@ -265,7 +268,7 @@ func (a *actor) expireIfDue() {
 	if a.term == nil {
 		return
 	}
-	if left := time.Until(a.term.deadline); left > 0 {
+	if left := time.Until(a.e.deadlineOf(a.term)); left > 0 {
 		a.alarms.deadline.set(left)
 		return
 	}
@@ -394,11 +397,15 @@ func (a *actor) finish() {
 // drain waits, bounded by the grace period and the term's deadline, for the
 // work bound to t to return.
 func (a *actor) drain(t *term) {
-	limit := min(a.cfg.Grace, time.Until(t.deadline))
+	drained := a.e.drainedCh(t)
+	if drained == nil {
+		return
+	}
+	limit := min(a.cfg.Grace, time.Until(a.e.deadlineOf(t)))
 	timer := time.NewTimer(max(limit, 0))
 	defer timer.Stop()
 	select {
-	case <-t.drained:
+	case <-drained:
 	case <-timer.C:
 		a.cfg.Logger.Warn("work bound to the term outlived the grace period", "name", a.e.name, "token", t.event.Token)
 	}
@@ -439,7 +446,7 @@ func (a *actor) failed(what string, err error) {
 	a.e.setState(func(s *State) { s.Err = err })
 	attrs := []any{"name", a.e.name, "id", a.cfg.ID, "err", err}
 	if a.term != nil {
-		attrs = append(attrs, "slot", a.term.event.Slot, "token", a.term.event.Token, "deadline", a.term.deadline)
+		attrs = append(attrs, "slot", a.term.event.Slot, "token", a.term.event.Token, "deadline", a.e.deadlineOf(a.term))
 	}
 	a.cfg.Logger.Warn(what+" failed", attrs...)
 }

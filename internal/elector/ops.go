@@ -232,6 +232,9 @@ func (a *actor) released(r release, err error) {
 		}
 	}
 	if r.reply != nil {
+		// A resignation's pause counts from the release, not the revoke:
+		// a release that was retried must still let the others in first.
+		a.at.notBefore = later(a.at.notBefore, time.Now().Add(a.cfg.RetryPause()))
 		r.reply <- err
 	}
 }

@@ -10,28 +10,44 @@ import (
 
 // term is one continuous holding of the lock. Work bound to it (WhileLeader)
 // takes a hold; a graceful stop waits for the holds to end before release.
-// ended, holds and drained are guarded by the campaign's mutex.
+// Its context and drained channel are made when first needed, so that a
+// term nobody binds work to costs only this struct. Every field but event
+// is guarded by the campaign's mutex (e.mu).
 type term struct {
 	event    events.Event // the Elected event
-	deadline time.Time    // owned by the actor; ctx reports a copy
-	ctx      *termContext
+	deadline time.Time
+	ctx      *termContext // made by the first Term
 	cancel   context.CancelFunc
 	ended    bool
 	holds    int
-	drained  chan struct{} // closed once ended and holds == 0
+	drained  chan struct{} // made by the first drain that waits; closed once ended and holds == 0
 }
 
-func newTerm(parent context.Context, e events.Event) *term {
-	inner, cancel := context.WithCancel(context.WithoutCancel(parent))
-	ctx := &termContext{Context: inner}
-	ctx.deadline.Store(&e.Deadline)
-	return &term{event: e, deadline: e.Deadline, ctx: ctx, cancel: cancel, drained: make(chan struct{})}
+func newTerm(e events.Event) *term {
+	return &term{event: e, deadline: e.Deadline}
 }
 
-// setDeadline moves the term's deadline (after a renewal).
+// context returns the term's context, made under e.mu from parent (whose
+// values it keeps, not its cancellation) at the first call.
+func (t *term) context(parent context.Context) *termContext {
+	if t.ctx == nil {
+		inner, cancel := context.WithCancel(context.WithoutCancel(parent))
+		t.ctx, t.cancel = &termContext{Context: inner}, cancel
+		d := t.deadline
+		t.ctx.deadline.Store(&d)
+		if t.ended {
+			cancel()
+		}
+	}
+	return t.ctx
+}
+
+// setDeadline moves the term's deadline (after a renewal); e.mu held.
 func (t *term) setDeadline(d time.Time) {
 	t.deadline = d
-	t.ctx.deadline.Store(&d)
+	if t.ctx != nil {
+		t.ctx.deadline.Store(&d)
+	}
 }
 
 // termContext is a term's context: cancelled when the term ends, and
@@ -64,11 +80,11 @@ func (e *Elector) Term(token events.Token) (ctx context.Context, elected events.
 		}
 		released = true
 		t.holds--
-		if t.ended && t.holds == 0 {
+		if t.ended && t.holds == 0 && t.drained != nil {
 			close(t.drained)
 		}
 	}
-	return t.ctx, t.event, done, true
+	return t.context(e.act.ctx), t.event, done, true
 }
 
 // end marks t ended and cancels its context; holds taken from now on fail.
@@ -78,9 +94,33 @@ func (e *Elector) end(t *term) {
 	if e.current == t {
 		e.current = nil
 	}
-	if t.holds == 0 {
+	if t.holds == 0 && t.drained != nil {
 		close(t.drained)
 	}
+	cancel := t.cancel
 	e.mu.Unlock()
-	t.cancel()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// drainedCh returns a channel closed once t has ended and its work
+// returned, or nil if that is so already.
+func (e *Elector) drainedCh(t *term) <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t.ended && t.holds == 0 {
+		return nil
+	}
+	if t.drained == nil {
+		t.drained = make(chan struct{})
+	}
+	return t.drained
+}
+
+// deadlineOf returns t's deadline.
+func (e *Elector) deadlineOf(t *term) time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return t.deadline
 }
