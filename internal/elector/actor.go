@@ -216,13 +216,16 @@ func (a *actor) elect(slot int, token events.Token) {
 	a.e.state.Leader, a.e.state.Slot, a.e.state.Token = true, slot, token
 	a.e.state.Deadline, a.e.state.LastEvent = deadline, e
 	a.e.state.Err = a.fail.last // an audit's finding, if any, is past
+	elected := a.e.elected
 	a.e.mu.Unlock()
 	a.cfg.Observer.TermStarted(a.e.name, a.e.label)
 	a.cfg.Logger.Info("elected", "name", a.e.name, "slot", slot, "id", a.cfg.ID, "token", token, "deadline", deadline)
 	a.e.publish(e)
-	select {
-	case a.e.elected <- struct{}{}:
-	default:
+	if elected != nil {
+		select {
+		case elected <- struct{}{}:
+		default:
+		}
 	}
 }
 

@@ -33,9 +33,9 @@ type Elector struct {
 	started bool
 	ended   bool // Run returned
 	closed  bool
-	err     error              // what Run returns, once done is closed
-	done    chan struct{}      // closed when the campaign has finished
-	elected chan struct{}      // signalled (buffer 1) when a term starts
+	err     error              // what Run returns, once ended
+	done    chan struct{}      // closed once ended; made by the first waiter
+	elected chan struct{}      // signalled (buffer 1) when a term starts; made by WhileLeader
 	gate    *gate              // nil without a strategy; owned by the actor
 	me      strategy.Candidate // this candidate's registry entry
 }
@@ -106,8 +106,6 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 		cfg:     cfg,
 		out:     fanout.NewStream(),
 		state:   State{Name: full, ID: cfg.ID},
-		done:    make(chan struct{}),
-		elected: make(chan struct{}, 1),
 		gate:    g,
 		me:      cfg.Me,
 	}, nil
@@ -212,8 +210,33 @@ func (e *Elector) Run(ctx context.Context) error {
 	if err := e.start(ctx); err != nil {
 		return err
 	}
-	<-e.done
+	<-e.finished()
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	return e.err
+}
+
+// finished returns a channel closed once the campaign has finished.
+func (e *Elector) finished() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.done == nil {
+		e.done = make(chan struct{})
+		if e.ended {
+			close(e.done)
+		}
+	}
+	return e.done
+}
+
+// electedSignal returns the channel signalled when a term starts.
+func (e *Elector) electedSignal() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.elected == nil {
+		e.elected = make(chan struct{}, 1)
+	}
+	return e.elected
 }
 
 // Start runs the campaign until Close, or until its session stops,
@@ -262,11 +285,13 @@ func (e *Elector) finish(a *actor) {
 	e.mu.Lock()
 	e.ended, e.err = true, a.end.err
 	f := e.feed
+	if e.done != nil {
+		close(e.done)
+	}
 	e.mu.Unlock()
 	if f != nil {
 		f.Close()
 	}
-	close(e.done)
 }
 
 // Resign: see campaign.Campaign.Resign, where its doc is kept, once.
@@ -316,7 +341,7 @@ func (e *Elector) Close() error {
 		return nil
 	}
 	a.do(func() { a.stop(events.ErrResigned, ErrClosed) })
-	<-e.done
+	<-e.finished()
 	return nil
 }
 

@@ -90,7 +90,7 @@ func newTestActor(t *testing.T, ctx context.Context) *actor {
 // stopTestActor stops a and waits for its campaign to finish.
 func stopTestActor(a *actor) {
 	a.do(func() { a.stop(events.ErrCanceled, nil) })
-	<-a.e.done
+	<-a.e.finished()
 }
 
 // startDue starts one call at a time: a release waiting for the op slot

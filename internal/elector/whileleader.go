@@ -17,6 +17,7 @@ func WhileLeader(ctx context.Context, e *Elector, fn func(ctx context.Context, t
 	if fn == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalid)
 	}
+	elected := e.electedSignal()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	runErr := make(chan error, 1)
@@ -26,7 +27,7 @@ func WhileLeader(ctx context.Context, e *Elector, fn func(ctx context.Context, t
 		select {
 		case err := <-runErr:
 			return err
-		case <-e.elected:
+		case <-elected:
 		}
 		tctx, ev, done, ok := e.Term(0)
 		if !ok || ev.Token == last {
