@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -23,8 +24,8 @@ const (
 // KeepAlive renews the session node and confirms that the node of every
 // lock an Acquire granted the session still exists, in one transaction
 // (a ZooKeeper multi of the node's Set and one check per lock): one round
-// trip for up to 1,000 locks, and one more for each further 1,000, which
-// are checked after the renewal. A multi is all or nothing and names only
+// trip for up to 1,000 locks; each further 1,000 are checked after the
+// renewal, in transactions sent together (16 in flight). A multi is all or nothing and names only
 // the first op that failed, so each lock found gone costs one more round
 // trip: the transaction runs again without it, with the checks that came
 // after it. Locks found gone, and those whose lease has ended, are held
@@ -40,16 +41,36 @@ func (s *session) KeepAlive(ctx context.Context) error {
 	if err := s.alive(ctx, start); err != nil {
 		return err
 	}
-	for i, batch := range batches(s.held(start)) {
-		if err := s.confirm(ctx, i == 0, batch); err != nil {
+	all := batches(s.held(start))
+	if err := s.confirm(ctx, true, all[0]); err != nil {
+		return s.fail(ctx, "keep-alive", err)
+	}
+	s.renewed(start)
+	// The other transactions go out together (the conn pipelines them):
+	// one after another, 100 of them (100,000 locks) outlasted the TTL.
+	rest := all[1:]
+	errs := make([]error, len(rest))
+	turns := make(chan struct{}, confirmsInFlight)
+	var wg sync.WaitGroup
+	for i, batch := range rest {
+		turns <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-turns }()
+			errs[i] = s.confirm(ctx, false, batch)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return s.fail(ctx, "keep-alive", err)
-		}
-		if i == 0 {
-			s.renewed(start)
 		}
 	}
 	return nil
 }
+
+// confirmsInFlight is how many confirming transactions beyond the first a
+// keep-alive has in flight at once.
+const confirmsInFlight = 16
 
 // Lost returns the locks that KeepAlive, or an Acquire, found gone; see
 // backends.Session.
