@@ -20,8 +20,9 @@ const StormTTL = 3 * time.Second
 // StormCampaigns is how many campaigns RunStorm starts when asked for 0.
 // Started with Session.Campaign they cost no goroutine while they wait for
 // their turn or hold, so the race detector's limit of 8,128 live
-// goroutines does not bound them. bench's scale workload also holds
-// 100,000.
+// goroutines does not bound them; a backend whose every renewal costs the
+// server work per lock held may ask for fewer (etcd and PostgreSQL ask
+// for 2,000). bench's scale workload also holds 100,000.
 const StormCampaigns = 10_000
 
 // stormBound is how long RunStorm waits for every campaign to be elected,
