@@ -11,8 +11,9 @@
 // backends.ErrInvalid naming Migrate.
 //
 //   - sessions: one row per Open, with the session's TTL and expires_at.
-//     A session lives while expires_at is after the server's now(); no
-//     statement ever extends a session that has expired.
+//     A session lives while expires_at is after the server's
+//     clock_timestamp(); no statement ever extends a session that has
+//     expired.
 //   - locks: one row per lock name, with the holding session, the
 //     candidate ID, the fencing token and the lock's own expires_at
 //     (never past a lease's end). Whether a lock is free is decided by its
@@ -44,10 +45,16 @@
 // SET, no temporary tables), so it works through a transaction pooler
 // such as PgBouncer in transaction mode, LISTEN excepted (below).
 //
-// Every expiry is computed by the server, with now(), from the server's
-// clock only; the client's clock never reaches a row. The local deadlines
-// of package campaign count from the start of the client's call, before
-// the server's now(), so they end first.
+// Every expiry is computed by the server, with clock_timestamp(), from
+// the server's clock only; the client's clock never reaches a row. The
+// local deadlines of package campaign count from the start of the
+// client's call, before the server reads its clock, so they end first.
+// clock_timestamp(), not now(): now() is the start of the transaction,
+// and a statement that waited for a row lock (a keep-alive behind an
+// acquire) would judge expiry by a time long past, renewing a lock that
+// expired meanwhile, after its release had found it expired and left it
+// (seen in the chaos suite: the session then got the lock back under the
+// same token, for a new term).
 //
 // # Wake-ups
 //

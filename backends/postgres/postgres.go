@@ -112,7 +112,7 @@ func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, err
 	var h backends.Holder
 	err := b.run(ctx, "holder", func() error {
 		err := b.pool.QueryRow(ctx, b.t.expand(`SELECT candidate, token FROM {locks}
-			WHERE name = $1 AND expires_at > now()`), name).Scan(&h.ID, &h.Token)
+			WHERE name = $1 AND expires_at > clock_timestamp()`), name).Scan(&h.ID, &h.Token)
 		if errors.Is(err, pgx.ErrNoRows) {
 			h = backends.Holder{}
 			return nil

@@ -20,12 +20,12 @@ var (
 // and deletes those whose session expired or is gone.
 const membersSQL = `WITH dead AS (
   DELETE FROM {members} m WHERE m.grp = $1 AND NOT EXISTS (
-    SELECT 1 FROM {sessions} s WHERE s.id = m.session_id AND s.expires_at > now())
+    SELECT 1 FROM {sessions} s WHERE s.id = m.session_id AND s.expires_at > clock_timestamp())
   RETURNING m.session_id
 )
 SELECT m.candidate, m.ord, m.score, m.weight, m.meta FROM {members} m
 JOIN {sessions} s ON s.id = m.session_id
-WHERE m.grp = $1 AND s.expires_at > now()
+WHERE m.grp = $1 AND s.expires_at > clock_timestamp()
 ORDER BY m.ord`
 
 // Members lists the candidates registered in group whose sessions live,
@@ -64,7 +64,7 @@ func (b *Backend) Members(ctx context.Context, group string) ([]strategy.Candida
 // of its first registration, if the session lives.
 const registerSQL = `INSERT INTO {members} AS m (grp, session_id, candidate, ord, score, weight, meta)
 SELECT $2, s.id, s.candidate, nextval('{orders}'), $3, $4, $5
-FROM {sessions} s WHERE s.id = $1 AND s.expires_at > now()
+FROM {sessions} s WHERE s.id = $1 AND s.expires_at > clock_timestamp()
 ON CONFLICT (grp, session_id) DO UPDATE SET
   score = excluded.score, weight = excluded.weight, meta = excluded.meta
 RETURNING m.ord`

@@ -13,7 +13,7 @@ import (
 
 // schemaSQL creates what the backend stores in schema %[1]s; every
 // statement is idempotent. Times are the server's: expires_at is compared
-// with now() only, never with a client's clock.
+// with clock_timestamp() only, never with a client's clock.
 const schemaSQL = `CREATE SCHEMA IF NOT EXISTS %[1]s;
 
 -- Fencing tokens of every lock, and registration orders: strictly
@@ -71,8 +71,8 @@ LANGUAGE plpgsql AS $$
 DECLARE
   renewed_until timestamptz;
 BEGIN
-  UPDATE %[1]s.sessions s SET expires_at = now() + s.ttl
-    WHERE s.id = p_session AND s.expires_at > now()
+  UPDATE %[1]s.sessions s SET expires_at = clock_timestamp() + s.ttl
+    WHERE s.id = p_session AND s.expires_at > clock_timestamp()
     RETURNING s.expires_at INTO renewed_until;
   alive := renewed_until IS NOT NULL;
   IF NOT alive THEN
@@ -80,7 +80,7 @@ BEGIN
   END IF;
   WITH renewed AS (
     UPDATE %[1]s.locks l SET expires_at = LEAST(renewed_until, COALESCE(l.lease_end, renewed_until))
-      WHERE l.session_id = p_session AND NOT l.hold AND l.expires_at > now()
+      WHERE l.session_id = p_session AND NOT l.hold AND l.expires_at > clock_timestamp()
       RETURNING l.name, l.token
   )
   SELECT COALESCE(array_agg(r.name), '{}'), COALESCE(array_agg(r.token), '{}')

@@ -30,14 +30,14 @@ type session struct {
 // expired long ago (their rows only take room: nothing extends them).
 const openSQL = `WITH gc AS (
   DELETE FROM {sessions} WHERE id IN (
-    SELECT id FROM {sessions} WHERE expires_at < now() - interval '1 minute'
+    SELECT id FROM {sessions} WHERE expires_at < clock_timestamp() - interval '1 minute'
     LIMIT 8 FOR UPDATE SKIP LOCKED)
 )
 INSERT INTO {sessions} (id, candidate, ttl, expires_at)
-VALUES ($1, $2, $3 * interval '1 millisecond', now() + $3 * interval '1 millisecond')`
+VALUES ($1, $2, $3 * interval '1 millisecond', clock_timestamp() + $3 * interval '1 millisecond')`
 
 // Open starts a session for candidate id: a new row of the sessions table
-// that lives ttl (rounded up to a millisecond) after the server's now()
+// that lives ttl (rounded up to a millisecond) after the server's clock_timestamp()
 // at the INSERT, unless KeepAlive renews it. One round trip.
 func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
 	if err := backends.ValidateSession(id, ttl); err != nil {
@@ -73,28 +73,28 @@ func (s *session) ID() string { return s.id }
 // whether the session lives, the token if granted, and the holder.
 const acquireSQL = `WITH s AS (
   SELECT id, candidate, expires_at FROM {sessions}
-  WHERE id = $2 AND expires_at > now() FOR SHARE
+  WHERE id = $2 AND expires_at > clock_timestamp() FOR SHARE
 ), a AS (
   INSERT INTO {locks} AS l (name, session_id, candidate, token, expires_at, lease_end, hold)
   SELECT $1::text, s.id, s.candidate, nextval('{tokens}'),
-    CASE WHEN $3::bigint > 0 THEN LEAST(s.expires_at, now() + $3::bigint * interval '1 millisecond') ELSE s.expires_at END,
-    CASE WHEN $3::bigint > 0 THEN now() + $3::bigint * interval '1 millisecond' END,
+    CASE WHEN $3::bigint > 0 THEN LEAST(s.expires_at, clock_timestamp() + $3::bigint * interval '1 millisecond') ELSE s.expires_at END,
+    CASE WHEN $3::bigint > 0 THEN clock_timestamp() + $3::bigint * interval '1 millisecond' END,
     false
   FROM s
   ON CONFLICT (name) DO UPDATE SET
     session_id = excluded.session_id,
     candidate = excluded.candidate,
-    token = CASE WHEN l.expires_at > now() THEN l.token ELSE excluded.token END,
-    expires_at = CASE WHEN l.expires_at > now() THEN l.expires_at ELSE excluded.expires_at END,
-    lease_end = CASE WHEN l.expires_at > now() THEN l.lease_end ELSE excluded.lease_end END,
+    token = CASE WHEN l.expires_at > clock_timestamp() THEN l.token ELSE excluded.token END,
+    expires_at = CASE WHEN l.expires_at > clock_timestamp() THEN l.expires_at ELSE excluded.expires_at END,
+    lease_end = CASE WHEN l.expires_at > clock_timestamp() THEN l.lease_end ELSE excluded.lease_end END,
     hold = false
-  WHERE l.expires_at <= now() OR (l.session_id = excluded.session_id AND NOT l.hold)
+  WHERE l.expires_at <= clock_timestamp() OR (l.session_id = excluded.session_id AND NOT l.hold)
   RETURNING l.token, l.expires_at
 )
 SELECT EXISTS (SELECT 1 FROM s),
   (SELECT token FROM a),
   (SELECT count(*) FROM a,
-    pg_notify($4::text, ceil(extract(epoch FROM a.expires_at - now()) * 1000)::bigint || ' ' || $1) n),
+    pg_notify($4::text, ceil(extract(epoch FROM a.expires_at - clock_timestamp()) * 1000)::bigint || ' ' || $1) n),
   (SELECT candidate FROM {locks} WHERE name = $1)`
 
 // Acquire takes name if it is free, held by this session (same token), or
@@ -142,17 +142,17 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 // lives.
 const releaseSQL = `WITH d AS (
   DELETE FROM {locks}
-  WHERE $4::bigint = 0 AND name = $1 AND session_id = $2 AND token = $3 AND NOT hold AND expires_at > now()
+  WHERE $4::bigint = 0 AND name = $1 AND session_id = $2 AND token = $3 AND NOT hold AND expires_at > clock_timestamp()
   RETURNING name
 ), h AS (
-  UPDATE {locks} SET hold = true, lease_end = NULL, expires_at = now() + $4::bigint * interval '1 millisecond'
-  WHERE $4::bigint > 0 AND name = $1 AND session_id = $2 AND token = $3 AND NOT hold AND expires_at > now()
+  UPDATE {locks} SET hold = true, lease_end = NULL, expires_at = clock_timestamp() + $4::bigint * interval '1 millisecond'
+  WHERE $4::bigint > 0 AND name = $1 AND session_id = $2 AND token = $3 AND NOT hold AND expires_at > clock_timestamp()
   RETURNING name
 ), r AS (
   SELECT name FROM d UNION ALL SELECT name FROM h
 )
 SELECT (SELECT count(*) FROM r, pg_notify($5::text, $4::bigint::text || ' ' || r.name) n),
-  EXISTS (SELECT 1 FROM {sessions} WHERE id = $2 AND expires_at > now())`
+  EXISTS (SELECT 1 FROM {sessions} WHERE id = $2 AND expires_at > clock_timestamp())`
 
 // Release frees name, or marks it held by nobody alive for hold, if this
 // session holds it under token: one statement, one round trip. Whatever
@@ -189,7 +189,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 const keepAliveSQL = `SELECT alive, names, tokens FROM {keep_alive}($1)`
 
 // KeepAlive renews the session row and every lock row of the session to
-// the server's now() + TTL, in one statement (a call of the schema's
+// the server's clock_timestamp() + TTL, in one statement (a call of the schema's
 // keep_alive function), one round trip whatever the number of locks, and
 // confirms the locks it was granted against the rows renewed. Locks not
 // renewed under the token granted (deleted, expired with their lease,

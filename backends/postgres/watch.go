@@ -304,8 +304,8 @@ func (h *hub) nextDue() time.Time {
 }
 
 // checkSQL reads how long each of a list of locks lives on.
-const checkSQL = `SELECT name, ceil(extract(epoch FROM expires_at - now()) * 1000)::bigint
-FROM {locks} WHERE name = ANY($1) AND expires_at > now()`
+const checkSQL = `SELECT name, ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint
+FROM {locks} WHERE name = ANY($1) AND expires_at > clock_timestamp()`
 
 // check re-reads the rows of names, all due: a lock still held is looked
 // at again when it expires as now seen; a lock free or expired signals.

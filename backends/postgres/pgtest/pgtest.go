@@ -276,6 +276,15 @@ func (s *Server) kill(sig syscall.Signal) {
 	}
 	_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
 	p.Kill()
+	// The postmaster's children hold its shared memory until they are
+	// gone; a start before then fails ("pre-existing shared memory block
+	// is still in use"), seen beside two CPU burners.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if err := syscall.Kill(-p.PID(), 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // Pool returns a pool of connections to dsn, closed when the test ends.
