@@ -63,14 +63,21 @@ CREATE TABLE IF NOT EXISTS %[1]s.members (
 -- round trip, whatever the number of locks. Its two statements take
 -- snapshots of their own (READ COMMITTED), so a lock acquired while the
 -- first waited for the session row (an acquire holds it FOR SHARE) is
--- seen and renewed by the second. alive is false if the session had
--- expired; names and tokens are the locks renewed.
+-- seen and renewed by the second. The session row is locked first, and
+-- only then judged: an UPDATE judges its WHERE before it waits for a row
+-- lock, so it would revive a session that expired while it waited (seen
+-- in the chaos suite, beside two CPU burners: a release found the
+-- session expired and left its lock, which the revived session then took
+-- back under the same token).
+-- alive is false if the session had expired; names and tokens are the
+-- locks renewed.
 CREATE OR REPLACE FUNCTION %[1]s.keep_alive(p_session text,
   OUT alive boolean, OUT names text[], OUT tokens bigint[])
 LANGUAGE plpgsql AS $$
 DECLARE
   renewed_until timestamptz;
 BEGIN
+  PERFORM 1 FROM %[1]s.sessions WHERE id = p_session FOR UPDATE;
   UPDATE %[1]s.sessions s SET expires_at = clock_timestamp() + s.ttl
     WHERE s.id = p_session AND s.expires_at > clock_timestamp()
     RETURNING s.expires_at INTO renewed_until;
@@ -78,6 +85,11 @@ BEGIN
   IF NOT alive THEN
     RETURN;
   END IF;
+  -- The same for the lock rows: an acquire by another session locks a row
+  -- it finds held (ON CONFLICT locks the row even where it does not
+  -- update it), and an UPDATE that waited for it would not judge the
+  -- expiry again.
+  PERFORM 1 FROM %[1]s.locks WHERE session_id = p_session AND NOT hold FOR UPDATE;
   WITH renewed AS (
     UPDATE %[1]s.locks l SET expires_at = LEAST(renewed_until, COALESCE(l.lease_end, renewed_until))
       WHERE l.session_id = p_session AND NOT l.hold AND l.expires_at > clock_timestamp()

@@ -135,14 +135,18 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 }
 
 // releaseSQL deletes the lock row, or marks it held by nobody alive for
-// the hold, if this session holds it under the token, and NOTIFYs it.
+// the hold, if this session holds it under the token, and NOTIFYs it. A
+// row of the session's that has expired is deleted all the same: left,
+// a keep-alive or an acquire of the session that judged it alive (a
+// statement's snapshot and clock are not taken at one instant) would give
+// the session its token back for a new term, as the chaos suite saw.
 //
 // $1 name, $2 session ID, $3 token, $4 hold ms (0: none), $5 channel.
 // Returns the number of locks released (0 or 1) and whether the session
 // lives.
 const releaseSQL = `WITH d AS (
   DELETE FROM {locks}
-  WHERE $4::bigint = 0 AND name = $1 AND session_id = $2 AND token = $3 AND NOT hold AND expires_at > clock_timestamp()
+  WHERE $4::bigint = 0 AND name = $1 AND session_id = $2 AND token = $3 AND NOT hold
   RETURNING name
 ), h AS (
   UPDATE {locks} SET hold = true, lease_end = NULL, expires_at = clock_timestamp() + $4::bigint * interval '1 millisecond'

@@ -119,9 +119,11 @@ func (h *hub) add(ctx context.Context, name string) (*watch, *run) {
 // last watch. Calling it again does nothing.
 func (w *watch) end() {
 	h := w.h
-	w.stop()
-	h.mu.Lock()
+	h.mu.Lock() // add sets w.stop under it; a ctx already done calls end at once
 	defer h.mu.Unlock()
+	if w.stop != nil {
+		w.stop()
+	}
 	n := h.names[w.name]
 	if n == nil {
 		return

@@ -141,6 +141,7 @@ func (a *actor) startAcquire() {
 }
 
 func (a *actor) acquired(slot int, token events.Token, doubt []string, err error) {
+	a.cfg.Logger.Debug("acquired", "name", a.e.name, "slot", slot, "token", token, "doubt", doubt, "err", err)
 	if !errors.Is(err, errNotSent) {
 		a.doubt = doubt
 	}
@@ -209,10 +210,18 @@ func (a *actor) startRelease() {
 		if r.sess != nil && sent == nil {
 			err = r.sess.Release(ctx, name, tok, 0)
 		}
-		if r.sess == nil || errors.Is(err, backends.ErrNotHeld) || errors.Is(err, backends.ErrSessionLost) || errors.Is(err, backends.ErrSessionClosed) {
+		a.cfg.Logger.Debug("release", "name", name, "token", tok, "sent", r.sess != nil, "err", err)
+		lost := errors.Is(err, backends.ErrSessionLost)
+		if r.sess == nil || lost || errors.Is(err, backends.ErrNotHeld) || errors.Is(err, backends.ErrSessionClosed) {
 			err = nil // the session, and so the lock, is gone: the resignation is done
 		}
-		return outcome{apply: func() { a.released(r, err) }}
+		return outcome{apply: func() {
+			if lost && r.sess == a.on.sess {
+				// Nothing more is acquired on it: a new session comes.
+				a.lose(fmt.Errorf("release found the session gone: %w", backends.ErrSessionLost))
+			}
+			a.released(r, err)
+		}}
 	})
 }
 

@@ -34,6 +34,7 @@ func (a *actor) adopt() {
 			a.revoke(sessionLost("the session was replaced"))
 		}
 		if cur.gen != a.on.gen {
+			a.cfg.Logger.Debug("new session", "name", a.e.name, "gen", cur.gen, "dropped releases", len(a.releases))
 			a.dropReleases() // the old session's locks went with it
 		}
 		a.on.sess, a.on.gen, a.on.renewed, a.doubt = cur.sess, cur.gen, cur.renewed, nil
