@@ -235,7 +235,22 @@ func (s *Server) Restart() error {
 		return fmt.Errorf("pgtest: server on %s is stopped", s.Addr())
 	}
 	s.kill(syscall.SIGQUIT)
-	return s.start()
+	return s.startAgain()
+}
+
+// startAgain starts the server after a kill. The old server's backends
+// notice their postmaster's death on their own, up to seconds later under
+// load, and hold its shared memory until then: a start before fails at
+// once ("pre-existing shared memory block is still in use"), and is tried
+// again, for up to a minute.
+func (s *Server) startAgain() error {
+	var err error
+	for deadline := time.Now().Add(time.Minute); ; {
+		if err = s.start(); err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // Stop stops the server for good (an immediate shutdown) and removes its
