@@ -83,11 +83,10 @@ func ExampleSession() {
 	defer cand.Close() // after the campaigns: it ends their session
 
 	for _, tenant := range []string{"acme", "globex"} {
-		c, err := campaign.New(b, "rollup/"+tenant, campaign.WithSession(cand))
+		c, err := cand.Campaign("rollup/" + tenant) // running: no goroutine needed
 		if err != nil {
 			panic(err)
 		}
-		go c.Run(ctx)
 		defer c.Close()
 		e := <-c.Events()
 		fmt.Println(e.Name, e.Kind, e.Holder)
