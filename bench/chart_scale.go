@@ -65,7 +65,7 @@ func scaleFigure(rep *Report) figure {
 	target, _ := plotter.NewLine(plotter.XYs{{X: mem.X.Min, Y: targetBytes}, {X: mem.X.Max, Y: targetBytes}})
 	target.Color, target.Dashes = color.Gray{Y: 110}, []vg.Length{vg.Points(4), vg.Points(4)}
 	mem.Add(target)
-	f.key("target: 8 KiB a campaign", target)
+	f.key("target: 4 KiB a campaign", target)
 	if anyPoint(memPts, func(p scalePoint) bool { return !p.held }) {
 		f.key("not all elected and leading", missMark(color.Black))
 	}
@@ -117,7 +117,7 @@ func logPanel(title, unit string) *plot.Plot {
 }
 
 // targetBytes is the goal for a held campaign's memory, drawn as a line.
-const targetBytes = 8192
+const targetBytes = 4096
 
 // setLogRange sets p's axes to whole powers of ten around pts' positive
 // values and also (lines drawn across), with room either side of the
