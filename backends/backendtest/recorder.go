@@ -144,3 +144,56 @@ func (r *Recorder) Pending() bool {
 	defer r.mu.Unlock()
 	return r.read < len(r.seen)
 }
+
+// CheckPairs fails the test unless every term of each recorder is revoked
+// before the same recorder's next one, and the fencing tokens of all
+// their terms increase in the order they were elected. Unlike CheckTerms
+// it allows terms of different recorders to overlap: for fault tests
+// whose server forgets its locks (a restart without persistence).
+func CheckPairs(t testing.TB, rs ...*Recorder) {
+	t.Helper()
+	var elected []events.Event
+	for _, r := range rs {
+		var open *events.Event
+		for _, e := range r.Events() {
+			switch e.Kind {
+			case events.Elected:
+				if open != nil {
+					t.Errorf("%s: %s before the Revoked of token %d", r.ID, e, open.Token)
+				}
+				elected = append(elected, e)
+				open = &e
+			case events.Revoked:
+				if open == nil || open.Token != e.Token {
+					t.Errorf("%s: %s without its Elected", r.ID, e)
+				}
+				open = nil
+			}
+		}
+	}
+	CheckTokens(t, elected)
+}
+
+// CheckTokens fails the test unless the tokens of the Elected events, in
+// the order they were published, strictly increase.
+func CheckTokens(t testing.TB, elected []events.Event) {
+	t.Helper()
+	elected = slices.Clone(elected)
+	slices.SortFunc(elected, func(a, b events.Event) int { return a.Time.Compare(b.Time) })
+	for i := 1; i < len(elected); i++ {
+		if elected[i].Token <= elected[i-1].Token {
+			t.Errorf("fencing token went backwards: %s after %s", elected[i], elected[i-1])
+		}
+	}
+}
+
+// Elected returns the Elected events r published.
+func (r *Recorder) Elected() []events.Event {
+	var out []events.Event
+	for _, e := range r.Events() {
+		if e.Kind == events.Elected {
+			out = append(out, e)
+		}
+	}
+	return out
+}

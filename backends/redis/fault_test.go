@@ -37,7 +37,7 @@ func TestFaults(t *testing.T) {
 	var elected []events.Event
 	for _, f := range []struct {
 		name string
-		run  func(t *testing.T, srv *redistest.Server) []*candidate
+		run  func(t *testing.T, srv *redistest.Server) []*backendtest.Recorder
 	}{
 		{"BlackholedLeader", blackholedLeader},
 		{"ServerRestart", serverRestart},
@@ -45,15 +45,15 @@ func TestFaults(t *testing.T) {
 	} {
 		t.Run(f.name, func(t *testing.T) {
 			ks := f.run(t, srv)
-			checkTerms(t, ks...)
+			backendtest.CheckPairs(t, ks...)
 			logTerms(t, ks...)
 			for _, k := range ks {
 				k.Stop()
-				elected = append(elected, electedEvents(k)...)
+				elected = append(elected, k.Elected()...)
 			}
 		})
 	}
-	checkTokens(t, elected)
+	backendtest.CheckTokens(t, elected)
 }
 
 // faultLock is the lock every fault scenario campaigns for.
@@ -64,7 +64,7 @@ const faultLock = "faults"
 // on a direct link is elected once the session expired, with a larger
 // token. When the link heals, the old leader campaigns again and wins,
 // with a larger token still, once the other one stops.
-func blackholedLeader(t *testing.T, srv *redistest.Server) []*candidate {
+func blackholedLeader(t *testing.T, srv *redistest.Server) []*backendtest.Recorder {
 	link := faultlink.NewLink(t, srv.Addr())
 	viaLink := newBackend(t, link.Addr())
 	direct := newBackend(t, srv.Addr())
@@ -93,7 +93,7 @@ func blackholedLeader(t *testing.T, srv *redistest.Server) []*candidate {
 	if third.Token <= second.Token {
 		t.Fatalf("a's token after the heal = %d, want > %d", third.Token, second.Token)
 	}
-	return []*candidate{a, b}
+	return []*backendtest.Recorder{a, b}
 }
 
 // serverRestart: the server is killed and comes back empty, once
@@ -104,7 +104,7 @@ func blackholedLeader(t *testing.T, srv *redistest.Server) []*candidate {
 // After the quick restart the old leader may lead for a moment alongside
 // the new one, until its next KeepAlive finds its session gone: the data
 // loss this package documents, which the tokens make safe.
-func serverRestart(t *testing.T, srv *redistest.Server) []*candidate {
+func serverRestart(t *testing.T, srv *redistest.Server) []*backendtest.Recorder {
 	const name = faultLock
 	a := backendtest.Record(t, newBackend(t, srv.Addr()), name, "a", faultOpts()...)
 	b := backendtest.Record(t, newBackend(t, srv.Addr()), name, "b", faultOpts()...)
@@ -113,7 +113,7 @@ func serverRestart(t *testing.T, srv *redistest.Server) []*candidate {
 	srv.Kill()
 	leader.Expect(t, events.Revoked, faultTTL+faultWait)
 	time.Sleep(faultTTL) // a long outage: nobody can be elected
-	for _, k := range []*candidate{a, b} {
+	for _, k := range []*backendtest.Recorder{a, b} {
 		if s := k.C.State(); s.Leader {
 			t.Fatalf("%s believes it leads while the server is down", k.ID)
 		}
@@ -137,11 +137,11 @@ func serverRestart(t *testing.T, srv *redistest.Server) []*candidate {
 	if third.Token <= second.Token {
 		t.Fatalf("token after the quick restart = %d, want > %d", third.Token, second.Token)
 	}
-	return []*candidate{a, b}
+	return []*backendtest.Recorder{a, b}
 }
 
 // electedOf waits for one of ks to publish Elected and returns it.
-func electedOf(t *testing.T, ks ...*candidate) (*candidate, events.Event) {
+func electedOf(t *testing.T, ks ...*backendtest.Recorder) (*backendtest.Recorder, events.Event) {
 	t.Helper()
 	deadline := time.Now().Add(faultWait)
 	for time.Now().Before(deadline) {
@@ -158,7 +158,7 @@ func electedOf(t *testing.T, ks ...*candidate) (*candidate, events.Event) {
 
 // latency: 100 ms added each way on the leader's link, with a TTL of
 // seconds, revokes nothing.
-func latency(t *testing.T, srv *redistest.Server) []*candidate {
+func latency(t *testing.T, srv *redistest.Server) []*backendtest.Recorder {
 	link := faultlink.NewLink(t, srv.Addr())
 	link.Latency(100*time.Millisecond, 0)
 	const name = faultLock
@@ -171,11 +171,11 @@ func latency(t *testing.T, srv *redistest.Server) []*candidate {
 	if s := a.C.State(); !s.Leader || s.Token != first.Token {
 		t.Fatalf("a's state after 5s of latency = %+v, want leading with token %d", s, first.Token)
 	}
-	return []*candidate{a, b}
+	return []*backendtest.Recorder{a, b}
 }
 
 // logTerms logs every event, for the record of a run.
-func logTerms(t *testing.T, ks ...*candidate) {
+func logTerms(t *testing.T, ks ...*backendtest.Recorder) {
 	for _, k := range ks {
 		for _, e := range k.Events() {
 			t.Logf("%s %s %s", e.Time.Format("15:04:05.000"), k.ID, e)
