@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/puddle/v2"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/internal/ctxerr"
 )
 
 var (
@@ -169,13 +169,7 @@ func unavailable(ctx context.Context, op string, err error) error {
 	if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000" || pe.Code == "42883") {
 		return fmt.Errorf("%w: postgres: %s: %w (run postgres.Migrate first)", backends.ErrInvalid, op, err)
 	}
-	cerr := ctx.Err()
-	if cerr == nil {
-		var ne net.Error
-		if dl, ok := ctx.Deadline(); ok && errors.As(err, &ne) && ne.Timeout() && !time.Now().Add(time.Millisecond).Before(dl) {
-			cerr = context.DeadlineExceeded
-		}
-	}
+	cerr := ctxerr.Of(ctx, err)
 	if cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("%w: postgres: %s: %w (%w)", backends.ErrUnavailable, op, err, cerr)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/ctxerr"
 )
 
 // value is a parsed lock key: "<token> s <session ID>" for a lock held by a
@@ -50,13 +50,7 @@ func unavailable(ctx context.Context, op string, err error) error {
 	if errors.Is(err, goredis.ErrClosed) {
 		return fmt.Errorf("%w: redis: %s: %w (the caller closed the client)", backends.ErrInvalid, op, err)
 	}
-	cerr := ctx.Err()
-	if cerr == nil {
-		var ne net.Error
-		if dl, ok := ctx.Deadline(); ok && errors.As(err, &ne) && ne.Timeout() && !time.Now().Add(time.Millisecond).Before(dl) {
-			cerr = context.DeadlineExceeded
-		}
-	}
+	cerr := ctxerr.Of(ctx, err)
 	if cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("%w: redis: %s: %w (%w)", backends.ErrUnavailable, op, err, cerr)
 	}
