@@ -3,13 +3,9 @@ package backends
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/hustings/hustings/events"
-	"github.com/hustings/hustings/internal/human"
 )
 
 // Errors returned by every backend, possibly wrapped with details; match
@@ -32,9 +28,6 @@ var (
 	// ErrInvalid: bad input, such as an empty lock name or a TTL ≤ 0.
 	ErrInvalid = errors.New("backends: invalid argument")
 )
-
-// MaxNameLen is the longest lock name, in bytes, that every backend stores.
-const MaxNameLen = 256
 
 // Backend is a store of named locks. Implementations are safe for
 // concurrent use by many candidates.
@@ -131,58 +124,6 @@ type Holder struct {
 	Token events.Token
 }
 
-// Free reports whether nobody holds the lock.
-func (h Holder) Free() bool { return h.ID == "" }
-
-// ValidateName checks the rules every backend shares: a name is non-empty,
-// at most MaxNameLen bytes of valid UTF-8, with no control characters.
-// Backends add their own rules on top. The error matches ErrInvalid and
-// names what is wrong.
-func ValidateName(name string) error { return validateText("lock name", name) }
-
-// validateText checks a lock name or a candidate ID (what says which).
-func validateText(what, s string) error {
-	switch {
-	case s == "":
-		return fmt.Errorf("%w: empty %s", ErrInvalid, what)
-	case len(s) > MaxNameLen:
-		return fmt.Errorf("%w: %s is %d bytes, longer than %d", ErrInvalid, what, len(s), MaxNameLen)
-	case !utf8.ValidString(s):
-		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalid, what, s)
-	}
-	for i, r := range s {
-		if unicode.IsControl(r) {
-			return fmt.Errorf("%w: %s %q has control character %U at byte %d", ErrInvalid, what, s, r, i)
-		}
-	}
-	return nil
-}
-
-// ValidateSession checks the arguments of Open: a candidate ID that
-// follows the rules of lock names (non-empty, at most MaxNameLen bytes of
-// UTF-8, no control characters) and a TTL ValidateTTL accepts. The error
-// matches ErrInvalid.
-func ValidateSession(id string, ttl time.Duration) error {
-	if err := validateText("candidate ID", id); err != nil {
-		return err
-	}
-	return ValidateTTL("TTL", ttl)
-}
-
-// MaxTTL is the longest TTL or lease a backend takes: far beyond any
-// useful lease, and within every backend's range (Redis and ZooKeeper
-// count milliseconds, etcd seconds).
-const MaxTTL = 7 * 24 * time.Hour
-
-// ValidateTTL checks a TTL or lease: from 1 ms (the finest unit a backend
-// keeps) to MaxTTL. what names it in the error, which matches ErrInvalid.
-func ValidateTTL(what string, d time.Duration) error {
-	if d < time.Millisecond || d > MaxTTL {
-		return fmt.Errorf("%w: %s %s must be from 1ms to %s", ErrInvalid, what, human.Duration(d), human.Duration(MaxTTL))
-	}
-	return nil
-}
-
 // Dequeuer is implemented by the sessions of backends that queue waiters
 // (ZooKeeper): an Acquire that finds the lock held leaves the session in
 // line, and the session may later become the holder without being told.
@@ -194,28 +135,4 @@ type Dequeuer interface {
 	// (and waiters woken). A lock the session was told it holds is left
 	// alone; not being in the line is not an error.
 	Dequeue(ctx context.Context, name string) error
-}
-
-// ValidateAcquire checks the arguments of Session.Acquire: a valid name and
-// a lease ≥ 0. The error matches ErrInvalid.
-func ValidateAcquire(name string, lease time.Duration) error {
-	if err := ValidateName(name); err != nil {
-		return err
-	}
-	if lease < 0 {
-		return fmt.Errorf("%w: lease %v must be ≥ 0", ErrInvalid, lease)
-	}
-	return nil
-}
-
-// ValidateRelease checks the arguments of Session.Release: a valid name
-// and a hold ≥ 0. The error matches ErrInvalid.
-func ValidateRelease(name string, hold time.Duration) error {
-	if err := ValidateName(name); err != nil {
-		return err
-	}
-	if hold < 0 {
-		return fmt.Errorf("%w: hold %v must be ≥ 0", ErrInvalid, hold)
-	}
-	return nil
 }

@@ -2,8 +2,6 @@ package backends
 
 import (
 	"context"
-	"fmt"
-	"math"
 
 	"github.com/hustings/hustings/strategy"
 )
@@ -30,27 +28,4 @@ type Registrar interface {
 	// Deregister removes the session's entry from group; removing an entry
 	// that is not there is not an error.
 	Deregister(ctx context.Context, group string) error
-}
-
-// ValidateCandidate checks a registry entry: a valid group name, finite
-// score and weight, and metadata small enough for every backend (at most
-// 64 entries, 4 KiB in all). The error matches ErrInvalid.
-func ValidateCandidate(group string, c strategy.Candidate) error {
-	if err := ValidateName(group); err != nil {
-		return err
-	}
-	if math.IsNaN(c.Score) || math.IsInf(c.Score, 0) {
-		return fmt.Errorf("%w: score %v is not a finite number", ErrInvalid, c.Score)
-	}
-	if math.IsNaN(c.Weight) || math.IsInf(c.Weight, 0) || c.Weight < 0 {
-		return fmt.Errorf("%w: weight %v must be finite and ≥ 0", ErrInvalid, c.Weight)
-	}
-	size := 0
-	for k, v := range c.Meta {
-		size += len(k) + len(v)
-	}
-	if len(c.Meta) > 64 || size > 4096 {
-		return fmt.Errorf("%w: metadata of %d entries and %d bytes; at most 64 entries and 4096 bytes", ErrInvalid, len(c.Meta), size)
-	}
-	return nil
 }

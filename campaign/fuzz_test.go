@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/group"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // FuzzOptions: any durations and slot count given to New, group.New and
@@ -39,7 +39,7 @@ func FuzzOptions(f *testing.F) {
 			t.Fatalf("New = %v, not ErrInvalid", err)
 		case err == nil:
 			c.Close()
-			if ttl != -1 && (time.Duration(ttl) < 100*time.Millisecond || time.Duration(ttl) > backends.MaxTTL) {
+			if ttl != -1 && (time.Duration(ttl) < 100*time.Millisecond || time.Duration(ttl) > validate.MaxTTL) {
 				t.Fatalf("New took TTL %v", time.Duration(ttl))
 			}
 			if keepAlive != -1 && ttl != -1 && keepAlive >= ttl {

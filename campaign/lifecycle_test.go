@@ -9,10 +9,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 func TestNewRejectsBadInput(t *testing.T) {
@@ -35,12 +35,12 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"negative grace", b, "x", []campaign.Option{campaign.WithGrace(-1)}, "grace"},
 		{"zero TTL", b, "x", []campaign.Option{campaign.WithTTL(0)}, "TTL 0s must be from 1ms"},
 		{"TTL under a millisecond", b, "x", []campaign.Option{campaign.WithTTL(time.Microsecond)}, "TTL 1µs must be from 1ms"},
-		{"TTL over MaxTTL", b, "x", []campaign.Option{campaign.WithTTL(backends.MaxTTL + 1)}, "to 7 days"},
+		{"TTL over MaxTTL", b, "x", []campaign.Option{campaign.WithTTL(validate.MaxTTL + 1)}, "to 7 days"},
 		{"TTL too short to hold", b, "x", []campaign.Option{campaign.WithTTL(time.Millisecond)}, "the shortest that works is 100ms"},
 		{"TTL overflowing milliseconds", b, "x", []campaign.Option{campaign.WithTTL(math.MaxInt64)}, "TTL 2562047h47m16.854775807s"},
 		{"zero keep-alive", b, "x", []campaign.Option{campaign.WithKeepAlive(0)}, "keep-alive 0s"},
 		{"zero retry", b, "x", []campaign.Option{campaign.WithRetry(0)}, "retry 0s"},
-		{"oversized name", b, strings.Repeat("n", backends.MaxNameLen+1), nil, "longer than"},
+		{"oversized name", b, strings.Repeat("n", validate.MaxNameLen+1), nil, "longer than"},
 		{"invalid UTF-8 name", b, "a\xffb", nil, "UTF-8"},
 	}
 	for _, tt := range tests {
@@ -110,7 +110,7 @@ func TestCloseDuringRunEndsTheTerm(t *testing.T) {
 		if _, ok := <-a.c.Events(); ok {
 			t.Fatal("events channel open after Run returned")
 		}
-		if h, _ := b.Holder(t.Context(), "lock"); !h.Free() {
+		if h, _ := b.Holder(t.Context(), "lock"); h.ID != "" {
 			t.Fatalf("lock still held by %+v after Close", h)
 		}
 		if err := a.c.Close(); err != nil {
@@ -158,7 +158,7 @@ func TestCancelEndsTheTermWithReason(t *testing.T) {
 		if e.Kind != events.Revoked || e.Token != won.Token || !errors.Is(e.Reason, events.ErrCanceled) {
 			t.Fatalf("got %s, want revoked for a cancelled context", e)
 		}
-		if h, _ := b.Holder(t.Context(), "x"); !h.Free() {
+		if h, _ := b.Holder(t.Context(), "x"); h.ID != "" {
 			t.Fatalf("lock still held by %+v after cancel", h)
 		}
 	})

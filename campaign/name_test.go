@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // FuzzPrefixJoin: a campaign's name is the prefix, a "/", and the name (or
@@ -24,7 +24,7 @@ func FuzzPrefixJoin(f *testing.F) {
 			want = prefix + "/" + name
 		}
 		c, err := campaign.New(b, name, campaign.WithPrefix(prefix))
-		if valid := backends.ValidateName(want) == nil; valid != (err == nil) {
+		if valid := validate.Name(want) == nil; valid != (err == nil) {
 			t.Fatalf("New(%q, prefix %q) = %v; the joined name %q is valid=%v", name, prefix, err, want, valid)
 		}
 		if err != nil {

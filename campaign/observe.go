@@ -9,6 +9,7 @@ import (
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/elector"
 	"github.com/hustings/hustings/internal/fanout"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // Observe watches who holds the lock name without campaigning. The channel
@@ -29,7 +30,7 @@ func Observe(ctx context.Context, b backends.Backend, name string, opts ...Optio
 		return nil, err
 	}
 	full := cfg.FullName(name)
-	if err := backends.ValidateName(full); err != nil {
+	if err := validate.Name(full); err != nil {
 		return nil, elector.Invalid(err)
 	}
 	o := &observer{ctx: ctx, b: b, name: full, cfg: &cfg, out: fanout.NewStream()}

@@ -9,6 +9,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/elector"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // Outcome tells the three ends of a one-shot run apart.
@@ -178,7 +179,7 @@ func validateRun(ctx context.Context, c *elector.Config, b backends.Backend, nam
 	}
 	full := c.FullName(name)
 	for _, n := range append([]string{full}, elector.SlotNames(full, c.Slots)...) {
-		if err := backends.ValidateName(n); err != nil {
+		if err := validate.Name(n); err != nil {
 			return "", elector.Invalid(err)
 		}
 	}

@@ -51,7 +51,7 @@ func TestRunIfLeaderOnSessionIsAcquireAndRelease(t *testing.T) {
 		if n, a, r, c := b.opens.Load()-opens, b.acquires.Load(), b.releases.Load(), b.closes.Load(); n != 0 || a != 1 || r != 1 || c != 0 {
 			t.Errorf("the run made %d opens, %d acquires, %d releases, %d closes; want 0, 1, 1, 0", n, a, r, c)
 		}
-		if h, _ := mem.Holder(t.Context(), "job"); !h.Free() {
+		if h, _ := mem.Holder(t.Context(), "job"); h.ID != "" {
 			t.Errorf("after the run the lock is held by %+v, want free", h)
 		}
 	})
@@ -171,7 +171,7 @@ func TestRunIfLeaderWithoutSessionClosesInsteadOfReleasing(t *testing.T) {
 		if o, a, r, c := b.opens.Load(), b.acquires.Load(), b.releases.Load(), b.closes.Load(); o != 1 || a != 1 || r != 0 || c != 1 {
 			t.Errorf("the run made %d opens, %d acquires, %d releases, %d closes; want 1, 1, 0, 1", o, a, r, c)
 		}
-		if h, _ := mem.Holder(t.Context(), "job"); !h.Free() {
+		if h, _ := mem.Holder(t.Context(), "job"); h.ID != "" {
 			t.Errorf("after the run the lock is held by %+v, want free", h)
 		}
 		if _, err := campaign.RunIfLeader(t.Context(), b, "held", fn, campaign.WithMinHold(time.Minute)); err != nil {
@@ -180,7 +180,7 @@ func TestRunIfLeaderWithoutSessionClosesInsteadOfReleasing(t *testing.T) {
 		if b.releases.Load() != 1 {
 			t.Errorf("a run with a minimum hold made %d releases, want 1", b.releases.Load())
 		}
-		if h, _ := mem.Holder(t.Context(), "held"); h.Free() {
+		if h, _ := mem.Holder(t.Context(), "held"); h.ID == "" {
 			t.Error("the minimum hold did not outlive the run's session")
 		}
 	})

@@ -27,7 +27,7 @@ func TestRunIfLeaderOutcomes(t *testing.T) {
 		if err != nil || res.Outcome != campaign.Succeeded || res.Value != 42 || res.Token == 0 || !res.Ran() {
 			t.Fatalf("free lock: %+v, %v; want elected with 42 and a token", res, err)
 		}
-		if h, _ := b.Holder(ctx, "job"); !h.Free() {
+		if h, _ := b.Holder(ctx, "job"); h.ID != "" {
 			t.Fatalf("lock still held after the run: %+v", h)
 		}
 
@@ -103,7 +103,7 @@ func TestRunIfLeaderReturnsContextErrors(t *testing.T) {
 		if err != nil || res.Outcome != campaign.Succeeded || res.Value != 42 {
 			t.Fatalf("cancelled during fn, fn returned nil: %+v, %v; want elected with its value, and no error", res, err)
 		}
-		if h, _ := b.Holder(t.Context(), "x"); !h.Free() {
+		if h, _ := b.Holder(t.Context(), "x"); h.ID != "" {
 			t.Fatalf("lock not released after cancellation: %+v", h)
 		}
 

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/internal/elector"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // Option configures a Campaign, a Session, RunIfLeader, Every or Observe
@@ -22,7 +22,7 @@ type Option = elector.Option
 func WithID(id string) Option {
 	return elector.Opt("WithID", elector.ForAll, func(c *elector.Config) {
 		c.ID = id
-		c.Reject(backends.ValidateSession(id, elector.DefaultTTL)) // the ID's part of it
+		c.Reject(validate.Session(id, elector.DefaultTTL)) // the ID's part of it
 	})
 }
 
@@ -44,12 +44,12 @@ func positive(what string, d time.Duration) error {
 // WithTTL sets a session's TTL: how long the backend keeps the locks after
 // the last successful keep-alive. Default 10s; from 100ms (shorter, the
 // renewals a third of a TTL apart would be within a busy machine's
-// scheduling delays) to backends.MaxTTL (7 days), else ErrInvalid.
+// scheduling delays) to validate.MaxTTL (7 days), else ErrInvalid.
 // Applies to New, NewSession and group.New.
 func WithTTL(d time.Duration) Option {
 	return elector.Opt("WithTTL", elector.ForCampaign|elector.ForGroup|elector.ForSession, func(c *elector.Config) {
 		c.TTL = d
-		err := backends.ValidateTTL("TTL", d)
+		err := validate.TTL("TTL", d)
 		if err == nil && d < elector.MinTTL {
 			err = fmt.Errorf("TTL %v is too short to hold a lock (a campaign renews every third of it): the shortest that works is %v", d, elector.MinTTL)
 		}
@@ -106,11 +106,11 @@ func WithGrace(d time.Duration) Option {
 // WithLease sets how long a RunIfLeader run may hold the lock: fn's context
 // ends then, and the backend frees the lock even if this process dies.
 // Default 30s; Every defaults it to the period. From 1ms to
-// backends.MaxTTL. Applies to RunIfLeader and Every.
+// validate.MaxTTL. Applies to RunIfLeader and Every.
 func WithLease(d time.Duration) Option {
 	return elector.Opt("WithLease", elector.ForRun|elector.ForEvery, func(c *elector.Config) {
 		c.Lease = d
-		c.Reject(backends.ValidateTTL("lease", d))
+		c.Reject(validate.TTL("lease", d))
 	})
 }
 

@@ -134,7 +134,7 @@ func TestSharedReleaseFailureIsRetriedByCandidate(t *testing.T) {
 		w.failRelease.Store(1)
 		c1.Close()
 		time.Sleep(time.Minute)
-		if h, _ := w.Holder(t.Context(), "lock"); !h.Free() {
+		if h, _ := w.Holder(t.Context(), "lock"); h.ID != "" {
 			t.Errorf("a minute after Close the lock is still held: %+v", h)
 		}
 		c2, _ := campaign.New(w, "lock", campaign.WithSession(cand))

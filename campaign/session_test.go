@@ -69,7 +69,7 @@ func TestSharedSessionOneKeepAlivePerTick(t *testing.T) {
 			}
 		}
 		stop()
-		if h, _ := b.Holder(t.Context(), "lock-7"); !h.Free() {
+		if h, _ := b.Holder(t.Context(), "lock-7"); h.ID != "" {
 			t.Fatalf("lock-7 still held after everything closed: %+v", h)
 		}
 	})
@@ -129,7 +129,7 @@ func TestSharedSessionCloseReleasesOnlyItsLock(t *testing.T) {
 		next(t, nodes[0].c.Events())
 		next(t, nodes[1].c.Events())
 		nodes[0].c.Close()
-		if h, _ := b.Holder(t.Context(), "lock-0"); !h.Free() {
+		if h, _ := b.Holder(t.Context(), "lock-0"); h.ID != "" {
 			t.Fatalf("lock-0 held after its campaign closed: %+v", h)
 		}
 		if h, _ := b.Holder(t.Context(), "lock-1"); h.ID != "a" {
@@ -138,7 +138,7 @@ func TestSharedSessionCloseReleasesOnlyItsLock(t *testing.T) {
 		if err := nodes[1].c.Resign(t.Context()); err != nil {
 			t.Fatalf("Resign: %v", err)
 		}
-		if h, _ := b.Holder(t.Context(), "lock-1"); !h.Free() {
+		if h, _ := b.Holder(t.Context(), "lock-1"); h.ID != "" {
 			t.Fatalf("lock-1 held after Resign on the shared session: %+v", h)
 		}
 		if _, err := b.Holder(t.Context(), "lock-1"); err != nil {
@@ -265,7 +265,7 @@ func TestSessionCampaignHoldsWithoutGoroutines(t *testing.T) {
 		if e := next(t, cs[0].Events()); e.Kind != events.Revoked || !errors.Is(e.Reason, events.ErrResigned) {
 			t.Fatalf("after Close got %s, want revoked: resigned", e)
 		}
-		if h, _ := b.Holder(t.Context(), "lock-0"); !h.Free() {
+		if h, _ := b.Holder(t.Context(), "lock-0"); h.ID != "" {
 			t.Errorf("lock-0 still held by %+v after its campaign closed", h)
 		}
 		s.Close()

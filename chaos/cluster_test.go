@@ -130,7 +130,7 @@ func (c *cluster) agree() (bool, string) {
 		if err != nil {
 			return false, fmt.Sprintf("Holder(%s): %v", name, err)
 		}
-		if !h.Free() {
+		if h.ID != "" {
 			holders[k] = history.Holding{Node: h.ID, Token: h.Token}
 		}
 	}

@@ -34,7 +34,7 @@ type Harness struct {
 	// Advance lets time pass by d on the backend's clock, for a fake
 	// clock. Nil means real time: the suite sleeps instead.
 	Advance func(d time.Duration)
-	// BadNames are names that pass backends.ValidateName but that this
+	// BadNames are names that pass validate.Name but that this
 	// backend cannot store; each must be rejected with ErrInvalid.
 	BadNames []string
 	// Registry runs the registry checks too: the backend must implement
@@ -223,7 +223,7 @@ func (e *env) eventually(what string, cond func() bool) {
 // eventuallyFree waits until name is free.
 func (e *env) eventuallyFree(name string) {
 	e.t.Helper()
-	e.eventually(fmt.Sprintf("lock %q free", name), func() bool { return e.holder(name).Free() })
+	e.eventually(fmt.Sprintf("lock %q free", name), func() bool { return e.holder(name).ID == "" })
 }
 
 // grab waits until s takes name, renewing s meanwhile, and returns the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // invalidInput: bad names, TTLs, IDs, leases and holds are ErrInvalid and
@@ -22,7 +23,7 @@ func invalidInput(e *env) {
 		"bad-\xff-utf8",
 		"control-\x07-char",
 		"new\nline",
-		strings.Repeat("x", backends.MaxNameLen+1),
+		strings.Repeat("x", validate.MaxNameLen+1),
 	}, e.h.BadNames...)
 	for _, name := range bad {
 		e.invalidName(a, name)
@@ -43,7 +44,7 @@ func invalidInput(e *env) {
 		}
 	}
 	longest := e.name()
-	longest += strings.Repeat("x", backends.MaxNameLen-len(longest))
+	longest += strings.Repeat("x", validate.MaxNameLen-len(longest))
 	e.wantHolder(longest, "a", e.acquire(a, longest, 0))
 }
 

@@ -14,7 +14,7 @@ import (
 func acquireFree(e *env) {
 	a := e.open("a")
 	name := e.name()
-	if h := e.holder(name); !h.Free() || h.Token != 0 {
+	if h := e.holder(name); h.ID != "" || h.Token != 0 {
 		e.t.Fatalf("Holder(%q) of a new name = %+v, want free", name, h)
 	}
 	tok := e.acquire(a, name, 0)
@@ -94,7 +94,7 @@ func releaseByNonHolder(e *env) {
 		}
 	}
 	e.wantHolder(name, "a", tok)
-	if h := e.holder(free); !h.Free() {
+	if h := e.holder(free); h.ID != "" {
 		e.t.Fatalf("Holder(%q) = %+v after a failed Release, want free", free, h)
 	}
 	if again := e.acquire(a, name, 0); again != tok {

@@ -187,7 +187,7 @@ func leaseEnds(e *env) {
 	e.wait(lease/2 + lease/10)
 	e.eventually("lock free after its lease", func() bool {
 		e.keepAlive(a)
-		return e.holder(name).Free()
+		return e.holder(name).ID == ""
 	})
 	if next := e.acquire(a, name, 0); next <= tok {
 		e.t.Fatalf("token after the lease = %d, want > %d", next, tok)

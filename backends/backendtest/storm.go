@@ -126,7 +126,7 @@ func heldCount(t *testing.T, b backends.Backend, prefix string, n int) int {
 				switch {
 				case err != nil:
 					failed.Add(1)
-				case !h.Free():
+				case h.ID != "":
 					held.Add(1)
 				}
 			}

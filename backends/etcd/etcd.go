@@ -13,6 +13,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 var (
@@ -74,7 +75,7 @@ func New(client *clientv3.Client, opts ...Option) (*Backend, error) {
 // A lock released with a hold reports the releasing candidate until the
 // hold ends. It takes one round trip, two for a lock acquired with a lease.
 func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, error) {
-	if err := backends.ValidateName(name); err != nil {
+	if err := validate.Name(name); err != nil {
 		return backends.Holder{}, err
 	}
 	if err := ctxErr(ctx, "holder"); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // staleTries bounds how often Acquire clears a lock whose lease ended and
@@ -26,7 +27,7 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	if err := s.usable(); err != nil {
 		return 0, err
 	}
-	if err := backends.ValidateAcquire(name, lease); err != nil {
+	if err := validate.Acquire(name, lease); err != nil {
 		return 0, err
 	}
 	if err := ctxErr(ctx, "acquire"); err != nil {
@@ -126,7 +127,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	if err := s.usable(); err != nil {
 		return err
 	}
-	if err := backends.ValidateRelease(name, hold); err != nil {
+	if err := validate.Release(name, hold); err != nil {
 		return err
 	}
 	s.ledger.Released(name, token) // whatever the outcome: the session claims this grant no more

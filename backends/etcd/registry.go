@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/internal/validate"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -24,7 +25,7 @@ var (
 // expires, so the list may show a lost session until etcd's expiry check
 // has run (some hundreds of milliseconds after the TTL).
 func (b *Backend) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
-	if err := backends.ValidateName(group); err != nil {
+	if err := validate.Name(group); err != nil {
 		return nil, err
 	}
 	if err := ctxErr(ctx, "members"); err != nil {
@@ -55,7 +56,7 @@ func (s *session) Register(ctx context.Context, group string, c strategy.Candida
 	if err := s.usable(); err != nil {
 		return strategy.Candidate{}, err
 	}
-	if err := backends.ValidateCandidate(group, c); err != nil {
+	if err := validate.Candidate(group, c); err != nil {
 		return strategy.Candidate{}, err
 	}
 	if err := ctxErr(ctx, "register"); err != nil {
@@ -86,7 +87,7 @@ func (s *session) Deregister(ctx context.Context, group string) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	if err := backends.ValidateName(group); err != nil {
+	if err := validate.Name(group); err != nil {
 		return err
 	}
 	if err := ctxErr(ctx, "deregister"); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/ledger"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // Open starts a session for candidate id: it grants an etcd lease of ttl
@@ -21,7 +22,7 @@ import (
 // backends.ErrInvalid for an empty id, a ttl ≤ 0, or a server that grants
 // a shorter lease than asked.
 func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
-	if err := backends.ValidateSession(id, ttl); err != nil {
+	if err := validate.Session(id, ttl); err != nil {
 		return nil, err
 	}
 	if err := ctxErr(ctx, "open session"); err != nil {

@@ -3,9 +3,8 @@ package etcd
 import (
 	"context"
 
+	"github.com/hustings/hustings/internal/validate"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/hustings/hustings/backends"
 )
 
 // Watch reads the current revision of name's key (one round trip), then
@@ -20,7 +19,7 @@ import (
 // breaks otherwise; receivers then poll or watch again. A goroutine pumps
 // the watch until then.
 func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
-	if err := backends.ValidateName(name); err != nil {
+	if err := validate.Name(name); err != nil {
 		return nil, err
 	}
 	if err := ctxErr(ctx, "watch"); err != nil {

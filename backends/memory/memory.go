@@ -8,6 +8,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/validate"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -103,7 +104,7 @@ func New(opts ...Option) *Backend {
 // after each successful KeepAlive. It returns an error matching
 // backends.ErrInvalid for an empty id or a ttl ≤ 0.
 func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
-	if err := backends.ValidateSession(id, ttl); err != nil {
+	if err := validate.Session(id, ttl); err != nil {
 		return nil, err
 	}
 	if err := b.reach(ctx, id); err != nil {
@@ -125,7 +126,7 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 // A lock released with a hold reports the releasing candidate until the
 // hold ends.
 func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, error) {
-	if err := backends.ValidateName(name); err != nil {
+	if err := validate.Name(name); err != nil {
 		return backends.Holder{}, err
 	}
 	if err := b.reach(ctx, ""); err != nil {

@@ -193,7 +193,7 @@ func TestPartitionedClose(t *testing.T) {
 			t.Fatalf("Holder right after a Close that never arrived = %+v, want a", h)
 		}
 		time.Sleep(5 * time.Second)
-		if h, _ := b.Holder(t.Context(), "job"); !h.Free() {
+		if h, _ := b.Holder(t.Context(), "job"); h.ID != "" {
 			t.Fatalf("Holder after the TTL = %+v, want free", h)
 		}
 	})

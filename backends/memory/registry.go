@@ -6,14 +6,14 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/internal/validate"
 	"github.com/hustings/hustings/strategy"
 )
 
 // Members lists the candidates registered in group whose sessions are
 // alive, in registration order.
 func (b *Backend) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
-	if err := backends.ValidateName(group); err != nil {
+	if err := validate.Name(group); err != nil {
 		return nil, err
 	}
 	if err := b.reach(ctx, ""); err != nil {
@@ -40,7 +40,7 @@ func (s *session) Register(ctx context.Context, group string, c strategy.Candida
 	if err := s.usable(); err != nil {
 		return strategy.Candidate{}, err
 	}
-	if err := backends.ValidateCandidate(group, c); err != nil {
+	if err := validate.Candidate(group, c); err != nil {
 		return strategy.Candidate{}, err
 	}
 	if err := s.b.reach(ctx, s.id); err != nil {
@@ -72,7 +72,7 @@ func (s *session) Deregister(ctx context.Context, group string) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	if err := backends.ValidateName(group); err != nil {
+	if err := validate.Name(group); err != nil {
 		return err
 	}
 	if err := s.b.reach(ctx, s.id); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/ledger"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // session is one candidate's liveness on a Backend. Every field after ttl
@@ -39,7 +40,7 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	if err := s.usable(); err != nil {
 		return 0, err
 	}
-	if err := backends.ValidateAcquire(name, lease); err != nil {
+	if err := validate.Acquire(name, lease); err != nil {
 		return 0, err
 	}
 	if err := s.b.reach(ctx, s.id); err != nil {
@@ -99,7 +100,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	if err := s.usable(); err != nil {
 		return err
 	}
-	if err := backends.ValidateRelease(name, hold); err != nil {
+	if err := validate.Release(name, hold); err != nil {
 		return err
 	}
 	if err := s.b.reach(ctx, s.id); err != nil {

@@ -3,7 +3,7 @@ package memory
 import (
 	"context"
 
-	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // Watch returns a channel that receives a value (coalesced, buffer of one)
@@ -12,7 +12,7 @@ import (
 // calls about is not signalled: receivers must also poll. The Backend
 // closes the channel when ctx ends; that is the only way to stop a watch.
 func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
-	if err := backends.ValidateName(name); err != nil {
+	if err := validate.Name(name); err != nil {
 		return nil, err
 	}
 	if err := b.reach(ctx, ""); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // fenceSQL finds the lock row held under the token and locks it FOR
@@ -35,7 +36,7 @@ func Fence(ctx context.Context, tx pgx.Tx, name string, token events.Token, opts
 	if tx == nil {
 		return fmt.Errorf("%w: postgres: fence: nil transaction", backends.ErrInvalid)
 	}
-	if err := backends.ValidateName(name); err != nil {
+	if err := validate.Name(name); err != nil {
 		return err
 	}
 	c, err := configure(opts)

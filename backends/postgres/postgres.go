@@ -14,6 +14,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/internal/ctxerr"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 var (
@@ -106,7 +107,7 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Backend, error) {
 // released with a hold reports the releasing candidate until the hold
 // ends.
 func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, error) {
-	if err := backends.ValidateName(name); err != nil {
+	if err := validate.Name(name); err != nil {
 		return backends.Holder{}, err
 	}
 	var h backends.Holder

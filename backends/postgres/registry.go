@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/internal/validate"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -32,7 +33,7 @@ ORDER BY m.ord`
 // in registration order: one statement, which also deletes the entries of
 // sessions that are gone.
 func (b *Backend) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
-	if err := backends.ValidateName(group); err != nil {
+	if err := validate.Name(group); err != nil {
 		return nil, err
 	}
 	var out []strategy.Candidate
@@ -77,7 +78,7 @@ func (s *session) Register(ctx context.Context, group string, c strategy.Candida
 	if err := s.usable(); err != nil {
 		return strategy.Candidate{}, err
 	}
-	if err := backends.ValidateCandidate(group, c); err != nil {
+	if err := validate.Candidate(group, c); err != nil {
 		return strategy.Candidate{}, err
 	}
 	var order int64
@@ -109,7 +110,7 @@ func (s *session) Deregister(ctx context.Context, group string) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	if err := backends.ValidateName(group); err != nil {
+	if err := validate.Name(group); err != nil {
 		return err
 	}
 	return s.b.run(ctx, "deregister", func() error {

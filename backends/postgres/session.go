@@ -11,6 +11,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/ledger"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // session is one Open: a row of the sessions table that KeepAlive renews,
@@ -40,7 +41,7 @@ VALUES ($1, $2, $3 * interval '1 millisecond', clock_timestamp() + $3 * interval
 // that lives ttl (rounded up to a millisecond) after the server's clock_timestamp()
 // at the INSERT, unless KeepAlive renews it. One round trip.
 func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
-	if err := backends.ValidateSession(id, ttl); err != nil {
+	if err := validate.Session(id, ttl); err != nil {
 		return nil, err
 	}
 	var r [16]byte
@@ -105,7 +106,7 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	if err := s.usable(); err != nil {
 		return 0, err
 	}
-	if err := backends.ValidateAcquire(name, lease); err != nil {
+	if err := validate.Acquire(name, lease); err != nil {
 		return 0, err
 	}
 	var (
@@ -166,7 +167,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	if err := s.usable(); err != nil {
 		return err
 	}
-	if err := backends.ValidateRelease(name, hold); err != nil {
+	if err := validate.Release(name, hold); err != nil {
 		return err
 	}
 	s.ledger.Released(name, token)

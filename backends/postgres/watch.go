@@ -8,10 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hustings/hustings/internal/validate"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/hustings/hustings/backends"
 )
 
 // watchCheck is how long the listening connection waits for a
@@ -36,7 +35,7 @@ const watchCheck = 5 * time.Second
 // the server does not answer within watchCheck): then every watch's
 // channel is closed; watch again.
 func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
-	if err := backends.ValidateName(name); err != nil {
+	if err := validate.Name(name); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {

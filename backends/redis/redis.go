@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 var (
@@ -84,7 +85,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Backend, error) {
 // trip): the key and a lock live on different nodes there, and another
 // client could see the lock before the key.
 func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
-	if err := backends.ValidateSession(id, ttl); err != nil {
+	if err := validate.Session(id, ttl); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -110,7 +111,7 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 // its holder's session key. A lock whose session expired is free; a lock
 // released with a hold reports the releasing candidate until the hold ends.
 func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, error) {
-	if err := backends.ValidateName(name); err != nil {
+	if err := validate.Name(name); err != nil {
 		return backends.Holder{}, err
 	}
 	if err := ctx.Err(); err != nil {

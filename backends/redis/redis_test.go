@@ -396,7 +396,7 @@ func wantErrs(t *testing.T, what string, err error, targets ...error) {
 
 func wantFree(t *testing.T, b backends.Backend, name string) {
 	t.Helper()
-	if h, err := b.Holder(t.Context(), name); err != nil || !h.Free() {
+	if h, err := b.Holder(t.Context(), name); err != nil || h.ID != "" {
 		t.Fatalf("Holder(%q) = %+v, %v; want free", name, h, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/internal/validate"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -77,7 +78,7 @@ func parseEntry(sid, raw string) (strategy.Candidate, error) {
 // gone are deleted as they are found (best effort: a session key is never
 // recreated, so they are dead for good).
 func (b *Backend) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
-	if err := backends.ValidateName(group); err != nil {
+	if err := validate.Name(group); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -149,7 +150,7 @@ func (s *session) Register(ctx context.Context, group string, c strategy.Candida
 	if err := s.usable(); err != nil {
 		return strategy.Candidate{}, err
 	}
-	if err := backends.ValidateCandidate(group, c); err != nil {
+	if err := validate.Candidate(group, c); err != nil {
 		return strategy.Candidate{}, err
 	}
 	if err := ctx.Err(); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/ledger"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // session is one Open: a session key that its KeepAlive renews. It knows
@@ -89,7 +90,7 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	if err := s.usable(); err != nil {
 		return 0, err
 	}
-	if err := backends.ValidateAcquire(name, lease); err != nil {
+	if err := validate.Acquire(name, lease); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -186,7 +187,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	if err := s.usable(); err != nil {
 		return err
 	}
-	if err := backends.ValidateRelease(name, hold); err != nil {
+	if err := validate.Release(name, hold); err != nil {
 		return err
 	}
 	s.ledger.Released(name, token)
@@ -281,7 +282,7 @@ func (s *session) check(ctx context.Context, op, name string) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	if err := backends.ValidateName(name); err != nil {
+	if err := validate.Name(name); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

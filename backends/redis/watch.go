@@ -7,9 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hustings/hustings/internal/validate"
 	goredis "github.com/redis/go-redis/v9"
-
-	"github.com/hustings/hustings/backends"
 )
 
 // watchCheck is how long the watches' connection waits for a message
@@ -33,7 +32,7 @@ const watchCheck = 5 * time.Second
 // PING within watchCheck): then every watch's channel is closed; watch
 // again.
 func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
-	if err := backends.ValidateName(name); err != nil {
+	if err := validate.Name(name); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {

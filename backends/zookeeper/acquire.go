@@ -11,6 +11,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // maxRounds bounds how often one call lists a lock's children again after
@@ -32,7 +33,7 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	if err := s.usable(); err != nil {
 		return 0, err
 	}
-	if err := backends.ValidateAcquire(name, lease); err != nil {
+	if err := validate.Acquire(name, lease); err != nil {
 		return 0, err
 	}
 	if err := s.enter(ctx, name); err != nil {
@@ -189,7 +190,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	if err := s.usable(); err != nil {
 		return err
 	}
-	if err := backends.ValidateRelease(name, hold); err != nil {
+	if err := validate.Release(name, hold); err != nil {
 		return err
 	}
 	s.ledger.Released(name, token)

@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // Dequeue takes the session's node out of name's queue, one round trip,
@@ -22,7 +21,7 @@ func (s *session) Dequeue(ctx context.Context, name string) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	if err := backends.ValidateName(name); err != nil {
+	if err := validate.Name(name); err != nil {
 		return err
 	}
 	if err := s.enter(ctx, name); err != nil {

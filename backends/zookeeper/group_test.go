@@ -36,7 +36,7 @@ func TestGroupLeavesEarlierLines(t *testing.T) {
 	f.release(t, 0)
 	waitUntil(t, "c elected to slot 0", func() bool { s := g.State(); return s.Leader && s.Slot == 0 })
 	f.release(t, 1)
-	if h, err := f.b.Holder(t.Context(), f.slot(1)); err != nil || !h.Free() {
+	if h, err := f.b.Holder(t.Context(), f.slot(1)); err != nil || h.ID != "" {
 		t.Fatalf("Holder(slot 1) after its release = %+v, %v; want free: c, leading slot 0, was left in slot 1's line", h, err)
 	}
 }
@@ -62,7 +62,7 @@ func TestGroupUnpreferredWaiter(t *testing.T) {
 	for {
 		h, err := f.b.Holder(t.Context(), f.slot(0))
 		s := g.State()
-		if err == nil && (h.Free() || h.ID == "n" && s.Leader && s.Slot == 0) {
+		if err == nil && (h.ID == "" || h.ID == "n" && s.Leader && s.Slot == 0) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -82,7 +82,7 @@ func TestSharedSessionLeavesLineOnClose(t *testing.T) {
 	waitUntil(t, "k queued on slot 0", func() bool { return f.queued(t, 0) })
 	c.Close()
 	f.release(t, 0)
-	if h, err := f.b.Holder(t.Context(), f.slot(0)); err != nil || !h.Free() {
+	if h, err := f.b.Holder(t.Context(), f.slot(0)); err != nil || h.ID != "" {
 		t.Fatalf("Holder after the closed campaign's lock was released = %+v, %v; want free: the shared session stayed in line", h, err)
 	}
 }
@@ -101,7 +101,7 @@ func TestSharedSessionLeavesLineWhenClosedMidAcquire(t *testing.T) {
 	}
 	c.Close()
 	f.release(t, 0)
-	if h, err := f.b.Holder(t.Context(), f.slot(0)); err != nil || !h.Free() {
+	if h, err := f.b.Holder(t.Context(), f.slot(0)); err != nil || h.ID != "" {
 		t.Fatalf("Holder after the closed campaign's lock was released = %+v, %v; want free: the shared session stayed in line", h, err)
 	}
 }

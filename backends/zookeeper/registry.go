@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/internal/validate"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -22,7 +22,7 @@ import (
 // a listing, two reads per entry and, if any entry's session lives, one
 // write to read the server's clock.
 func (b *Backend) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
-	if err := backends.ValidateName(group); err != nil {
+	if err := validate.Name(group); err != nil {
 		return nil, err
 	}
 	parent := b.groupPath(group)
@@ -106,7 +106,7 @@ func (s *session) Register(ctx context.Context, group string, c strategy.Candida
 	if err := s.usable(); err != nil {
 		return strategy.Candidate{}, err
 	}
-	if err := backends.ValidateCandidate(group, c); err != nil {
+	if err := validate.Candidate(group, c); err != nil {
 		return strategy.Candidate{}, err
 	}
 	key := registryKey(group)
@@ -218,7 +218,7 @@ func (s *session) Deregister(ctx context.Context, group string) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	if err := backends.ValidateName(group); err != nil {
+	if err := validate.Name(group); err != nil {
 		return err
 	}
 	key := registryKey(group)

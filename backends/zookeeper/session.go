@@ -14,6 +14,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/ledger"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // session is one logical session on the Backend's conn: an ephemeral node
@@ -66,7 +67,7 @@ func (l *lock) leaseOver(now time.Time) bool {
 // backends.ErrInvalid for bad input, backends.ErrUnavailable when the
 // server cannot be reached.
 func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
-	if err := backends.ValidateSession(id, ttl); err != nil {
+	if err := validate.Session(id, ttl); err != nil {
 		return nil, err
 	}
 	if ttl > b.sessionTimeout {

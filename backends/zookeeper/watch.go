@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // Watch returns a channel that receives a value (coalesced, buffer of one)
@@ -25,7 +26,7 @@ import (
 // conn closed, or a new watch could not be set. One goroutine per Watch
 // runs until then.
 func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
-	if err := backends.ValidateName(name); err != nil {
+	if err := validate.Name(name); err != nil {
 		return nil, err
 	}
 	ev, err := b.arm(ctx, name)

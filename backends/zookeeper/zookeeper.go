@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 var (
@@ -135,7 +136,7 @@ func forbidden(r rune) bool {
 // a hold lasts. On the way it deletes the nodes it finds dead (expired
 // sessions, leases and holds).
 func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, error) {
-	if err := backends.ValidateName(name); err != nil {
+	if err := validate.Name(name); err != nil {
 		return backends.Holder{}, err
 	}
 	v, err := b.look(ctx, name, nil)

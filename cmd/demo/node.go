@@ -18,6 +18,7 @@ import (
 	"github.com/hustings/hustings/group"
 	"github.com/hustings/hustings/internal/elector"
 	"github.com/hustings/hustings/internal/human"
+	"github.com/hustings/hustings/internal/validate"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -38,7 +39,7 @@ func parseNode(args []string, stdout io.Writer) (nodeFlags, error) {
 	fs.Lookup("backend").Usage = "URL of a server every node shares (required): redis://host:port[/db] | etcd://host:port[,host:port…] | zk://host:port[,host:port…][/root] | postgres://[user@]host:port/db"
 	fs.StringVar(&f.name, "name", "", "lock (or group) name; required")
 	fs.StringVar(&f.id, "id", "", "candidate ID; required")
-	fs.DurationVar(&f.ttl, "ttl", 2*time.Second, "session TTL, from "+human.Duration(elector.MinTTL)+" to "+human.Duration(backends.MaxTTL))
+	fs.DurationVar(&f.ttl, "ttl", 2*time.Second, "session TTL, from "+human.Duration(elector.MinTTL)+" to "+human.Duration(validate.MaxTTL))
 	fs.IntVar(&f.slots, "slots", 1, "group slots; 1 is a single lock")
 	fs.StringVar(&f.strategyName, "strategy", "", "group strategy: fifo, random, score or weighted")
 	fs.Float64Var(&f.score, "score", 0, "score, for --strategy score")
@@ -70,8 +71,8 @@ func (f *nodeFlags) check(set map[string]bool) (err error) {
 	switch {
 	case f.ttl < elector.MinTTL:
 		return fmt.Errorf("--ttl %s is too short to hold a lock (it is renewed every third of it): the shortest that works is %s", human.Duration(f.ttl), human.Duration(elector.MinTTL))
-	case f.ttl > backends.MaxTTL:
-		return fmt.Errorf("--ttl %s is longer than the longest a backend takes, %s", human.Duration(f.ttl), human.Duration(backends.MaxTTL))
+	case f.ttl > validate.MaxTTL:
+		return fmt.Errorf("--ttl %s is longer than the longest a backend takes, %s", human.Duration(f.ttl), human.Duration(validate.MaxTTL))
 	case f.target.Scheme == "zk" && f.ttl > dial.ZooKeeperSessionTimeout:
 		return fmt.Errorf("--ttl %s is longer than the ZooKeeper session timeout, %s: use %s or less", human.Duration(f.ttl), human.Duration(dial.ZooKeeperSessionTimeout), human.Duration(dial.ZooKeeperSessionTimeout))
 	case f.work < 0:

@@ -71,7 +71,7 @@ func (a *actor) audited(holders []backends.Holder, err error) {
 	if !dup {
 		au.dup = backends.Holder{}
 	}
-	if n > 1 && !holders[n].Free() {
+	if n > 1 && holders[n].ID != "" {
 		found = fmt.Errorf("%w: group %q has %d slots here, but %q holds slot %d: its candidates disagree on the number of slots", ErrInvalid, a.e.name, n, holders[n].ID, n)
 	}
 	au.err = found

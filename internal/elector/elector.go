@@ -11,6 +11,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/fanout"
+	"github.com/hustings/hustings/internal/validate"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -87,11 +88,11 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 	}
 	full := cfg.FullName(name)
 	for _, n := range append([]string{full}, SlotNames(full, cfg.Slots)...) {
-		if err := backends.ValidateName(n); err != nil {
+		if err := validate.Name(n); err != nil {
 			return nil, Invalid(err)
 		}
 	}
-	if err := backends.ValidateCandidate(full, cfg.Me); err != nil { // with a strategy or not
+	if err := validate.Candidate(full, cfg.Me); err != nil { // with a strategy or not
 		return nil, Invalid(err)
 	}
 	g, err := newGate(b, full, &cfg)

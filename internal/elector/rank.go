@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/internal/validate"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -50,7 +51,7 @@ func newGate(b backends.Backend, name string, cfg *Config) (*gate, error) {
 	}
 	me := cfg.Me
 	me.ID = cfg.ID
-	if err := backends.ValidateCandidate(name, me); err != nil {
+	if err := validate.Candidate(name, me); err != nil {
 		return nil, Invalid(err)
 	}
 	if _, err := cfg.Strategy.Rank(name, 0, []strategy.Candidate{me}); err != nil {

@@ -9,8 +9,8 @@ import (
 
 	hmemberlist "github.com/hashicorp/memberlist"
 
-	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/validate"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -147,12 +147,12 @@ func decodeEntry(b []byte) (entry, error) {
 // checked, so that a bad peer cannot make rankings fail on every node.
 func (e entry) validate() error {
 	for g, c := range e.groups {
-		if err := backends.ValidateCandidate(g, c); err != nil {
+		if err := validate.Candidate(g, c); err != nil {
 			return fmt.Errorf("%w: %w", errCorrupt, err)
 		}
 	}
 	for name := range e.claims {
-		if err := backends.ValidateName(name); err != nil {
+		if err := validate.Name(name); err != nil {
 			return fmt.Errorf("%w: %w", errCorrupt, err)
 		}
 	}

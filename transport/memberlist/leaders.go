@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // Leader is one leadership a node announced, as gossip reported it.
@@ -32,7 +32,7 @@ type Leader struct {
 // declares it dead. Never decide to act on it; the fencing token tells a
 // stale claim from a newer one.
 func (n *Node) Announce(ctx context.Context, name string, slot int, token events.Token) error {
-	if err := backends.ValidateName(name); err != nil {
+	if err := validate.Name(name); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if slot < 0 {
@@ -45,7 +45,7 @@ func (n *Node) Announce(ctx context.Context, name string, slot int, token events
 // matches any claim), and gossips that as Announce does. Withdrawing a
 // claim that is not there is not an error.
 func (n *Node) Withdraw(ctx context.Context, name string, token events.Token) error {
-	if err := backends.ValidateName(name); err != nil {
+	if err := validate.Name(name); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return n.change(ctx, func(e entry) entry {

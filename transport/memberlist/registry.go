@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/internal/validate"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -19,7 +19,7 @@ import (
 // until the failure detector declares it dead. ID is the node's ID, Order
 // its join order (see New). It returns ErrClosed after Close.
 func (n *Node) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
-	if err := backends.ValidateName(group); err != nil {
+	if err := validate.Name(group); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -64,7 +64,7 @@ func (n *Node) Register(ctx context.Context, group string, c strategy.Candidate)
 	if c.ID != "" && c.ID != n.id {
 		return strategy.Candidate{}, fmt.Errorf("%w: candidate ID %q is not the node's ID %q (use campaign.WithID(node.ID()))", ErrInvalid, c.ID, n.id)
 	}
-	if err := backends.ValidateCandidate(group, c); err != nil {
+	if err := validate.Candidate(group, c); err != nil {
 		return strategy.Candidate{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if err := n.change(ctx, func(e entry) entry { return e.withGroup(group, c) }); err != nil {
@@ -79,7 +79,7 @@ func (n *Node) Register(ctx context.Context, group string, c strategy.Candidate)
 // the change. A group campaign does not deregister when it ends: call
 // Deregister after its Run returns, or Close the node.
 func (n *Node) Deregister(ctx context.Context, group string) error {
-	if err := backends.ValidateName(group); err != nil {
+	if err := validate.Name(group); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return n.change(ctx, func(e entry) entry { return e.withoutGroup(group) })
