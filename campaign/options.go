@@ -44,7 +44,7 @@ func positive(what string, d time.Duration) error {
 // WithTTL sets a session's TTL: how long the backend keeps the locks after
 // the last successful keep-alive. Default 10s; from 100ms (shorter, the
 // renewals a third of a TTL apart would be within a busy machine's
-// scheduling delays) to validate.MaxTTL (7 days), else ErrInvalid.
+// scheduling delays) to 7 days, else ErrInvalid.
 // Applies to New, NewSession and group.New.
 func WithTTL(d time.Duration) Option {
 	return elector.Opt("WithTTL", elector.ForCampaign|elector.ForGroup|elector.ForSession, func(c *elector.Config) {
@@ -106,7 +106,7 @@ func WithGrace(d time.Duration) Option {
 // WithLease sets how long a RunIfLeader run may hold the lock: fn's context
 // ends then, and the backend frees the lock even if this process dies.
 // Default 30s; Every defaults it to the period. From 1ms to
-// validate.MaxTTL. Applies to RunIfLeader and Every.
+// 7 days. Applies to RunIfLeader and Every.
 func WithLease(d time.Duration) Option {
 	return elector.Opt("WithLease", elector.ForRun|elector.ForEvery, func(c *elector.Config) {
 		c.Lease = d

@@ -34,8 +34,9 @@ type Harness struct {
 	// Advance lets time pass by d on the backend's clock, for a fake
 	// clock. Nil means real time: the suite sleeps instead.
 	Advance func(d time.Duration)
-	// BadNames are names that pass validate.Name but that this
-	// backend cannot store; each must be rejected with ErrInvalid.
+	// BadNames are valid lock names (non-empty, at most 256 bytes of
+	// UTF-8, no control characters) that this backend cannot store; each
+	// must be rejected with ErrInvalid.
 	BadNames []string
 	// Registry runs the registry checks too: the backend must implement
 	// backends.Registry and its sessions backends.Registrar.

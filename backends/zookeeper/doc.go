@@ -13,8 +13,8 @@
 //
 // A lock or group name becomes one path segment through url.PathEscape:
 // '/', '%', spaces and every non-ASCII byte are written as %XX (and the
-// names "." and ".." as %2E), so every name that validate.Name
-// accepts is stored; none is rejected for its characters.
+// names "." and ".." as %2E), so every valid lock name is
+// stored; none is rejected for its characters.
 //
 // # Sessions
 //
