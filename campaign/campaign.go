@@ -13,9 +13,8 @@ import (
 var (
 	// ErrClosed: the campaign was closed, or its Run already ended.
 	ErrClosed = elector.ErrClosed
-	// ErrRunning: Run was called while another Run of the campaign is going.
-	ErrRunning = elector.ErrRunning
-	// ErrInvalid: bad configuration or input, rejected before anything runs.
+	// ErrInvalid: bad configuration or input, rejected before anything
+	// runs; also a second Run of a campaign (or of a session).
 	ErrInvalid = elector.ErrInvalid
 )
 
@@ -69,7 +68,7 @@ func (c *Campaign) State() State { return c.e.State() }
 // It owns every goroutine the campaign starts and waits for them. On the
 // way out it ends the term in force gracefully: Revoked, then (bounded by
 // the grace period) the work bound to the term, then release. It returns
-// ctx.Err() when ctx ended, ErrClosed after Close, and ErrRunning or
+// ctx.Err() when ctx ended, ErrClosed after Close, and ErrInvalid or
 // ErrClosed if called again.
 func (c *Campaign) Run(ctx context.Context) error { return c.e.Run(ctx) }
 

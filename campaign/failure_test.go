@@ -16,18 +16,20 @@ import (
 func TestFailureModes(t *testing.T) {
 	lease := campaign.WithLease(2 * time.Second)
 	tests := []struct {
-		mode    campaign.FailureMode
+		name    string
+		opts    []campaign.Option
 		outcome campaign.Outcome
-		reason  campaign.Cause
+		errSet  bool // Result.Err holds the backend's error
 		ran     bool
 		wantErr bool
 	}{
-		{campaign.Rethrow, 0, campaign.NoCause, false, true},
-		{campaign.Skip, campaign.Skipped, campaign.BackendError, false, false},
-		{campaign.FailOpenRun, campaign.Succeeded, campaign.FailOpenForced, true, false},
+		{"default", nil, 0, false, false, true},
+		{"skip", []campaign.Option{campaign.WithSkipOnFailure()}, campaign.Skipped, true, false, false},
+		{"fail-open", []campaign.Option{campaign.WithFailOpen()}, campaign.Succeeded, false, true, false},
+		{"last wins", []campaign.Option{campaign.WithFailOpen(), campaign.WithSkipOnFailure()}, campaign.Skipped, true, false, false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.mode.String(), func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := memory.New()
 				b.PartitionAll() // every call hangs: the backend is down
@@ -37,18 +39,18 @@ func TestFailureModes(t *testing.T) {
 				res, err := campaign.RunIfLeader(t.Context(), b, "job", func(ctx context.Context, tok events.Token) (int, error) {
 					ran, token = true, tok
 					return 1, nil
-				}, lease, campaign.WithFailureMode(tt.mode))
+				}, append(tt.opts, lease)...)
 				if (err != nil) != tt.wantErr || (err != nil && !errors.Is(err, backends.ErrUnavailable)) {
 					t.Fatalf("err = %v, want an error: %v (matching ErrUnavailable)", err, tt.wantErr)
 				}
-				if res.Outcome != tt.outcome || res.Cause != tt.reason || ran != tt.ran {
-					t.Fatalf("result %+v, ran %v; want %v, %v, ran %v", res, ran, tt.outcome, tt.reason, tt.ran)
+				if res.Outcome != tt.outcome || ran != tt.ran {
+					t.Fatalf("result %+v, ran %v; want %v, ran %v", res, ran, tt.outcome, tt.ran)
 				}
-				if tt.mode == campaign.Skip && !errors.Is(res.Err, backends.ErrUnavailable) {
-					t.Fatalf("skipped result's Err = %v, want the backend's error", res.Err)
+				if tt.errSet != (res.Err != nil) || (tt.errSet && !errors.Is(res.Err, backends.ErrUnavailable)) {
+					t.Fatalf("result's Err = %v, want the backend's error: %v", res.Err, tt.errSet)
 				}
-				if ran && token != 0 {
-					t.Fatalf("fail-open run got token %d, want 0 (no lock)", token)
+				if ran && (token != 0 || res.Token != 0) {
+					t.Fatalf("fail-open run got token %d (result %d), want 0 (no lock)", token, res.Token)
 				}
 			})
 		})
@@ -65,17 +67,10 @@ func TestFailOpenNeverRunsOnContention(t *testing.T) {
 		res, err := campaign.RunIfLeader(t.Context(), b, "lock", func(ctx context.Context, tok events.Token) (int, error) {
 			ran = true
 			return 0, nil
-		}, campaign.WithFailureMode(campaign.FailOpenRun))
-		if err != nil || ran || res.Outcome != campaign.Skipped || res.Cause != campaign.Contention {
+		}, campaign.WithFailOpen())
+		if err != nil || ran || res.Outcome != campaign.Skipped || res.Err != nil {
 			t.Fatalf("%+v, %v, ran %v; want skipped for contention without running", res, err, ran)
 		}
 		holder.stop(t)
 	})
-}
-
-func TestUnknownFailureMode(t *testing.T) {
-	_, err := campaign.RunIfLeader(t.Context(), memory.New(), "x", answer, campaign.WithFailureMode(7))
-	if !errors.Is(err, campaign.ErrInvalid) {
-		t.Fatalf("err = %v, want ErrInvalid", err)
-	}
 }

@@ -97,8 +97,8 @@ func TestCloseDuringRunEndsTheTerm(t *testing.T) {
 		b := memory.New()
 		a := start(t, b, "a")
 		won := next(t, a.c.Events())
-		if err := a.c.Run(t.Context()); !errors.Is(err, campaign.ErrRunning) {
-			t.Fatalf("second Run = %v, want ErrRunning", err)
+		if err := a.c.Run(t.Context()); !errors.Is(err, campaign.ErrInvalid) {
+			t.Fatalf("second Run = %v, want ErrInvalid", err)
 		}
 		if err := a.stop(t); !errors.Is(err, campaign.ErrClosed) {
 			t.Fatalf("Run returned %v, want ErrClosed", err)

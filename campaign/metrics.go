@@ -10,12 +10,13 @@ import (
 )
 
 // Metrics counts what campaigns, groups and one-shot runs do, as
-// Prometheus metrics (all named hustings_*, labelled by lock name and
-// backend). Make one with NewMetrics, registered on your Registerer, and
-// hand it to every campaign with WithMetrics. Safe for concurrent use.
+// Prometheus metrics (all named hustings_*, labelled by the full lock name
+// and the backend). Make one with NewMetrics, registered on your
+// Registerer, and hand it to every campaign with WithMetrics. Each lock
+// name is a label value: for names with unbounded parts (a lock per
+// tenant), give those campaigns a Metrics of their own, or none. Safe for
+// concurrent use.
 type Metrics struct {
-	label func(string) string
-
 	attempts, acquired, won, actionFailures *prometheus.CounterVec
 	notAcquired, revoked                    *prometheus.CounterVec
 	active                                  *prometheus.GaugeVec
@@ -24,25 +25,10 @@ type Metrics struct {
 	keepAliveFailures                       *prometheus.CounterVec
 }
 
-// MetricsOption configures NewMetrics.
-type MetricsOption func(*Metrics)
-
-// WithNameLabel maps lock names to the name label, so that names with
-// unbounded parts (tenant IDs) do not explode the metrics' cardinality:
-// for example func(n string) string { return strings.SplitN(n, "/", 2)[0] }.
-// Default: the full name.
-func WithNameLabel(f func(name string) string) MetricsOption {
-	return func(m *Metrics) {
-		if f != nil {
-			m.label = f
-		}
-	}
-}
-
 // NewMetrics makes the metrics and registers them on reg; nothing is
 // registered globally. It returns the registration's error, for example
 // when the metrics are already registered on reg.
-func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) (*Metrics, error) {
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("%w: nil prometheus.Registerer", ErrInvalid)
 	}
@@ -51,7 +37,6 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) (*Metrics, err
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hustings_" + name, Help: help}, labels)
 	}
 	m := &Metrics{
-		label:             func(n string) string { return n },
 		attempts:          counter("attempts_total", "Tries for a lock.", nb...),
 		acquired:          counter("acquired_total", "Tries that got the lock.", nb...),
 		won:               counter("elections_won_total", "Terms begun by campaigns and groups.", nb...),
@@ -64,9 +49,6 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) (*Metrics, err
 			Help: "How long one-shot functions ran.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, nb),
 		keepAlive: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hustings_keepalive_duration_seconds",
 			Help: "How long session renewals took.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"backend"}),
-	}
-	for _, o := range opts {
-		o(m)
 	}
 	for _, c := range []prometheus.Collector{m.attempts, m.acquired, m.won, m.notAcquired, m.revoked,
 		m.actionFailures, m.keepAliveFailures, m.active, m.action, m.keepAlive} {
@@ -91,31 +73,31 @@ func WithMetrics(m *Metrics) Option {
 type metricsObserver struct{ m *Metrics }
 
 func (o metricsObserver) Attempt(name, backend string) {
-	o.m.attempts.WithLabelValues(o.m.label(name), backend).Inc()
+	o.m.attempts.WithLabelValues(name, backend).Inc()
 }
 
 func (o metricsObserver) Acquired(name, backend string) {
-	o.m.acquired.WithLabelValues(o.m.label(name), backend).Inc()
+	o.m.acquired.WithLabelValues(name, backend).Inc()
 }
 
-func (o metricsObserver) NotAcquired(name, backend string, why Cause) {
-	o.m.notAcquired.WithLabelValues(o.m.label(name), backend, why.String()).Inc()
+func (o metricsObserver) NotAcquired(name, backend string, why elector.Reason) {
+	o.m.notAcquired.WithLabelValues(name, backend, why.String()).Inc()
 }
 
 func (o metricsObserver) TermStarted(name, backend string) {
-	o.m.won.WithLabelValues(o.m.label(name), backend).Inc()
-	o.m.active.WithLabelValues(o.m.label(name), backend).Inc()
+	o.m.won.WithLabelValues(name, backend).Inc()
+	o.m.active.WithLabelValues(name, backend).Inc()
 }
 
 func (o metricsObserver) TermEnded(name, backend, reason string) {
-	o.m.active.WithLabelValues(o.m.label(name), backend).Dec()
-	o.m.revoked.WithLabelValues(o.m.label(name), backend, reason).Inc()
+	o.m.active.WithLabelValues(name, backend).Dec()
+	o.m.revoked.WithLabelValues(name, backend, reason).Inc()
 }
 
 func (o metricsObserver) Action(name, backend string, d time.Duration, err error) {
-	o.m.action.WithLabelValues(o.m.label(name), backend).Observe(d.Seconds())
+	o.m.action.WithLabelValues(name, backend).Observe(d.Seconds())
 	if err != nil {
-		o.m.actionFailures.WithLabelValues(o.m.label(name), backend).Inc()
+		o.m.actionFailures.WithLabelValues(name, backend).Inc()
 	}
 }
 

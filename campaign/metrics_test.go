@@ -43,8 +43,8 @@ func TestMetrics(t *testing.T) {
 		// The backend goes down: one run per failure mode, then the
 		// campaign's lease is lost.
 		b.PartitionAll()
-		for _, mode := range []campaign.FailureMode{campaign.Rethrow, campaign.Skip, campaign.FailOpenRun} {
-			campaign.RunIfLeader(t.Context(), b, "job", answer, with, campaign.WithFailureMode(mode), campaign.WithLease(2*time.Second))
+		for _, mode := range [][]campaign.Option{nil, {campaign.WithSkipOnFailure()}, {campaign.WithFailOpen()}} {
+			campaign.RunIfLeader(t.Context(), b, "job", answer, append(mode, with, campaign.WithLease(2*time.Second))...)
 		}
 		if e := next(t, a.c.Events()); e.Kind != events.Revoked {
 			t.Fatalf("got %s, want the lease lost", e)

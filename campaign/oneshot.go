@@ -51,14 +51,13 @@ type Result[T any] struct {
 	Value T
 	// Slot is the group slot fn ran in (group.RunIfLeader); 0 otherwise.
 	Slot int
-	// Token is the fencing token fn ran under; 0 when Skipped.
+	// Token is the fencing token fn ran under; 0 when Skipped, and when fn
+	// ran without the lock (WithFailOpen).
 	Token events.Token
-	// Err is fn's error when ActionFailed, or the backend's error when
-	// Skipped with Cause BackendError.
+	// Err is fn's error when ActionFailed. When Skipped, it is nil if
+	// another candidate holds the lock, and the backend's error if the
+	// backend failed (WithSkipOnFailure).
 	Err error
-	// Cause says why the run was Skipped (Contention, BackendError), or
-	// that fn ran without the lock (FailOpenForced); NoCause otherwise.
-	Cause Cause
 }
 
 // Ran reports whether fn ran (Elected or ActionFailed).
@@ -109,7 +108,7 @@ func runIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	}
 	switch {
 	case h == nil && err == nil:
-		return Result[T]{Outcome: Skipped, Cause: Contention}, nil
+		return Result[T]{Outcome: Skipped}, nil
 	case err != nil:
 		return onFailure(ctx, &cfg, full, elector.BackendLabel(b), fn, err)
 	}
@@ -137,23 +136,23 @@ func onFailure[T any](ctx context.Context, cfg *elector.Config, name, label stri
 		cfg.Observer.NotAcquired(name, label, elector.InvalidInput)
 		return Result[T]{}, err
 	}
-	why := BackendError
-	if cfg.FailureMode == FailOpenRun {
-		why = FailOpenForced
+	why := elector.BackendError
+	if cfg.FailureMode == elector.FailOpenRun {
+		why = elector.FailOpenForced
 	}
 	cfg.Observer.NotAcquired(name, label, why)
 	switch cfg.FailureMode {
-	case Skip:
+	case elector.Skip:
 		cfg.Logger.Warn("backend failed; skipping", "id", cfg.ID, "err", err)
-		return Result[T]{Outcome: Skipped, Cause: BackendError, Err: err}, nil
-	case FailOpenRun:
+		return Result[T]{Outcome: Skipped, Err: err}, nil
+	case elector.FailOpenRun:
 		cfg.Logger.Warn("backend failed; running without the lock", "id", cfg.ID, "err", err)
 		fctx, cancel := context.WithTimeout(ctx, cfg.Lease-cfg.MarginFor(cfg.Lease))
 		began := time.Now()
 		v, ferr := fn(fctx, 0)
 		cfg.Observer.Action(name, label, time.Since(began), ferr)
 		cancel()
-		res := Result[T]{Outcome: Succeeded, Value: v, Cause: FailOpenForced}
+		res := Result[T]{Outcome: Succeeded, Value: v}
 		if ferr != nil {
 			res.Outcome, res.Err = ActionFailed, ferr
 		}

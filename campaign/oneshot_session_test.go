@@ -80,7 +80,7 @@ func TestRunIfLeaderOnSessionSkips(t *testing.T) {
 		}
 		for _, name := range []string{"held", "mine"} {
 			res, err := campaign.RunIfLeader(t.Context(), b, name, fn, campaign.WithSession(s))
-			if err != nil || res.Outcome != campaign.Skipped || res.Cause != campaign.Contention {
+			if err != nil || res.Outcome != campaign.Skipped || res.Err != nil {
 				t.Errorf("%s: RunIfLeader = %+v, %v; want Skipped for contention", name, res, err)
 			}
 		}

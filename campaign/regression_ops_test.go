@@ -14,7 +14,7 @@ import (
 	"github.com/hustings/hustings/events"
 )
 
-// Found in review: FailOpenRun runs fn while another candidate holds the lock, if a
+// Found in review: WithFailOpen runs fn while another candidate holds the lock, if a
 // keep-alive fails while waiting on contention.
 func TestFailOpenNeverRunsAfterContentionThenFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -29,7 +29,7 @@ func TestFailOpenNeverRunsAfterContentionThenFailure(t *testing.T) {
 			ran = true
 			return 0, nil
 		}, campaign.WithID("a"), campaign.WithLease(2*time.Second), campaign.WithWait(10*time.Second),
-			campaign.WithFailureMode(campaign.FailOpenRun))
+			campaign.WithFailOpen())
 		h, _ := f.Backend.Holder(context.Background(), "x")
 		if ran {
 			t.Errorf("fn ran without the lock while %q holds it (token %d): %+v, %v", h.ID, h.Token, res, err)
@@ -50,27 +50,13 @@ func TestOpsWaitKeepAliveIsBounded(t *testing.T) {
 		defer cancel()
 		start := time.Now()
 		res, err := campaign.RunIfLeader(ctx, b, "x", answer, campaign.WithID("a"),
-			campaign.WithLease(2*time.Second), campaign.WithWait(10*time.Second), campaign.WithFailureMode(campaign.Skip))
+			campaign.WithLease(2*time.Second), campaign.WithWait(10*time.Second), campaign.WithSkipOnFailure())
 		if took := time.Since(start); took > 20*time.Second {
 			t.Errorf("RunIfLeader (lease 2s, wait 10s, Skip) returned after %v: %+v, %v; want a backend failure within the wait + lease", took, res, err)
 		}
 		b.HealAll()
 		s.Close(context.Background())
 	})
-}
-
-// Found in review: WithNameLabel(nil) is accepted and panics at the first metric.
-func TestOpsNilNameLabel(t *testing.T) {
-	m, err := campaign.NewMetrics(prometheus.NewRegistry(), campaign.WithNameLabel(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			t.Errorf("RunIfLeader with WithNameLabel(nil) panicked: %v", r)
-		}
-	}()
-	campaign.RunIfLeader(t.Context(), memory.New(), "x", answer, campaign.WithMetrics(m))
 }
 
 func TestOpsNilRegisterer(t *testing.T) {

@@ -135,7 +135,7 @@ func TestRunIfLeaderReturnsContextErrorDuringWait(t *testing.T) {
 	})
 }
 
-// Run after a Run that ended with its ctx returns ErrRunning.
+// Run after a Run that ended with its ctx returns ErrInvalid.
 func TestRunAfterEndedRunIsClosed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, _ := campaign.New(memory.New(), "x")

@@ -46,7 +46,7 @@ func NewSession(b backends.Backend, opts ...Option) (*Session, error) {
 // closes it, freeing every lock still held on it. It returns ctx.Err(),
 // ErrClosed after Close, ErrInvalid (wrapping the backend's error) when the
 // backend refuses to open the session (a closed client, a TTL over
-// ZooKeeper's session timeout), which no retry cures, and ErrRunning or
+// ZooKeeper's session timeout), which no retry cures, and ErrInvalid or
 // ErrClosed if called again. Campaigns on it then end with ErrClosed.
 func (s *Session) Run(ctx context.Context) error { return s.s.Run(ctx) }
 
@@ -55,7 +55,7 @@ func (s *Session) Run(ctx context.Context) error { return s.s.Run(ctx) }
 // the lock or waits for its turn (a held campaign costs a few KiB), so a
 // process can hold thousands on one session. It runs until Close, or until
 // s stops (Close or the end of Run's context), and then ends as Run does;
-// Run on it returns ErrRunning. The options are New's; WithSession(s) is
+// Run on it returns ErrInvalid. The options are New's; WithSession(s) is
 // implied. It returns ErrInvalid for bad options and ErrClosed if s is
 // closed.
 func (s *Session) Campaign(name string, opts ...Option) (*Campaign, error) {

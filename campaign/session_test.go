@@ -169,8 +169,8 @@ func TestCandidateRunsOnce(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- cand.Run(ctx) }()
 		synctest.Wait()
-		if err := cand.Run(t.Context()); !errors.Is(err, campaign.ErrRunning) {
-			t.Fatalf("Run while running = %v, want ErrRunning", err)
+		if err := cand.Run(t.Context()); !errors.Is(err, campaign.ErrInvalid) {
+			t.Fatalf("Run while running = %v, want ErrInvalid", err)
 		}
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
@@ -220,7 +220,7 @@ func TestCandidateRefusedSessionEnds(t *testing.T) {
 // caller's nor their own, once they hold: a thousand held campaigns add a
 // handful of goroutines (the session's), not one each. They end with
 // Close, or all at once when the session stops, each after the Revoked
-// that ends its term; Run on one is ErrRunning.
+// that ends its term; Run on one is ErrInvalid.
 func TestSessionCampaignHoldsWithoutGoroutines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := memory.New()
@@ -256,8 +256,8 @@ func TestSessionCampaignHoldsWithoutGoroutines(t *testing.T) {
 				t.Fatalf("campaign %d lost its term while held: %+v", i, st)
 			}
 		}
-		if err := cs[0].Run(t.Context()); !errors.Is(err, campaign.ErrRunning) {
-			t.Errorf("Run on a started campaign = %v, want ErrRunning", err)
+		if err := cs[0].Run(t.Context()); !errors.Is(err, campaign.ErrInvalid) {
+			t.Errorf("Run on a started campaign = %v, want ErrInvalid", err)
 		}
 		if err := cs[0].Close(); err != nil {
 			t.Fatal(err)

@@ -20,11 +20,12 @@ import (
 var (
 	// ErrClosed: the campaign was closed, or its Run already ended.
 	ErrClosed = errors.New("campaign: closed")
-	// ErrRunning: Run was called while another Run is going.
-	ErrRunning = errors.New("campaign: already running")
 	// ErrInvalid: bad configuration or input, rejected before anything runs.
 	ErrInvalid = errors.New("campaign: invalid")
 )
+
+// errRunning is the ErrInvalid of a second Run.
+var errRunning = fmt.Errorf("%w: already running (Run was called twice, or on a campaign Session.Campaign started)", ErrInvalid)
 
 // Defaults, in one place; the public packages document them.
 const (

@@ -254,7 +254,7 @@ func (e *Elector) start(ctx context.Context) error {
 		return ErrClosed
 	case e.started:
 		e.mu.Unlock()
-		return ErrRunning
+		return errRunning
 	}
 	s, private := e.cfg.Session, false
 	if s == nil {

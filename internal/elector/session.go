@@ -145,7 +145,7 @@ func (c *Session) report(gen uint64) {
 // closes it, which frees every lock its electors still hold. It returns
 // ctx.Err(), ErrClosed after Close, ErrInvalid (wrapping the backend's
 // error) when the backend refuses to open the session, which no retry
-// cures, and ErrRunning or ErrClosed if called again.
+// cures, and ErrInvalid or ErrClosed if called again.
 func (c *Session) Run(ctx context.Context) error {
 	if err := CheckContext(ctx); err != nil {
 		return err
@@ -157,7 +157,7 @@ func (c *Session) Run(ctx context.Context) error {
 		return ErrClosed
 	case c.started:
 		c.mu.Unlock()
-		return ErrRunning
+		return errRunning
 	}
 	c.started = true
 	c.mu.Unlock()
