@@ -14,12 +14,13 @@ import (
 // FuzzOptions: any durations and slot count given to New, group.New and
 // RunIfLeader's options either make a campaign or are refused with
 // ErrInvalid; never a panic. A campaign that is made has a TTL within the
-// backends' range and a keep-alive under it.
+// backends' range and a safety margin that leaves room for its renewals.
 func FuzzOptions(f *testing.F) {
-	f.Add(int64(10*time.Second), int64(0), int64(time.Second), int64(-1), int64(-1), int64(0), 3)
-	f.Add(int64(0), int64(time.Second), int64(0), int64(0), int64(0), int64(time.Millisecond), 1)
-	f.Add(int64(1<<62), int64(1), int64(1), int64(1), int64(1), int64(-1), 0)
-	f.Fuzz(func(t *testing.T, ttl, keepAlive, retry, jitter, margin, lease int64, slots int) {
+	f.Add(int64(10*time.Second), int64(time.Second), int64(-1), int64(0), 3)
+	f.Add(int64(0), int64(0), int64(0), int64(time.Millisecond), 1)
+	f.Add(int64(1<<62), int64(1), int64(1), int64(-1), 0)
+	f.Add(int64(time.Second), int64(-1), int64(700*time.Millisecond), int64(-1), 1)
+	f.Fuzz(func(t *testing.T, ttl, retry, margin, lease int64, slots int) {
 		var opts []campaign.Option
 		add := func(v int64, o func(time.Duration) campaign.Option) {
 			if v != -1 { // -1: leave the option out
@@ -27,9 +28,7 @@ func FuzzOptions(f *testing.F) {
 			}
 		}
 		add(ttl, campaign.WithTTL)
-		add(keepAlive, campaign.WithKeepAlive)
 		add(retry, campaign.WithRetry)
-		add(jitter, campaign.WithJitter)
 		add(margin, campaign.WithSafetyMargin)
 		add(lease, campaign.WithLease)
 		b := memory.New()
@@ -42,8 +41,8 @@ func FuzzOptions(f *testing.F) {
 			if ttl != -1 && (time.Duration(ttl) < 100*time.Millisecond || time.Duration(ttl) > validate.MaxTTL) {
 				t.Fatalf("New took TTL %v", time.Duration(ttl))
 			}
-			if keepAlive != -1 && ttl != -1 && keepAlive >= ttl {
-				t.Fatalf("New took keep-alive %v with TTL %v", time.Duration(keepAlive), time.Duration(ttl))
+			if ttl != -1 && margin != -1 && margin >= ttl-ttl/3 {
+				t.Fatalf("New took margin %v with TTL %v: no room for a renewal every third of it", time.Duration(margin), time.Duration(ttl))
 			}
 		}
 		g, err := group.New(b, "g", slots, opts...)

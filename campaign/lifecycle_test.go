@@ -28,17 +28,15 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"empty name", b, "", nil, "empty lock name"},
 		{"control character", b, "a\nb", nil, "control character"},
 		{"negative TTL", b, "x", []campaign.Option{campaign.WithTTL(-time.Second)}, "TTL"},
-		{"keep-alive not under TTL", b, "x", []campaign.Option{campaign.WithTTL(time.Second), campaign.WithKeepAlive(time.Second)}, "keep-alive"},
+		{"margin leaving no room to renew", b, "x", []campaign.Option{campaign.WithTTL(time.Second), campaign.WithSafetyMargin(700 * time.Millisecond)}, "no room to renew"},
 		{"margin not under TTL", b, "x", []campaign.Option{campaign.WithTTL(time.Second), campaign.WithSafetyMargin(time.Second)}, "safety margin"},
 		{"negative retry", b, "x", []campaign.Option{campaign.WithRetry(-1)}, "retry"},
-		{"negative jitter", b, "x", []campaign.Option{campaign.WithJitter(-1)}, "jitter"},
 		{"negative grace", b, "x", []campaign.Option{campaign.WithGrace(-1)}, "grace"},
 		{"zero TTL", b, "x", []campaign.Option{campaign.WithTTL(0)}, "TTL 0s must be from 1ms"},
 		{"TTL under a millisecond", b, "x", []campaign.Option{campaign.WithTTL(time.Microsecond)}, "TTL 1µs must be from 1ms"},
 		{"TTL over MaxTTL", b, "x", []campaign.Option{campaign.WithTTL(validate.MaxTTL + 1)}, "to 7 days"},
 		{"TTL too short to hold", b, "x", []campaign.Option{campaign.WithTTL(time.Millisecond)}, "the shortest that works is 100ms"},
 		{"TTL overflowing milliseconds", b, "x", []campaign.Option{campaign.WithTTL(math.MaxInt64)}, "TTL 2562047h47m16.854775807s"},
-		{"zero keep-alive", b, "x", []campaign.Option{campaign.WithKeepAlive(0)}, "keep-alive 0s"},
 		{"zero retry", b, "x", []campaign.Option{campaign.WithRetry(0)}, "retry 0s"},
 		{"oversized name", b, strings.Repeat("n", validate.MaxNameLen+1), nil, "longer than"},
 		{"invalid UTF-8 name", b, "a\xffb", nil, "UTF-8"},
@@ -60,17 +58,6 @@ func TestNewRejectsBadInput(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestPrefixJoinsName(t *testing.T) {
-	c, err := campaign.New(memory.New(), "nightly", campaign.WithPrefix("billing"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.State().Name != "billing/nightly" {
-		t.Fatalf("Name() = %q, want billing/nightly", c.State().Name)
-	}
-	c.Close()
 }
 
 func TestCloseBeforeRun(t *testing.T) {

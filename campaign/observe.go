@@ -29,7 +29,7 @@ func Observe(ctx context.Context, b backends.Backend, name string, opts ...Optio
 	if err := cfg.ValidateCommon(cfg.TTL); err != nil {
 		return nil, err
 	}
-	full := cfg.FullName(name)
+	full := name
 	if err := validate.Name(full); err != nil {
 		return nil, elector.Invalid(err)
 	}

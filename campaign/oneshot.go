@@ -176,7 +176,7 @@ func validateRun(ctx context.Context, c *elector.Config, b backends.Backend, nam
 	if err := c.ValidateOneShot(); err != nil {
 		return "", err
 	}
-	full := c.FullName(name)
+	full := name
 	for _, n := range append([]string{full}, elector.SlotNames(full, c.Slots)...) {
 		if err := validate.Name(n); err != nil {
 			return "", elector.Invalid(err)

@@ -26,13 +26,6 @@ func WithID(id string) Option {
 	})
 }
 
-// WithPrefix puts prefix and a "/" before the lock name, so several services
-// can share one backend (for example the service name). Applies everywhere
-// but NewSession.
-func WithPrefix(prefix string) Option {
-	return elector.Opt("WithPrefix", elector.ForAll&^elector.ForSession, func(c *elector.Config) { c.Prefix = prefix })
-}
-
 // positive refuses a duration that is not > 0.
 func positive(what string, d time.Duration) error {
 	if d > 0 {
@@ -57,32 +50,16 @@ func WithTTL(d time.Duration) Option {
 	})
 }
 
-// WithKeepAlive sets how often a Campaign renews its session. It must be
-// shorter than the TTL less the safety margin, and should leave room for a
-// retry or two. Default: TTL/3. Applies to New, NewSession and group.New.
-func WithKeepAlive(d time.Duration) Option {
-	return elector.Opt("WithKeepAlive", elector.ForCampaign|elector.ForGroup|elector.ForSession, func(c *elector.Config) {
-		c.KeepAlive = d
-		c.Reject(positive("keep-alive", d))
-	})
-}
-
 // WithRetry sets the pause before trying again after contention or a
-// backend error, before jitter; it bounds failover after a crash. Default
-// 1s; must be > 0. Applies everywhere: a campaign's and a session's tries,
+// backend error, to which up to a fifth more is added at random so that
+// candidates do not retry in step; it bounds failover after a crash.
+// Default 1s; must be > 0. Applies everywhere: a campaign's and a session's tries,
 // RunIfLeader's wait, Observe's polling.
 func WithRetry(d time.Duration) Option {
 	return elector.Opt("WithRetry", elector.ForAll, func(c *elector.Config) {
 		c.Retry = d
 		c.Reject(positive("retry", d))
 	})
-}
-
-// WithJitter sets the most that is added at random to each retry pause, so
-// candidates do not retry in step. Default: retry/5. Zero disables it.
-// Applies everywhere.
-func WithJitter(d time.Duration) Option {
-	return elector.Opt("WithJitter", elector.ForAll, func(c *elector.Config) { c.Jitter, c.JitterSet = d, true })
 }
 
 // WithSafetyMargin sets how long before the backend's lease runs out the

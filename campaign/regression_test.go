@@ -178,11 +178,12 @@ func TestFailedReleaseNeverReusesToken(t *testing.T) {
 	})
 }
 
-// Keep-alives at or past the deadline (TTL less the margin) could never
-// renew a term in time: New rejects them.
-func TestKeepAliveMustBeUnderDeadline(t *testing.T) {
-	if _, err := campaign.New(memory.New(), "x", campaign.WithKeepAlive(9500*time.Millisecond)); !errors.Is(err, campaign.ErrInvalid) {
-		t.Fatalf("keep-alive 9.5s with TTL 10s and margin 1s: err = %v, want ErrInvalid", err)
+// A margin that puts the deadline (TTL less the margin) at or before the
+// next renewal (a third of the TTL) could never renew a term in time: New
+// rejects it.
+func TestMarginMustLeaveRoomToRenew(t *testing.T) {
+	if _, err := campaign.New(memory.New(), "x", campaign.WithSafetyMargin(7*time.Second)); !errors.Is(err, campaign.ErrInvalid) {
+		t.Fatalf("margin 7s with TTL 10s (renewed every 3.3s): err = %v, want ErrInvalid", err)
 	}
 }
 

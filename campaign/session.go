@@ -31,8 +31,8 @@ type Session struct {
 	s *elector.Session
 }
 
-// NewSession returns a session on b. WithID, WithTTL, WithKeepAlive,
-// WithRetry, WithJitter and WithLogger apply; the campaigns on it take its
+// NewSession returns a session on b, renewed every third of its TTL.
+// The options whose docs say they apply to NewSession apply; the campaigns on it take its
 // ID and TTL. It validates and starts nothing: call Run.
 func NewSession(b backends.Backend, opts ...Option) (*Session, error) {
 	s, err := elector.NewSession(b, opts...)

@@ -22,7 +22,6 @@ const (
 func faultOpts() []campaign.Option {
 	return []campaign.Option{
 		campaign.WithTTL(faultTTL),
-		campaign.WithKeepAlive(faultTTL / 4),
 		campaign.WithSafetyMargin(faultMargin),
 		campaign.WithRetry(200 * time.Millisecond),
 		campaign.WithGrace(time.Second),

@@ -99,8 +99,8 @@ func cacheWarmReplica(ctx context.Context, tl *timeline, b backends.Backend, pre
 				return struct{}{}, nil
 			}
 		}
-		res, err := cacheWarmTry(ctx, b, fmt.Sprintf("partition-%d", p), warm,
-			campaign.WithPrefix(prefix), campaign.WithID(id), campaign.WithLease(cacheWarmLease), campaign.WithMinHold(cacheWarmHold))
+		res, err := cacheWarmTry(ctx, b, fmt.Sprintf("%s/partition-%d", prefix, p), warm,
+			campaign.WithID(id), campaign.WithLease(cacheWarmLease), campaign.WithMinHold(cacheWarmHold))
 		switch {
 		case err != nil:
 			return err

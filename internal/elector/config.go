@@ -111,7 +111,6 @@ func (c *Config) Refuse(entry Use) error {
 // public packages document each field through their With* functions.
 type Config struct {
 	ID        string
-	Prefix    string
 	TTL       time.Duration
 	KeepAlive time.Duration
 	Retry     time.Duration
@@ -279,14 +278,6 @@ func (c *Config) MarginFor(d time.Duration) time.Duration {
 	return d / 10
 }
 
-// FullName joins the prefix and name.
-func (c *Config) FullName(name string) string {
-	if c.Prefix == "" {
-		return name
-	}
-	return c.Prefix + "/" + name
-}
-
 // ValidateElector checks the options a long-lived campaign uses.
 func (c *Config) ValidateElector() error {
 	if len(c.Bad) > 0 {
@@ -295,8 +286,8 @@ func (c *Config) ValidateElector() error {
 	switch {
 	case c.TTL < 0:
 		return fmt.Errorf("%w: TTL %v must be > 0", ErrInvalid, c.TTL)
-	case c.KeepAlive <= 0 || c.KeepAlive >= c.TTL-c.MarginFor(c.TTL):
-		return fmt.Errorf("%w: keep-alive %v must be > 0 and shorter than the TTL %v less the safety margin %v", ErrInvalid, c.KeepAlive, c.TTL, c.MarginFor(c.TTL))
+	case c.KeepAlive >= c.TTL-c.MarginFor(c.TTL) && c.MarginFor(c.TTL) < c.TTL:
+		return fmt.Errorf("%w: safety margin %v leaves no room to renew the TTL %v every %v: it must be under %v", ErrInvalid, c.MarginFor(c.TTL), c.TTL, c.KeepAlive, c.TTL-c.KeepAlive)
 	case c.Grace < 0:
 		return fmt.Errorf("%w: grace %v must be ≥ 0", ErrInvalid, c.Grace)
 	}
@@ -321,8 +312,6 @@ func (c *Config) ValidateOneShot() error {
 		return fmt.Errorf("%w: wait %v must be ≥ 0", ErrInvalid, c.Wait)
 	case c.MinHold < 0:
 		return fmt.Errorf("%w: minimum hold %v must be ≥ 0", ErrInvalid, c.MinHold)
-	case c.FailureMode < Rethrow || c.FailureMode > FailOpenRun:
-		return fmt.Errorf("%w: unknown failure mode %d", ErrInvalid, c.FailureMode)
 	}
 	return c.ValidateCommon(c.Lease)
 }

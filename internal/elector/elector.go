@@ -86,7 +86,7 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 	if err := cfg.ValidateElector(); err != nil {
 		return nil, err
 	}
-	full := cfg.FullName(name)
+	full := name
 	for _, n := range append([]string{full}, SlotNames(full, cfg.Slots)...) {
 		if err := validate.Name(n); err != nil {
 			return nil, Invalid(err)
