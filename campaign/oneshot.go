@@ -60,9 +60,6 @@ type Result[T any] struct {
 	Err error
 }
 
-// Ran reports whether fn ran (Elected or ActionFailed).
-func (r Result[T]) Ran() bool { return r.Outcome == Succeeded || r.Outcome == ActionFailed }
-
 // RunIfLeader runs fn once if the lock name can be had, and releases the
 // lock after. fn gets the fencing token, and a context that ends when the
 // lease (WithLease, default 30s) runs out, less the safety margin: after

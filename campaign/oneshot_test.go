@@ -24,7 +24,7 @@ func TestRunIfLeaderOutcomes(t *testing.T) {
 		ctx := t.Context()
 
 		res, err := campaign.RunIfLeader(ctx, b, "job", answer)
-		if err != nil || res.Outcome != campaign.Succeeded || res.Value != 42 || res.Token == 0 || !res.Ran() {
+		if err != nil || res.Outcome != campaign.Succeeded || res.Value != 42 || res.Token == 0 {
 			t.Fatalf("free lock: %+v, %v; want elected with 42 and a token", res, err)
 		}
 		if h, _ := b.Holder(ctx, "job"); h.ID != "" {
@@ -41,7 +41,7 @@ func TestRunIfLeaderOutcomes(t *testing.T) {
 		next(t, holder.c.Events())
 		ran := false
 		skipped, err := campaign.RunIfLeader(ctx, b, "lock", func(ctx context.Context, tok events.Token) (int, error) { ran = true; return 1, nil })
-		if err != nil || skipped.Outcome != campaign.Skipped || ran || skipped.Ran() {
+		if err != nil || skipped.Outcome != campaign.Skipped || ran {
 			t.Fatalf("held lock: %+v, %v, ran=%v; want skipped without running", skipped, err, ran)
 		}
 		holder.stop(t)

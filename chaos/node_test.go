@@ -24,6 +24,7 @@ import (
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/group"
+	"github.com/hustings/hustings/internal/elector"
 )
 
 // nodeEnv, set to 1, makes this test binary run as one candidate node
@@ -175,7 +176,7 @@ func (p *printer) print(l line) {
 
 func (p *printer) event(e events.Event) {
 	l := line{TimeUnixNano: e.Time.UnixNano(), Name: e.Name, Slot: e.Slot, Event: e.Kind.String(), Token: e.Token, DeadlineUnixNano: e.Deadline.UnixNano()}
-	l.Reason = events.ReasonCode(e.Reason)
+	l.Reason = elector.ReasonCode(e.Reason)
 	p.print(l)
 }
 

@@ -63,33 +63,6 @@ var (
 	ErrLockLost = errors.New("events: lock lost")
 )
 
-// ReasonCode returns the short, stable code of a revocation reason, for
-// logs, metrics (the reason label) and machine-read output: "resigned",
-// "lease-expired", "session-lost", "lock-lost", "unreachable" or
-// "canceled"; "other"
-// for an error that wraps none of the reasons above, "" for nil.
-func ReasonCode(reason error) string {
-	if reason == nil {
-		return ""
-	}
-	for _, r := range []struct {
-		err  error
-		code string
-	}{
-		{ErrResigned, "resigned"},
-		{ErrUnreachable, "unreachable"},
-		{ErrLeaseExpired, "lease-expired"},
-		{ErrSessionLost, "session-lost"},
-		{ErrLockLost, "lock-lost"},
-		{ErrCanceled, "canceled"},
-	} {
-		if errors.Is(reason, r.err) {
-			return r.code
-		}
-	}
-	return "other"
-}
-
 // Event is one change of leadership, as seen by one campaign or observer.
 type Event struct {
 	// Kind is Elected, Revoked or LeaderChanged.

@@ -14,7 +14,7 @@ import (
 // campaign.Campaign that holds one of the group's slots, whose events and
 // State carry the slot number. Every option of package campaign applies,
 // with the options of this package. maxLeaders must be from 2 (one leader
-// is a plain campaign.New) to MaxLeaders. It validates and starts
+// is a plain campaign.New) to 1,000. It validates and starts
 // nothing: call Run.
 func New(b backends.Backend, name string, maxLeaders int, opts ...campaign.Option) (*campaign.Campaign, error) {
 	if err := checkSlots(maxLeaders); err != nil {
@@ -23,17 +23,17 @@ func New(b backends.Backend, name string, maxLeaders int, opts ...campaign.Optio
 	return campaign.New(b, name, append(opts, slots(maxLeaders))...)
 }
 
-// MaxLeaders is the most slots a group may have. Each slot is a lock that
+// mostSlots is the most slots a group may have. Each slot is a lock that
 // a candidate may try in turn, so a group's cost grows with it; a thousand
 // is far beyond any use seen (tenant roll-ups, shard owners).
-const MaxLeaders = 1000
+const mostSlots = 1000
 
 func checkSlots(n int) error {
 	switch {
 	case n < 2:
 		return fmt.Errorf("%w: a group needs at least 2 slots, got %d (for one leader use campaign.New)", campaign.ErrInvalid, n)
-	case n > MaxLeaders:
-		return fmt.Errorf("%w: a group of %d slots; at most %d", campaign.ErrInvalid, n, MaxLeaders)
+	case n > mostSlots:
+		return fmt.Errorf("%w: a group of %d slots; at most %d", campaign.ErrInvalid, n, mostSlots)
 	}
 	return nil
 }

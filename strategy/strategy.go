@@ -47,16 +47,6 @@ type Strategy interface {
 	Rank(group string, epoch uint64, candidates []Candidate) ([]Candidate, error)
 }
 
-// Parse returns the strategy with the given name.
-func Parse(name string) (Strategy, error) {
-	for _, s := range []Strategy{FIFO(), Random(), Score(), Weighted()} {
-		if s.Name() == name {
-			return s, nil
-		}
-	}
-	return nil, fmt.Errorf("%w: unknown strategy %q (want fifo, random, score or weighted)", ErrInvalid, name)
-}
-
 // FIFO ranks by registration order, earliest first, like Apache Curator's
 // LeaderLatch: the longest-standing candidates lead.
 func FIFO() Strategy { return fifo{} }

@@ -162,17 +162,6 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-func TestParse(t *testing.T) {
-	for _, name := range []string{"fifo", "random", "score", "weighted"} {
-		if s, err := Parse(name); err != nil || s.Name() != name {
-			t.Errorf("Parse(%q) = %v, %v", name, s, err)
-		}
-	}
-	if _, err := Parse("best"); !errors.Is(err, ErrInvalid) {
-		t.Errorf("Parse(best) err = %v, want ErrInvalid", err)
-	}
-}
-
 func TestEmptyList(t *testing.T) {
 	for _, s := range []Strategy{FIFO(), Random(), Score(), Weighted()} {
 		if got, err := s.Rank("g", 0, nil); err != nil || len(got) != 0 {

@@ -83,7 +83,7 @@ func (f *nodeFlags) check(set map[string]bool) (err error) {
 		return errors.New("--strategy ranks the candidates of a group: it needs --slots 2 or more")
 	}
 	if f.strategyName != "" {
-		if _, err := strategy.Parse(f.strategyName); err != nil {
+		if parseStrategy(f.strategyName) == nil {
 			return fmt.Errorf("--strategy %q is not one of fifo, random, score, weighted", f.strategyName)
 		}
 	}
@@ -213,10 +213,7 @@ func (f nodeFlags) candidate(b backends.Backend, out *lines) (node, error) {
 		return n, nil
 	}
 	if f.strategyName != "" {
-		s, err := strategy.Parse(f.strategyName)
-		if err != nil {
-			return node{}, err
-		}
+		s := parseStrategy(f.strategyName) // checked with the flags
 		opts = append(opts, group.WithStrategy(s), group.WithPreemption(f.ttl))
 		switch f.strategyName {
 		case "score":
@@ -283,13 +280,24 @@ func printEvents(ch <-chan events.Event, id string, out *lines) error {
 	for e := range ch {
 		line := nodeEvent{TimeUnixNano: e.Time.UnixNano(), Node: id, Name: e.Name, Slot: e.Slot, Event: e.Kind.String(), Token: e.Token}
 		if e.Reason != nil {
-			line.Reason = events.ReasonCode(e.Reason)
+			line.Reason = elector.ReasonCode(e.Reason)
 			if line.Reason == "other" {
 				line.Detail = e.Reason.Error()
 			}
 		}
 		if err := out.print(line); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// parseStrategy returns the strategy named by --strategy, or nil for a
+// name that is none of them.
+func parseStrategy(name string) strategy.Strategy {
+	for _, s := range []strategy.Strategy{strategy.FIFO(), strategy.Random(), strategy.Score(), strategy.Weighted()} {
+		if s.Name() == name {
+			return s
 		}
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/group"
 	"github.com/hustings/hustings/internal/crash"
+	"github.com/hustings/hustings/internal/elector"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -274,7 +275,7 @@ func (s *stage) slowConsumer(ctx context.Context) error {
 	revoked := st.LastEvent
 	late := revoked.Time.Sub(revoked.Deadline)
 	s.tl.note("foxtrot revoked itself all the same (%s), %v after its deadline and at least %v before the backend frees the lock",
-		events.ReasonCode(revoked.Reason), late.Round(100*time.Microsecond), (ttl/10 - late).Round(time.Millisecond))
+		elector.ReasonCode(revoked.Reason), late.Round(100*time.Microsecond), (ttl/10 - late).Round(time.Millisecond))
 	s.tl.note("its unread channel keeps only the latest event (%d dropped): a slow reader never delays a revocation", st.Dropped)
 	return nil
 }

@@ -18,9 +18,10 @@ import (
 // packages are the ones whose size is budgeted, relative to this folder.
 var packages = []string{"campaign", "group", "events", "backends", "strategy"}
 
-// budget is the most exported names they may have together: today's
-// count, to be lowered, never raised without a reason in the commit.
-const budget = 117
+// budget is the most exported names they may have together: the target
+// of issue #14 (etcd's Session, Election and Mutex are about 37). Lower it
+// when names go; raise it only with a reason in the commit.
+const budget = 90
 
 func TestExportedNames(t *testing.T) {
 	total := 0

@@ -254,7 +254,7 @@ func (a *actor) revoke(reason error) *term {
 	})
 	a.e.end(t)
 	// Metrics and logs first: whoever reads the event may look at them.
-	a.cfg.Observer.TermEnded(a.e.name, a.e.label, events.ReasonCode(reason))
+	a.cfg.Observer.TermEnded(a.e.name, a.e.label, ReasonCode(reason))
 	level := slog.LevelWarn
 	if errors.Is(reason, events.ErrResigned) || errors.Is(reason, events.ErrCanceled) {
 		level = slog.LevelInfo

@@ -1,6 +1,11 @@
 package elector
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hustings/hustings/events"
+)
 
 // FailureMode is what a one-shot run does when the backend fails; package
 // campaign documents each.
@@ -60,4 +65,32 @@ func (r Reason) String() string {
 		return "invalid"
 	}
 	return fmt.Sprintf("reason(%d)", int(r))
+}
+
+// ReasonCode returns the short, stable code of a revocation reason (an
+// events.Err* value, possibly wrapped), for logs, metrics (the reason
+// label) and machine-read output: "resigned",
+// "lease-expired", "session-lost", "lock-lost", "unreachable" or
+// "canceled"; "other"
+// for an error that wraps none of the reasons above, "" for nil.
+func ReasonCode(reason error) string {
+	if reason == nil {
+		return ""
+	}
+	for _, r := range []struct {
+		err  error
+		code string
+	}{
+		{events.ErrResigned, "resigned"},
+		{events.ErrUnreachable, "unreachable"},
+		{events.ErrLeaseExpired, "lease-expired"},
+		{events.ErrSessionLost, "session-lost"},
+		{events.ErrLockLost, "lock-lost"},
+		{events.ErrCanceled, "canceled"},
+	} {
+		if errors.Is(reason, r.err) {
+			return r.code
+		}
+	}
+	return "other"
 }

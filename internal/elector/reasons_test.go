@@ -1,4 +1,4 @@
-package events_test
+package elector
 
 import (
 	"errors"
@@ -22,7 +22,7 @@ func TestReasonCode(t *testing.T) {
 		{fmt.Errorf("%w: deleted", events.ErrLockLost), "lock-lost"},
 		{errors.New("something else"), "other"},
 	} {
-		if got := events.ReasonCode(tc.reason); got != tc.want {
+		if got := ReasonCode(tc.reason); got != tc.want {
 			t.Errorf("ReasonCode(%v) = %q, want %q", tc.reason, got, tc.want)
 		}
 	}
