@@ -126,6 +126,21 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts ...Option) error {
 	if cfg.listen != nil {
 		return fmt.Errorf("%w: postgres: WithListener does not apply to Migrate", backends.ErrInvalid)
 	}
+	// Most calls find everything in place (every process that dials runs
+	// Migrate): a read of the catalogs says so without DDL. The DDL is not
+	// harmless on a live schema: CREATE INDEX IF NOT EXISTS takes a SHARE
+	// lock on the locks table before it looks for the index, queued behind
+	// every statement in flight, and every write queues behind it until
+	// the transaction commits, a round trip of the migrating client later
+	// (seen in the chaos suite beside two CPU burners: a node that started
+	// stalled every keep-alive for 2 s, and every session was lost).
+	current, err := migrated(ctx, pool, cfg.schema)
+	if err != nil {
+		return unavailable(ctx, "migrate", err)
+	}
+	if current {
+		return nil
+	}
 	// Concurrent CREATE ... IF NOT EXISTS can still collide on the
 	// catalogs; a transaction-scoped advisory lock keeps two Migrates
 	// apart (it ends with the transaction: no session state is left).
@@ -140,6 +155,28 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts ...Option) error {
 		return unavailable(ctx, "migrate", err)
 	}
 	return nil
+}
+
+// migratedSQL reports whether every table, sequence and index of a schema
+// exists and its keep_alive function has the body SQL gives it.
+const migratedSQL = `SELECT to_regclass($1 || '.sessions') IS NOT NULL
+  AND to_regclass($1 || '.locks') IS NOT NULL
+  AND to_regclass($1 || '.members') IS NOT NULL
+  AND to_regclass($1 || '.tokens') IS NOT NULL
+  AND to_regclass($1 || '.orders') IS NOT NULL
+  AND to_regclass($1 || '.locks_session') IS NOT NULL
+  AND EXISTS (SELECT 1 FROM pg_proc
+    WHERE oid = to_regprocedure($1 || '.keep_alive(text)') AND prosrc = $2)`
+
+// migrated reports whether schema is as Migrate would leave it: one read
+// of the catalogs, which takes no lock a statement of the backend waits
+// for.
+func migrated(ctx context.Context, pool *pgxpool.Pool, schema string) (bool, error) {
+	_, body, _ := strings.Cut(SQL(schema), "$$")
+	body, _, _ = strings.Cut(body, "$$")
+	var ok bool
+	err := pool.QueryRow(ctx, migratedSQL, pgx.Identifier{schema}.Sanitize(), body).Scan(&ok)
+	return ok, err
 }
 
 // tables holds the schema-qualified names the statements use.

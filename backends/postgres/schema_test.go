@@ -133,3 +133,29 @@ func TestKeepAliveIsOneStatement(t *testing.T) {
 		t.Fatalf("Lost() = %v, want only lock-500", lost)
 	}
 }
+
+// TestMigrateOfCurrentSchemaTakesNoTableLock: Migrate of a schema already
+// in place waits for no writer of the tables, and so stalls none (its
+// CREATE INDEX IF NOT EXISTS would wait for the open transaction below,
+// and every later write for it).
+func TestMigrateOfCurrentSchemaTakesNoTableLock(t *testing.T) {
+	srv := pgtest.Start(t)
+	pool := pgtest.Pool(t, srv.DSN())
+	ctx := t.Context()
+	if err := postgres.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, `DELETE FROM hustings.locks WHERE name = 'nothing'`); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := postgres.Migrate(mctx, pool); err != nil {
+		t.Fatalf("Migrate beside an open writer of the locks table: %v", err)
+	}
+}
