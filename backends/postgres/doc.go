@@ -29,10 +29,14 @@
 // # Statements
 //
 // Every call is one statement, one round trip. Open inserts the session
-// row. Acquire is one INSERT ... ON CONFLICT DO UPDATE ... WHERE the row
-// is this session's or has expired, RETURNING the token; it reads its own
-// session row FOR SHARE, which orders it with that session's keep-alive,
-// and copies the session's expires_at into the lock row. KeepAlive calls
+// row. Acquire first reads the lock row: a lock another session visibly
+// holds is reported held by that read alone (no write, no row lock, no
+// commit waiting for an fsync, no wait behind the holder). Otherwise it
+// is one INSERT ... ON CONFLICT (DO NOTHING for a missing row, DO UPDATE
+// ... WHERE the row is this session's or has expired), RETURNING the
+// token; it reads its own session row FOR SHARE, which orders it with
+// that session's keep-alive, and copies the session's expires_at into
+// the lock row. KeepAlive calls
 // the schema's keep_alive function, which renews the session row and then,
 // in a statement with a snapshot of its own, every lock row of the session
 // (so a lock acquired while it waited is renewed too), and returns the

@@ -61,27 +61,50 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 func (s *session) ID() string { return s.id }
 
 // acquireSQL takes the lock if its row is missing, expired, or this
-// session's (then it keeps its token, expiry and lease). It reads the
-// session row FOR SHARE, which orders it with the session's keep_alive
-// (an UPDATE of that row): the lock's expires_at is copied from the
-// session's latest one, and a keep_alive that waited for this statement
-// sees the new lock row. Nothing else on another table decides: whether
-// the lock is free is the lock row's own expires_at, which ON CONFLICT
-// reads in its latest committed version. A change is NOTIFYed with the
+// session's (then it keeps its token, expiry and lease).
+//
+// It first reads the lock row, plainly: a lock that another session
+// visibly holds is reported held without a write, a row lock or a commit
+// that waits for an fsync, and without waiting for anyone. Contenders
+// used to lock the holder's row (ON CONFLICT locks the row even where it
+// does not update it) while holding their own session row FOR SHARE, so
+// each contender's keep-alive waited behind the holder's; beside two CPU
+// burners those chains outlasted the TTL and lost every session at once
+// (the chaos suite). A lock freed since that read is found by the
+// caller's watch, as one freed just after would be.
+//
+// Otherwise it reads the session row FOR SHARE, which orders it with the
+// session's keep_alive (an UPDATE of that row): the lock's expires_at is
+// copied from the session's latest one, and a keep_alive that waited for
+// this statement sees the new lock row. A missing row is inserted ON
+// CONFLICT DO NOTHING: when several waiters race for a lock just
+// released, the losers take no lock on the winner's row. An existing row
+// (expired, or this session's) is taken by ON CONFLICT DO UPDATE, which
+// reads its latest committed version. A change is NOTIFYed with the
 // milliseconds the lock now lives.
 //
 // $1 name, $2 session ID, $3 lease ms (0: none), $4 channel. Returns
-// whether the session lives, the token if granted, and the holder.
-const acquireSQL = `WITH s AS (
+// whether the session lives, the token if granted, and the holder seen.
+const acquireSQL = `WITH cur AS (
+  SELECT candidate, expires_at > clock_timestamp() AND (session_id <> $2 OR hold) AS other
+  FROM {locks} WHERE name = $1
+), s AS (
   SELECT id, candidate, expires_at FROM {sessions}
-  WHERE id = $2 AND expires_at > clock_timestamp() FOR SHARE
-), a AS (
-  INSERT INTO {locks} AS l (name, session_id, candidate, token, expires_at, lease_end, hold)
-  SELECT $1::text, s.id, s.candidate, nextval('{tokens}'),
-    CASE WHEN $3::bigint > 0 THEN LEAST(s.expires_at, clock_timestamp() + $3::bigint * interval '1 millisecond') ELSE s.expires_at END,
-    CASE WHEN $3::bigint > 0 THEN clock_timestamp() + $3::bigint * interval '1 millisecond' END,
-    false
+  WHERE id = $2 AND expires_at > clock_timestamp() AND NOT EXISTS (SELECT 1 FROM cur WHERE other)
+  FOR SHARE
+), v AS (
+  SELECT $1::text AS name, s.id, s.candidate, nextval('{tokens}') AS token,
+    CASE WHEN $3::bigint > 0 THEN LEAST(s.expires_at, clock_timestamp() + $3::bigint * interval '1 millisecond') ELSE s.expires_at END AS expires_at,
+    CASE WHEN $3::bigint > 0 THEN clock_timestamp() + $3::bigint * interval '1 millisecond' END AS lease_end
   FROM s
+), fresh AS (
+  INSERT INTO {locks} (name, session_id, candidate, token, expires_at, lease_end, hold)
+  SELECT name, id, candidate, token, expires_at, lease_end, false FROM v WHERE NOT EXISTS (SELECT 1 FROM cur)
+  ON CONFLICT (name) DO NOTHING
+  RETURNING token, expires_at
+), taken AS (
+  INSERT INTO {locks} AS l (name, session_id, candidate, token, expires_at, lease_end, hold)
+  SELECT name, id, candidate, token, expires_at, lease_end, false FROM v WHERE EXISTS (SELECT 1 FROM cur)
   ON CONFLICT (name) DO UPDATE SET
     session_id = excluded.session_id,
     candidate = excluded.candidate,
@@ -91,16 +114,20 @@ const acquireSQL = `WITH s AS (
     hold = false
   WHERE l.expires_at <= clock_timestamp() OR (l.session_id = excluded.session_id AND NOT l.hold)
   RETURNING l.token, l.expires_at
+), a AS (
+  SELECT token, expires_at FROM fresh UNION ALL SELECT token, expires_at FROM taken
 )
-SELECT EXISTS (SELECT 1 FROM s),
+SELECT EXISTS (SELECT 1 FROM s)
+    OR EXISTS (SELECT 1 FROM {sessions} WHERE id = $2 AND expires_at > clock_timestamp()),
   (SELECT token FROM a),
   (SELECT count(*) FROM a,
     pg_notify($4::text, ceil(extract(epoch FROM a.expires_at - clock_timestamp()) * 1000)::bigint || ' ' || $1) n),
-  (SELECT candidate FROM {locks} WHERE name = $1)`
+  (SELECT candidate FROM cur)`
 
 // Acquire takes name if it is free, held by this session (same token), or
-// held by a session whose row expired: one INSERT ... ON CONFLICT DO
-// UPDATE, one round trip. The ledger records what it grants, for
+// held by a session whose row expired: one statement, one round trip (a
+// plain read when another session visibly holds it; else an INSERT ...
+// ON CONFLICT, see acquireSQL). The ledger records what it grants, for
 // KeepAlive to confirm.
 func (s *session) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
 	if err := s.usable(); err != nil {
