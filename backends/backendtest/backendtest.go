@@ -45,6 +45,13 @@ type Harness struct {
 	// back, as an operator's delete or an eviction would (a DEL of the key,
 	// a delete of the key or node). Required.
 	Delete func(t *testing.T, b backends.Backend, name string)
+	// Fence makes one write in the backend's own store under the
+	// backend's native fence for name and token (etcd's Backend.Fence in
+	// the write's Txn, Redis's FencedEval, ...) and returns nil if the
+	// write was made, an error matching backends.ErrNotHeld if the fence
+	// refused it (no write made), or another error. It must be safe for
+	// concurrent use. The fence checks run when it is set.
+	Fence func(ctx context.Context, b backends.Backend, name string, token events.Token) error
 }
 
 // wakeBound is how long the suite waits for a watch signal or for a call
@@ -92,7 +99,10 @@ func Run(t *testing.T, h Harness) {
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
 	all := checks
 	if h.Registry {
-		all = append(slices.Clone(checks), registryChecks...)
+		all = append(slices.Clone(all), registryChecks...)
+	}
+	if h.Fence != nil {
+		all = append(slices.Clone(all), fenceChecks...)
 	}
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
