@@ -185,3 +185,31 @@ func (b *Backend) remove(name string, l *lock) {
 func heldErr(name string, l *lock) error {
 	return fmt.Errorf("%w: %q by %s", backends.ErrHeld, name, l.id)
 }
+
+// Fence runs write only while the lock name is held under token, with
+// the backend's state held still: no other term of name can begin, and
+// the holder cannot lose the lock, until write returns. It is the memory
+// backend's native fence, for tests and demos of code that fences its
+// writes (the other backends check the lock in the same transaction as
+// the write). A lock held under another token, free, released with a
+// hold, or token 0 returns an error matching backends.ErrNotHeld, and
+// write does not run; otherwise Fence returns write's error. write must
+// not call b: it runs under b's lock. Fenced writes run one at a time.
+func (b *Backend) Fence(ctx context.Context, name string, token events.Token, write func() error) error {
+	if err := validate.Name(name); err != nil {
+		return err
+	}
+	if write == nil {
+		return fmt.Errorf("%w: memory: fence: nil write", backends.ErrInvalid)
+	}
+	if err := b.reach(ctx, ""); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l := b.lookup(name, b.clock.Now())
+	if token == 0 || l == nil || l.sess == nil || l.token != token {
+		return fmt.Errorf("%w: memory: %q is not held under token %d", backends.ErrNotHeld, name, token)
+	}
+	return write()
+}

@@ -50,6 +50,7 @@ func TestContract(t *testing.T) {
 		Advance:  clock.Advance,
 		Registry: true,
 		Delete:   deleteLock,
+		Fence:    fencedWrite,
 	})
 }
 
@@ -61,10 +62,38 @@ func TestContractRealClock(t *testing.T) {
 	}
 	backendtest.Run(t, backendtest.Harness{
 		New:      func(*testing.T) backends.Backend { return memory.New() },
-		TTL:      400 * time.Millisecond,
+		TTL:      time.Second, // shorter, a busy machine's scheduling delays outlast it
 		Registry: true,
 		Delete:   deleteLock,
+		Fence:    fencedWrite,
 	})
+}
+
+// fencedWrite makes a write under the memory backend's fence.
+func fencedWrite(ctx context.Context, b backends.Backend, name string, token events.Token) error {
+	return b.(*memory.Backend).Fence(ctx, name, token, func() error { return nil })
+}
+
+// A refused fence never runs the write; an admitted one returns the
+// write's error.
+func TestFenceRunsWriteOnlyWhenHeld(t *testing.T) {
+	b := memory.New()
+	s := open(t, b, "a", time.Minute)
+	tok, err := s.Acquire(t.Context(), "job", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	write := func() error { ran++; return errors.New("disk full") }
+	if err := b.Fence(t.Context(), "job", tok+1, write); !errors.Is(err, backends.ErrNotHeld) || ran != 0 {
+		t.Fatalf("fence under a wrong token: %v, write ran %d times; want ErrNotHeld, never", err, ran)
+	}
+	if err := b.Fence(t.Context(), "job", tok, write); err == nil || err.Error() != "disk full" || ran != 1 {
+		t.Fatalf("fence under the token: %v, write ran %d times; want the write's error, once", err, ran)
+	}
+	if err := b.Fence(t.Context(), "job", tok, nil); !errors.Is(err, backends.ErrInvalid) {
+		t.Fatalf("nil write: %v, want ErrInvalid", err)
+	}
 }
 
 // deleteLock removes a lock behind its holder's back.
