@@ -32,8 +32,9 @@ func (e *env) fenced(what, name string, token events.Token, ok bool) {
 // fenceRefusesEndedTerms: the native fence admits the holder's writes and
 // refuses those of every term that ended: a leader paused past its
 // session's expiry while another was elected, a term released and its
-// lock taken again (deleted and recreated), a lock deleted behind its
-// holder's back; and token 0, which no term has.
+// lock taken again (deleted and recreated), a term released with a hold
+// (the lock held by nobody alive), a lock deleted behind its holder's
+// back; and token 0, which no term has.
 func fenceRefusesEndedTerms(e *env) {
 	name := e.name()
 	a := e.open("a")
@@ -59,15 +60,23 @@ func fenceRefusesEndedTerms(e *env) {
 	}
 	e.fenced("holder of the lock taken again", name, t3, true)
 
-	// An operator deletes the lock behind c's back; d takes it.
-	e.h.Delete(e.t, e.b, name)
-	e.fenced("term whose lock was deleted", name, t3, false)
+	// c releases with a hold: the lock stays held, by nobody alive.
+	e.release(c, name, t3, e.h.TTL/2)
+	e.fenced("term released with a hold", name, t3, false)
+	e.wait(e.h.TTL / 2)
 	d := e.open("d")
 	t4 := e.grab(d, name)
-	e.fenced("term whose lock was deleted, once taken again", name, t3, false)
-	e.fenced("holder after the delete", name, t4, true)
-	if !(t1 < t2 && t2 < t3 && t3 < t4) {
-		e.t.Fatalf("tokens %d, %d, %d, %d do not increase", t1, t2, t3, t4)
+	e.fenced("holder after the hold", name, t4, true)
+
+	// An operator deletes the lock behind d's back; f takes it.
+	e.h.Delete(e.t, e.b, name)
+	e.fenced("term whose lock was deleted", name, t4, false)
+	f := e.open("f")
+	t5 := e.grab(f, name)
+	e.fenced("term whose lock was deleted, once taken again", name, t4, false)
+	e.fenced("holder after the delete", name, t5, true)
+	if !(t1 < t2 && t2 < t3 && t3 < t4 && t4 < t5) {
+		e.t.Fatalf("tokens %d, %d, %d, %d, %d do not increase", t1, t2, t3, t4, t5)
 	}
 }
 

@@ -2,6 +2,8 @@ package etcd_test
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -28,7 +30,24 @@ func TestContract(t *testing.T) {
 		TTL:      2 * time.Second,
 		Registry: true,
 		Delete:   deleteLock(cli),
+		Fence:    fencedWrite(cli),
 	})
+}
+
+// fencedWrite returns a Harness.Fence that puts a key in the lock's
+// store in a transaction conditioned on Backend.Fence.
+func fencedWrite(cli *clientv3.Client) func(ctx context.Context, b backends.Backend, name string, token events.Token) error {
+	return func(ctx context.Context, b backends.Backend, name string, token events.Token) error {
+		resp, err := cli.Txn(ctx).If(b.(*etcd.Backend).Fence(name, token)).
+			Then(clientv3.OpPut("fenced/"+name, strconv.FormatUint(uint64(token), 10))).Commit()
+		switch {
+		case err != nil:
+			return err
+		case !resp.Succeeded:
+			return fmt.Errorf("%w: %q under token %d", backends.ErrNotHeld, name, token)
+		}
+		return nil
+	}
 }
 
 // deleteLock returns a Harness.Delete that deletes a lock's key with cli,
