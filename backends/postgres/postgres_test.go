@@ -1,10 +1,12 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/postgres"
 	"github.com/hustings/hustings/backends/postgres/pgtest"
+	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/faultlink"
 )
 
@@ -58,11 +61,29 @@ func deleteLock(t *testing.T, pool *pgxpool.Pool, name string) {
 func TestContract(t *testing.T) {
 	srv := pgtest.Start(t)
 	pool := pgtest.Pool(t, srv.DSN())
+	if _, err := pool.Exec(t.Context(), `CREATE TABLE fenced_writes (name text, token bigint)`); err != nil {
+		t.Fatal(err)
+	}
 	backendtest.Run(t, backendtest.Harness{
 		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.DSN()) },
 		TTL:      time.Second,
 		Registry: true,
 		Delete:   func(t *testing.T, _ backends.Backend, name string) { deleteLock(t, pool, name) },
+		Fence: func(ctx context.Context, _ backends.Backend, name string, token events.Token) error {
+			return fencedWrite(ctx, pool, name, token)
+		},
+	})
+}
+
+// fencedWrite writes a row of fenced_writes (made by TestContract) in a
+// transaction that Fence checks first, and commits it.
+func fencedWrite(ctx context.Context, pool *pgxpool.Pool, name string, token events.Token) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if err := postgres.Fence(ctx, tx, name, token); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO fenced_writes VALUES ($1, $2)`, name, int64(token))
+		return err
 	})
 }
 
