@@ -29,7 +29,7 @@ const (
 type cluster struct {
 	t      *testing.T
 	srv    server
-	fence  *fence
+	res    *resource
 	dir    string
 	ttl    time.Duration
 	rng    *rand.Rand
@@ -42,10 +42,10 @@ type cluster struct {
 	bounds  history.Config
 }
 
-// newCluster starts the server, the fence and every node.
+// newCluster starts the server, the fenced resource and every node.
 func newCluster(t *testing.T, b backend, p profile) *cluster {
 	c := &cluster{
-		t: t, srv: b.start(t), fence: startFence(t), dir: chaosDir(t), ttl: p.ttl,
+		t: t, srv: b.start(t), res: startResource(t), dir: chaosDir(t), ttl: p.ttl,
 		// one stream of draws per backend, so their schedules differ
 		rng: rand.New(rand.NewPCG(uint64(p.seed), uint64(len(b.name)))), seq: map[string]int{},
 		bounds: p.bounds(b),
@@ -79,7 +79,7 @@ func (c *cluster) add(name string) *proc {
 		slots = groupSlots
 	}
 	id := fmt.Sprintf("%s-%d", name, c.seq[name])
-	p, err := spawn(c.t, c.dir, id, name, slots, c.ttl, c.srv.addr, c.srv.url, c.fence.URL())
+	p, err := spawn(c.t, c.dir, id, name, slots, c.ttl, c.srv.addr, c.srv.url, c.res.URL())
 	if err != nil {
 		c.t.Fatalf("start node %s: %v", id, err)
 	}
@@ -194,7 +194,7 @@ func (c *cluster) finish() {
 
 // history assembles the run's record.
 func (c *cluster) history() history.History {
-	h := history.History{Faults: slices.Clone(c.faults), Writes: c.fence.Writes(), Settles: c.settles, Leaks: map[string]int{}}
+	h := history.History{Faults: slices.Clone(c.faults), Writes: c.res.Writes(), Settles: c.settles, Leaks: map[string]int{}}
 	for _, p := range c.nodes {
 		p.record(&h)
 	}

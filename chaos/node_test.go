@@ -23,6 +23,7 @@ import (
 	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/fence"
 	"github.com/hustings/hustings/group"
 	"github.com/hustings/hustings/internal/elector"
 )
@@ -226,8 +227,13 @@ func (c *fenceClient) work(ctx context.Context, term events.Event) error {
 }
 
 func (c *fenceClient) write(term events.Event) {
-	q := url.Values{"node": {c.node}, "name": {term.Name}, "slot": {strconv.Itoa(term.Slot)}, "token": {strconv.FormatUint(uint64(term.Token), 10)}}
-	resp, err := c.http.Post(c.url+"?"+q.Encode(), "", nil)
+	q := url.Values{"node": {c.node}, "name": {term.Name}, "slot": {strconv.Itoa(term.Slot)}}
+	req, err := http.NewRequest(http.MethodPost, c.url+"?"+q.Encode(), nil)
+	if err != nil {
+		return
+	}
+	fence.SetHeaders(req.Header, guardKey(term.Name, term.Slot), term.Token)
+	resp, err := c.http.Do(req)
 	if err != nil {
 		return // the resource is the harness's; it records what arrived
 	}
