@@ -20,6 +20,13 @@ import (
 // logged and the term resigned, so another candidate can try. If fn returns
 // nil early, the term stays in force until it ends. WhileLeader returns what
 // c.Run returns.
+//
+// termCtx cannot stop a write fn has already decided on: a paused process
+// (a GC pause, a stopped VM) writes when it wakes, its term long over. Fence
+// fn's writes with elected.Token where they land: the backends' native
+// fences (etcd's Backend.Fence in your Txn, postgres.Fence in your
+// transaction, ...) or a fence.Guard in front of another resource refuse
+// the writes of a term that ended.
 func WhileLeader(ctx context.Context, c *Campaign, fn func(ctx context.Context, term events.Event) error) error {
 	if c == nil || fn == nil {
 		return fmt.Errorf("%w: nil campaign or function", ErrInvalid)

@@ -63,7 +63,9 @@ type Result[T any] struct {
 // RunIfLeader runs fn once if the lock name can be had, and releases the
 // lock after. fn gets the fencing token, and a context that ends when the
 // lease (WithLease, default 30s) runs out, less the safety margin: after
-// that the backend frees the lock whether or not this process lives.
+// that the backend frees the lock whether or not this process lives. A
+// write fn makes after a pause can land after that: fence it with the
+// token where it lands (see WhileLeader and package fence).
 //
 // With the lock held elsewhere it returns a Skipped result at once, or
 // after waiting up to WithWait. WithMinHold keeps the lock held after fn
