@@ -1,7 +1,8 @@
-// Package apisize measures the public API of the library's core packages:
-// exported top-level names and the exported methods of exported types,
-// the way "about 37 names" is counted for etcd's Session, Election and
-// Mutex. Run `go test -v -run TestExportedNames ./internal/apisize` to see
+// Package apisize holds the library to its size budgets: the public API
+// of its core packages (TestExportedNames) and the length of its files
+// (TestFileSize). The API is counted as exported top-level names and the
+// exported methods of exported types, the way "about 37 names" is counted
+// for etcd's Session, Election and Mutex. Run `go test -v -run TestExportedNames ./internal/apisize` to see
 // the count per package.
 package apisize
 
@@ -104,4 +105,35 @@ func receiverExported(recv *ast.FieldList) bool {
 	}
 	id, ok := t.(*ast.Ident)
 	return ok && id.IsExported()
+}
+
+// maxLines is the most lines a non-test Go file of the module may have:
+// past it, a file does two jobs and should be split.
+const maxLines = 400
+
+// TestFileSize holds every non-test Go file of the module (bench/ has its
+// own module) to maxLines.
+func TestFileSize(t *testing.T) {
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && path != root && (d.Name() == "bench" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")):
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if n := strings.Count(string(data), "\n"); n > maxLines {
+			t.Errorf("%s has %d lines, over %d: split it", path, n, maxLines)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
