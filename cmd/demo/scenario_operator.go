@@ -5,8 +5,10 @@ package main
 // SIGSTOP, a VM migration) between deciding to write and writing; while it
 // is frozen its lease runs out and another replica leads, and when it wakes
 // it writes anyway: it never got to look at its term. Leader election alone
-// cannot stop that write. The resource can: it remembers the highest token
-// it has seen and refuses any lower one.
+// cannot stop that write. The store can: the resource lives in the lock's
+// own store, and every write goes through the backend's native fence
+// (memory's and etcd's Backend.Fence, postgres.Fence), which refuses it
+// once the term is over.
 
 import (
 	"context"
@@ -16,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/crash"
@@ -28,28 +31,31 @@ const (
 	operatorFreezeAt = 3                      // the first leader freezes in this pass
 )
 
-// errOperatorStale is the resource's answer to a stale token.
-var errOperatorStale = errors.New("stale fencing token")
-
-// operatorResource stands in for what the operator writes (a Kubernetes
-// object, a DNS record, a row): it accepts a write only with a token at
-// least the highest it has seen.
+// operatorResource is what the operator writes (a config key, a row): a
+// key in the lock's own store, written under the native fence. It also
+// notes, for the narration, the last write the store took and how many it
+// refused.
 type operatorResource struct {
+	key  *fencedKey
+	name string // the lock's
+
 	mu       sync.Mutex
 	highest  events.Token
 	spec, by string
 	rejected int
 }
 
-func (r *operatorResource) write(token events.Token, id, spec string) error {
+func (r *operatorResource) write(ctx context.Context, token events.Token, id, spec string) error {
+	err := r.key.put(ctx, r.name, token, spec)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if token < r.highest {
+	switch {
+	case errors.Is(err, backends.ErrNotHeld):
 		r.rejected++
-		return fmt.Errorf("%w: %d, after %d", errOperatorStale, token, r.highest)
+	case err == nil:
+		r.highest, r.spec, r.by = token, spec, id
 	}
-	r.highest, r.spec, r.by = token, spec, id
-	return nil
+	return err
 }
 
 func (r *operatorResource) token() events.Token {
@@ -75,7 +81,16 @@ func operatorScenario(ctx context.Context, env *scenarioEnv) error {
 	}
 	defer closeBackend()
 	name := fmt.Sprintf("scenario-operator-%x/reconcile", time.Now().UnixNano())
-	res := &operatorResource{}
+	t, err := env.backend.check()
+	if err != nil {
+		return err
+	}
+	key, err := openFencedKey(ctx, t, b, name+"/spec")
+	if err != nil {
+		return err
+	}
+	defer key.close()
+	res := &operatorResource{key: key, name: name}
 	var desired atomic.Int64 // the replicas the user asks for: the spec the operator reads
 	desired.Store(3)
 	fz := &operatorFreeze{frozen: make(chan events.Event, 1), thaw: make(chan struct{}), wrote: make(chan error, 1)}
@@ -102,7 +117,7 @@ func operatorScenario(ctx context.Context, env *scenarioEnv) error {
 		})
 		wg.Go(func() { _ = campaign.WhileLeader(ctx, c, operatorReconcile(res, &desired, fz)) })
 	}
-	env.tl.note("two operator replicas; the leader reconciles every %v, writing the spec (replicas=%d) to the resource with its fencing token", operatorEvery, desired.Load())
+	env.tl.note("two operator replicas; the leader reconciles every %v, writing the spec (replicas=%d) to a key in the lock's own store, under the backend's fence for its term's token", operatorEvery, desired.Load())
 	env.tl.header()
 
 	var old events.Event
@@ -125,17 +140,21 @@ func operatorScenario(ctx context.Context, env *scenarioEnv) error {
 		return fmt.Errorf("operator: no new leader wrote: %w", err)
 	}
 	res.mu.Lock()
-	env.tl.note("%s leads and writes the resource with token %d; %s is still frozen mid-pass", res.by, res.highest, old.Holder)
+	env.tl.note("%s leads and writes the spec with token %d; %s is still frozen mid-pass", res.by, res.highest, old.Holder)
 	res.mu.Unlock()
 
 	thaw()
 	werr := <-fz.wrote
-	env.tl.note("%s wakes and finishes its pass: it writes %s with token %d, its term long revoked; the resource answers %q", old.Holder, fz.spec, old.Token, fmt.Sprint(werr))
+	env.tl.note("%s wakes and finishes its pass: it writes %s with token %d, its term long revoked; the store refuses it: %v", old.Holder, fz.spec, old.Token, werr)
+	stored, err := key.get(ctx)
+	if err != nil {
+		return fmt.Errorf("operator: read the spec back: %w", err)
+	}
 	res.mu.Lock()
 	defer res.mu.Unlock()
-	env.tl.note("the resource keeps %s's %s (token %d): %d stale write(s) rejected, and the user's change survived", res.by, res.spec, res.highest, res.rejected)
-	if !errors.Is(werr, errOperatorStale) || res.rejected != 1 {
-		return fmt.Errorf("operator: the stale write was not rejected (write error %v, %d rejections)", werr, res.rejected)
+	env.tl.note("the store holds %s, written by %s (token %d): %d stale write(s) refused, and the user's change survived", stored, res.by, res.highest, res.rejected)
+	if !errors.Is(werr, backends.ErrNotHeld) || res.rejected != 1 || stored != res.spec {
+		return fmt.Errorf("operator: the stale write was not refused (write error %v, %d refusals, the store holds %q)", werr, res.rejected, stored)
 	}
 	return nil
 }
@@ -157,11 +176,11 @@ func operatorReconcile(res *operatorResource, desired *atomic.Int64, fz *operato
 				fz.spec = spec
 				fz.frozen <- term
 				<-fz.thaw // frozen: a paused process looks at no context
-				err := res.write(term.Token, term.Holder, spec)
+				err := res.write(context.WithoutCancel(ctx), term.Token, term.Holder, spec) // it never looks at its term
 				fz.wrote <- err
 				return err
 			}
-			if err := res.write(term.Token, term.Holder, spec); err != nil {
+			if err := res.write(ctx, term.Token, term.Holder, spec); err != nil {
 				return err // refused: step down
 			}
 		}

@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/hustings/hustings/backends/etcd/etcdtest"
+	"github.com/hustings/hustings/backends/postgres/pgtest"
 )
 
 // TestScenarios runs every scenario on the memory backend: each must keep
@@ -150,19 +153,43 @@ func scenarioCheckTenants(t *testing.T, out string) {
 // scenarioCheckOperator: the old leader's write, with a lower token than
 // the new leader's, was refused.
 func scenarioCheckOperator(t *testing.T, out string) {
-	m := regexp.MustCompile(`the resource answers "stale fencing token: (\d+), after (\d+)"`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`leads and writes the spec with token (\d+)(?s:.*)it writes replicas=3 with token (\d+), its term long revoked; the store refuses it: backends: not held`).FindStringSubmatch(out)
 	if m == nil {
-		t.Fatal("no stale write refused")
+		t.Fatal("no stale write refused by the store's fence")
 	}
-	old, _ := strconv.ParseUint(m[1], 10, 64)
-	cur, _ := strconv.ParseUint(m[2], 10, 64)
+	cur, _ := strconv.ParseUint(m[1], 10, 64)
+	old, _ := strconv.ParseUint(m[2], 10, 64)
 	if old >= cur {
 		t.Errorf("refused token %d after %d, want a lower one", old, cur)
 	}
-	if !strings.Contains(out, "1 stale write(s) rejected") {
-		t.Error("want exactly one rejected write")
+	if !strings.Contains(out, "the store holds replicas=5") || !strings.Contains(out, "1 stale write(s) refused") {
+		t.Error("want the new leader's spec kept and exactly one refused write")
 	}
 	if !strings.Contains(out, "backend unreachable at the deadline") {
 		t.Error("the frozen leader's term was not revoked at its deadline")
+	}
+}
+
+// TestOperatorOnServers runs the operator scenario on each real server's
+// backend: its resource is a key in that store, written under that
+// backend's native fence, which must refuse the frozen leader's write.
+func TestOperatorOnServers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"etcd", func(t *testing.T) string { return "etcd://" + etcdtest.Start(t).Addr() }},
+		{"postgres", func(t *testing.T) string { return pgtest.Start(t).DSN() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := runScenario(t.Context(), []string{"operator", "--backend", tc.url(t)}, &out, &out); err != nil {
+				t.Fatalf("scenario operator on %s: %v\n%s", tc.name, err, out.String())
+			}
+			scenarioCheckOperator(t, out.String())
+			if t.Failed() {
+				t.Logf("output:\n%s", out.String())
+			}
+		})
 	}
 }

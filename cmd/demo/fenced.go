@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/dial"
+	"github.com/hustings/hustings/backends/etcd"
+	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/backends/postgres"
+	"github.com/hustings/hustings/events"
+)
+
+// fencedKey is one value in the lock's own store, written only under the
+// backend's native fence: the operator scenario's resource. put writes
+// value under the lock name's term token, and returns an error matching
+// backends.ErrNotHeld, writing nothing, once that term is over; get
+// reads the value back.
+type fencedKey struct {
+	put   func(ctx context.Context, name string, token events.Token, value string) error
+	get   func(ctx context.Context) (string, error)
+	close func()
+}
+
+// openFencedKey returns key in the store of b, which t names: the store's
+// own client, beside the one b uses, as a service's writes would have.
+func openFencedKey(ctx context.Context, t dial.Target, b backends.Backend, key string) (*fencedKey, error) {
+	notHeld := func(name string, token events.Token) error {
+		return fmt.Errorf("%w: %q under token %d", backends.ErrNotHeld, name, token)
+	}
+	switch mb := b.(type) {
+	case *memory.Backend:
+		var stored atomic.Value // the store is this process; the fence holds its lock
+		stored.Store("")
+		return &fencedKey{
+			put: func(ctx context.Context, name string, token events.Token, value string) error {
+				return mb.Fence(ctx, name, token, func() error { stored.Store(value); return nil })
+			},
+			get:   func(context.Context) (string, error) { return stored.Load().(string), nil },
+			close: func() {},
+		}, nil
+	case *etcd.Backend:
+		cli, err := clientv3.New(clientv3.Config{Endpoints: t.Hosts, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			return nil, err
+		}
+		return &fencedKey{
+			put: func(ctx context.Context, name string, token events.Token, value string) error {
+				resp, err := cli.Txn(ctx).If(mb.Fence(name, token)).Then(clientv3.OpPut(key, value)).Commit()
+				switch {
+				case err != nil:
+					return err
+				case !resp.Succeeded:
+					return notHeld(name, token)
+				}
+				return nil
+			},
+			get: func(ctx context.Context) (string, error) {
+				resp, err := cli.Get(ctx, key)
+				if err != nil || len(resp.Kvs) == 0 {
+					return "", err
+				}
+				return string(resp.Kvs[0].Value), nil
+			},
+			close: func() { cli.Close() },
+		}, nil
+	case *postgres.Backend:
+		pool, err := pgxpool.New(ctx, t.DSN)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS hustings_demo_resource (key text PRIMARY KEY, value text NOT NULL)`); err != nil {
+			pool.Close()
+			return nil, err
+		}
+		return &fencedKey{
+			put: func(ctx context.Context, name string, token events.Token, value string) error {
+				return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+					if err := postgres.Fence(ctx, tx, name, token); err != nil {
+						return err // the transaction rolls back
+					}
+					_, err := tx.Exec(ctx, `INSERT INTO hustings_demo_resource VALUES ($1, $2)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+					return err
+				})
+			},
+			get: func(ctx context.Context) (string, error) {
+				var v string
+				err := pool.QueryRow(ctx, `SELECT value FROM hustings_demo_resource WHERE key = $1`, key).Scan(&v)
+				return v, err
+			},
+			close: pool.Close,
+		}, nil
+	}
+	return nil, fmt.Errorf("the operator scenario has no native fence for the %s backend yet", t.Scheme)
+}
