@@ -175,7 +175,7 @@ func operatorReconcile(res *operatorResource, desired *atomic.Int64, fz *operato
 			if pass == operatorFreezeAt && fz.claimed.CompareAndSwap(false, true) {
 				fz.spec = spec
 				fz.frozen <- term
-				<-fz.thaw // frozen: a paused process looks at no context
+				<-fz.thaw                                                                   // frozen: a paused process looks at no context
 				err := res.write(context.WithoutCancel(ctx), term.Token, term.Holder, spec) // it never looks at its term
 				fz.wrote <- err
 				return err
