@@ -175,8 +175,9 @@ func operatorReconcile(res *operatorResource, desired *atomic.Int64, fz *operato
 			if pass == operatorFreezeAt && fz.claimed.CompareAndSwap(false, true) {
 				fz.spec = spec
 				fz.frozen <- term
-				<-fz.thaw                                                                   // frozen: a paused process looks at no context
-				err := res.write(context.WithoutCancel(ctx), term.Token, term.Holder, spec) // it never looks at its term
+				<-fz.thaw // frozen: a paused process looks at no context,
+				// and writes on waking, its term long over
+				err := res.write(context.WithoutCancel(ctx), term.Token, term.Holder, spec)
 				fz.wrote <- err
 				return err
 			}
