@@ -64,6 +64,19 @@
 // by more than the outage lasted can issue a token lower than one issued
 // before. The fence keys are never deleted: one small key per name.
 //
+// Backend.FencedEval fences a write at the resource when the resource
+// is this Redis: it runs the caller's Lua script only if the lock key
+// still holds the caller's token for a session, checked in the same
+// script run, so a stale leader's script (its term ended by a release, a
+// take-over or a deleted lock) does not run, and an admitted one comes
+// before the next term begins. Its keys must share the lock's hash slot
+// (HashTag). It cannot promise more than the lock key does: it does not
+// read the holder's session key (another slot), so a leader whose session
+// expired passes until another candidate takes the lock over; a failover
+// that loses the lock key, or the keys written, loses them for the fence
+// too; and Redis does not roll back a script that fails halfway. Writes
+// to other stores need their own check of the token.
+//
 // # Wake-ups
 //
 // The scripts PUBLISH to prefix:{name}:released when a lock is taken,
@@ -118,7 +131,8 @@
 // # What blocks
 //
 // Every call blocks until Redis answers or the context ends. Open,
-// KeepAlive, Release, Close, Register and Deregister make one round trip
+// KeepAlive, Release, Close, Register, Deregister and FencedEval make one
+// round trip
 // (Register one more to undo the work of a session found lost; any script
 // one more the first time a server runs it, to send its source); Members
 // two, and a third to delete dead entries; Holder one or two;

@@ -59,3 +59,53 @@ func Example() {
 	// bob skips: true
 	// bob's token is larger: true
 }
+
+// A leader writes under its term: the script runs only while the lock is
+// held under the leader's token, in the same script run as the check.
+// Once another candidate took the lock, the old leader's write is refused
+// and nothing runs. The keys carry the lock's hash tag, so they share its
+// Cluster slot.
+func ExampleBackend_FencedEval() {
+	dir, err := os.MkdirTemp("", "redis-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	srv, err := redistest.StartServer(dir)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Stop()
+	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+	defer client.Close()
+	b, _ := redis.New(client)
+	ctx := context.Background()
+	alice, _ := b.Open(ctx, "alice", 10*time.Second)
+	defer alice.Close(ctx)
+	bob, _ := b.Open(ctx, "bob", 10*time.Second)
+	defer bob.Close(ctx)
+
+	const deposit = `return redis.call('INCRBY', KEYS[1], ARGV[1])`
+	balance := []string{redis.HashTag("ledger") + ":balance"} // "{ledger}:balance"
+
+	old, _ := alice.Acquire(ctx, "ledger", 0)
+	v, err := b.FencedEval(ctx, "ledger", old, deposit, balance, 10)
+	fmt.Println("alice deposits:", v, err)
+
+	_ = alice.Release(ctx, "ledger", old, 0) // or: alice paused, her session expired
+	tok, _ := bob.Acquire(ctx, "ledger", 0)
+	_, err = b.FencedEval(ctx, "ledger", old, deposit, balance, 10)
+	fmt.Println("alice's late deposit refused:", errors.Is(err, backends.ErrNotHeld))
+	v, err = b.FencedEval(ctx, "ledger", tok, deposit, balance, 5)
+	fmt.Println("bob deposits:", v, err)
+
+	_, err = b.FencedEval(ctx, "ledger", tok, deposit, []string{"balance"}, 5)
+	fmt.Println("a key outside the lock's slot:", errors.Is(err, backends.ErrInvalid))
+	// Output:
+	// alice deposits: 10 <nil>
+	// alice's late deposit refused: true
+	// bob deposits: 15 <nil>
+	// a key outside the lock's slot: true
+}

@@ -153,7 +153,7 @@ type lockKeys struct {
 var tagEscaper = strings.NewReplacer("%", "%25", "}", "%7D")
 
 func (b *Backend) keys(name string) lockKeys {
-	base := b.prefix + ":{" + tagEscaper.Replace(name) + "}:"
+	base := b.prefix + ":" + HashTag(name) + ":"
 	return lockKeys{lock: base + "lock", fence: base + "fence", channel: base + "released"}
 }
 

@@ -49,6 +49,7 @@ func TestContract(t *testing.T) {
 		Delete: func(t *testing.T, b backends.Backend, name string) {
 			deleteLock(t, client, b.(*redis.Backend), name)
 		},
+		Fence: fencedIncr,
 	})
 }
 
@@ -72,6 +73,7 @@ func TestContractCluster(t *testing.T) {
 		Delete: func(t *testing.T, b backends.Backend, name string) {
 			deleteLock(t, client, b.(*redis.Backend), name)
 		},
+		Fence: fencedIncr,
 	})
 }
 
