@@ -1,6 +1,7 @@
 package zookeeper_test
 
 import (
+	"context"
 	"net/url"
 	"slices"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/backendtest"
+	"github.com/hustings/hustings/backends/zookeeper"
+	"github.com/hustings/hustings/events"
 )
 
 // harness is the contract suite's harness: a real server, every check
@@ -23,6 +26,20 @@ func harness(t *testing.T) backendtest.Harness {
 		TTL:      2 * time.Second, // room for a loaded machine between renewals
 		Registry: true,
 		Delete:   func(t *testing.T, _ backends.Backend, name string) { deleteHolder(t, conn, name) },
+		Fence:    fencedCreate(t, conn),
+	}
+}
+
+// fencedCreate returns the contract suite's fenced write: a Multi of the
+// fence and the creation of a sequential node under a data node of the
+// test's own.
+func fencedCreate(t *testing.T, conn *zk.Conn) func(context.Context, backends.Backend, string, events.Token) error {
+	data := root(t) + "-writes"
+	createAll(t, conn, data)
+	return func(ctx context.Context, b backends.Backend, name string, token events.Token) error {
+		write := &zk.CreateRequest{Path: data + "/w-", Data: []byte(name), Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagSequence}
+		_, err := b.(*zookeeper.Backend).FencedMulti(ctx, name, token, write)
+		return err
 	}
 }
 

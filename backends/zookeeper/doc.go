@@ -74,6 +74,26 @@
 // lock's parent and deletes what has ended, with version checks, so that a
 // renewal or a new holder that came first wins.
 //
+// # Fencing
+//
+// Backend.FencedMulti fences a write at the resource when the resource
+// is this ZooKeeper: it runs the caller's ops in one transaction with a
+// check on the node of the caller's term (the lock child whose czxid is
+// the token). The next term is granted only once that node is gone:
+// Acquire grants a node only when it is the only child (in the
+// transaction that creates it) or after deleting every older child and
+// an ended hold marker, and Release with a hold deletes the node in the
+// transaction that creates the marker. So a transaction that commits
+// comes before the next term, and a stale holder's is refused (token 0,
+// a lock in a hold, another term's node) or fails its check, applying
+// nothing. What it cannot promise: a term whose session TTL or lease ran
+// out keeps passing until someone looks and deletes its node, since
+// ZooKeeper expires nothing on its own clock but sessions; it fences
+// only writes to this ZooKeeper (other stores need their own check of
+// the token); and the check names the node by path, which comes back if
+// the lock's container node is deleted and the same session takes the
+// lock again, so use the fence at once.
+//
 // # Registry
 //
 // Backend implements backends.Registry and its sessions
@@ -119,7 +139,8 @@
 // thirds of the session timeout after it last heard from the server; the
 // call then returns ErrUnavailable, wrapping the context's error if it
 // ended meanwhile. A call makes one request, or a few under contention
-// (KeepAlive: one per 1,000 locks held, and one per lock found gone);
+// (KeepAlive: one per 1,000 locks held, and one per lock found gone;
+// FencedMulti: two reads and the transaction);
 // none starts a goroutine, and none retries on its own.
 //
 // A closed conn cannot be told from a disconnected one (go-zookeeper does

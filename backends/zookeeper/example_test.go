@@ -54,6 +54,60 @@ func Example() {
 	// larger token: true
 }
 
+// A leader writes under its term: the write commits only in a transaction
+// with a check on the leader's lock node, so once another candidate holds
+// the lock the old leader's write is refused and nothing is applied.
+func ExampleBackend_FencedMulti() {
+	ctx := context.Background()
+	conn, _, err := zk.Connect(zkServers(), 4*time.Second, zk.WithLogger(quiet{}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer conn.Close()
+	if err := zktest.WaitSession(conn, 10*time.Second); err != nil {
+		fmt.Println(err)
+		return
+	}
+	root := "/example-fence-" + runID
+	b, err := zookeeper.New(conn, zookeeper.WithRoot(root), zookeeper.WithSessionTimeout(4*time.Second))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	alice, _ := b.Open(ctx, "alice", 3*time.Second)
+	defer alice.Close(ctx)
+	bob, _ := b.Open(ctx, "bob", 3*time.Second)
+	defer bob.Close(ctx)
+	report := root + "-report"
+	if _, err := conn.Create(report, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		fmt.Println(err)
+		return
+	}
+	write := func(v string) *zk.SetDataRequest {
+		return &zk.SetDataRequest{Path: report, Data: []byte(v), Version: -1}
+	}
+
+	old, _ := alice.Acquire(ctx, "report", 0)
+	_, err = b.FencedMulti(ctx, "report", old, write("alice's"))
+	fmt.Println("alice writes:", err)
+
+	_ = alice.Release(ctx, "report", old, 0) // or: alice paused, her session expired
+	tok, _ := bob.Acquire(ctx, "report", 0)
+	_, err = b.FencedMulti(ctx, "report", old, write("alice's, late"))
+	fmt.Println("alice's late write refused:", errors.Is(err, backends.ErrNotHeld))
+	_, err = b.FencedMulti(ctx, "report", tok, write("bob's"))
+	fmt.Println("bob writes:", err)
+
+	data, _, _ := conn.Get(report)
+	fmt.Println("report:", string(data))
+	// Output:
+	// alice writes: <nil>
+	// alice's late write refused: true
+	// bob writes: <nil>
+	// report: bob's
+}
+
 type quiet struct{}
 
 func (quiet) Printf(string, ...any) {}
