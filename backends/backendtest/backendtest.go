@@ -50,7 +50,7 @@ type Harness struct {
 	// the write's Txn, Redis's FencedEval, ...) and returns nil if the
 	// write was made, an error matching backends.ErrNotHeld if the fence
 	// refused it (no write made), or another error. It must be safe for
-	// concurrent use. The fence checks run when it is set.
+	// concurrent use. Required.
 	Fence func(ctx context.Context, b backends.Backend, name string, token events.Token) error
 }
 
@@ -93,17 +93,15 @@ var checks = []check{
 // Run runs the contract suite against the backends h.New returns.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
-	if h.New == nil || h.TTL <= 0 || h.Delete == nil {
-		t.Fatalf("backendtest: Harness needs New, Delete and a TTL > 0 (TTL is %v)", h.TTL)
+	if h.New == nil || h.TTL <= 0 || h.Delete == nil || h.Fence == nil {
+		t.Fatalf("backendtest: Harness needs New, Delete, Fence and a TTL > 0 (TTL is %v)", h.TTL)
 	}
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
 	all := checks
 	if h.Registry {
 		all = append(slices.Clone(all), registryChecks...)
 	}
-	if h.Fence != nil {
-		all = append(slices.Clone(all), fenceChecks...)
-	}
+	all = append(slices.Clone(all), fenceChecks...)
 	for _, c := range all {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(&env{t: t, h: h, b: h.New(t), ctx: t.Context(), run: run})

@@ -8,7 +8,7 @@ import (
 	"github.com/hustings/hustings/events"
 )
 
-// fenceChecks run when Harness.Fence is set.
+// fenceChecks run on every backend: each has a native fence.
 var fenceChecks = []check{
 	{"FenceRefusesEndedTerms", fenceRefusesEndedTerms},
 	{"FenceAdmitsConcurrentWrites", fenceAdmitsConcurrentWrites},
