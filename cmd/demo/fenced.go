@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	goredis "github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -16,6 +20,8 @@ import (
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/backends/postgres"
+	"github.com/hustings/hustings/backends/redis"
+	"github.com/hustings/hustings/backends/zookeeper"
 	"github.com/hustings/hustings/events"
 )
 
@@ -30,9 +36,11 @@ type fencedKey struct {
 	close func()
 }
 
-// openFencedKey returns key in the store of b, which t names: the store's
-// own client, beside the one b uses, as a service's writes would have.
-func openFencedKey(ctx context.Context, t dial.Target, b backends.Backend, key string) (*fencedKey, error) {
+// openFencedKey returns a key for the lock name's resource in the store of
+// b, which t names, through the store's own client beside the one b uses,
+// as a service's writes would.
+func openFencedKey(ctx context.Context, t dial.Target, b backends.Backend, name string) (*fencedKey, error) {
+	key := name + "/spec"
 	notHeld := func(name string, token events.Token) error {
 		return fmt.Errorf("%w: %q under token %d", backends.ErrNotHeld, name, token)
 	}
@@ -99,6 +107,52 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 			},
 			close: pool.Close,
 		}, nil
+	case *redis.Backend:
+		rdb := goredis.NewClient(&goredis.Options{Addr: t.Hosts[0], DB: t.DB})
+		k := redis.HashTag(name) + ":spec" // in the lock's hash slot, as FencedEval asks
+		return &fencedKey{
+			put: func(ctx context.Context, name string, token events.Token, value string) error {
+				_, err := mb.FencedEval(ctx, name, token, "return redis.call('SET', KEYS[1], ARGV[1])", []string{k}, value)
+				return err
+			},
+			get: func(ctx context.Context) (string, error) {
+				v, err := rdb.Get(ctx, k).Result()
+				if errors.Is(err, goredis.Nil) {
+					return "", nil
+				}
+				return v, err
+			},
+			close: func() { rdb.Close() },
+		}, nil
+	case *zookeeper.Backend:
+		conn, _, err := zk.Connect(t.Hosts, dial.ZooKeeperSessionTimeout, zk.WithLogger(quietZK{}))
+		if err != nil {
+			return nil, err
+		}
+		path := "/hustings-demo-" + url.PathEscape(key)
+		if _, err := conn.Create(path, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			conn.Close()
+			return nil, err
+		}
+		return &fencedKey{
+			put: func(ctx context.Context, name string, token events.Token, value string) error {
+				_, err := mb.FencedMulti(ctx, name, token, &zk.SetDataRequest{Path: path, Data: []byte(value), Version: -1})
+				return err
+			},
+			get: func(context.Context) (string, error) {
+				data, _, err := conn.Get(path)
+				return string(data), err
+			},
+			close: func() {
+				_ = conn.Delete(path, -1)
+				conn.Close()
+			},
+		}, nil
 	}
-	return nil, fmt.Errorf("the operator scenario has no native fence for the %s backend yet", t.Scheme)
+	return nil, fmt.Errorf("the operator scenario has no native fence for the %s backend", t.Scheme)
 }
+
+// quietZK discards the ZooKeeper client's own log lines, as dial does.
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}

@@ -7,8 +7,8 @@ package main
 // it writes anyway: it never got to look at its term. Leader election alone
 // cannot stop that write. The store can: the resource lives in the lock's
 // own store, and every write goes through the backend's native fence
-// (memory's and etcd's Backend.Fence, postgres.Fence), which refuses it
-// once the term is over.
+// (memory's and etcd's Backend.Fence, Redis's FencedEval, ZooKeeper's
+// FencedMulti, postgres.Fence), which refuses it once the term is over.
 
 import (
 	"context"
@@ -85,7 +85,7 @@ func operatorScenario(ctx context.Context, env *scenarioEnv) error {
 	if err != nil {
 		return err
 	}
-	key, err := openFencedKey(ctx, t, b, name+"/spec")
+	key, err := openFencedKey(ctx, t, b, name)
 	if err != nil {
 		return err
 	}

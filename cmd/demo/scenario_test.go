@@ -10,6 +10,8 @@ import (
 
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
 	"github.com/hustings/hustings/backends/postgres/pgtest"
+	"github.com/hustings/hustings/backends/redis/redistest"
+	"github.com/hustings/hustings/backends/zookeeper/zktest"
 )
 
 // TestScenarios runs every scenario on the memory backend: each must keep
@@ -180,6 +182,8 @@ func TestOperatorOnServers(t *testing.T) {
 	}{
 		{"etcd", func(t *testing.T) string { return "etcd://" + etcdtest.Start(t).Addr() }},
 		{"postgres", func(t *testing.T) string { return pgtest.Start(t).DSN() }},
+		{"redis", func(t *testing.T) string { return "redis://" + redistest.Start(t).Addr() }},
+		{"zookeeper", func(t *testing.T) string { return "zk://" + zktest.Start(t).Addr() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
