@@ -157,6 +157,16 @@ func (b *Backend) keys(name string) lockKeys {
 	return lockKeys{lock: base + "lock", fence: base + "fence", channel: base + "released"}
 }
 
+// sessionPrefix is what starts every session key, for the acquire script
+// to check a holder's on a single server; "" through a Cluster, where a
+// script may not read it.
+func (b *Backend) sessionPrefix() string {
+	if !b.oneServer {
+		return ""
+	}
+	return b.sessionKey("")
+}
+
 // sessionKey is the key of session sid; it is in a slot of its own.
 func (b *Backend) sessionKey(sid string) string {
 	return b.prefix + ":session:" + sid

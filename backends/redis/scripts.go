@@ -6,29 +6,42 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 )
 
-// The scripts but confirmScript touch only the keys of one lock, which
-// share a hash slot; none reads a session key, which lives in a slot of
-// its own. confirmScript reads the lock keys of many names, so it runs on
-// a single server only (see Backend.oneServer). They are run with EVALSHA,
-// and with EVAL when the server does not have them cached.
+// Through a Cluster the scripts but confirmScript touch only the keys of
+// one lock, which share a hash slot, and read no session key, which lives
+// in a slot of its own: a pipelined EXISTS checks it. On a single server
+// (see Backend.oneServer) the acquire and release scripts read the session
+// keys themselves: one command a call, and a take-over from a session
+// that is gone needs no round trips of its own. confirmScript reads the
+// lock keys of many names, so it runs on a single server only. They are
+// run with EVALSHA, and with EVAL when the server does not have them
+// cached.
 
 // acquireScript takes the lock if it is free, or if its value is exactly
 // ARGV[4] (a holder whose session the caller found gone; session keys are
-// never recreated, so that is a stable fact). The token is the next value
-// of the fencing counter, but never less than the server's clock in
-// microseconds, so tokens keep increasing if the server loses its data.
+// never recreated, so that is a stable fact), or, on a single server, if
+// its holder's session key ARGV[5] .. <session ID> is gone. The token is
+// the next value of the fencing counter, but never less than the server's
+// clock in microseconds, so tokens keep increasing if the server loses its
+// data.
 //
-// KEYS: lock, fence. ARGV: session ID, lease ms (0: none), channel,
-// expected value ("" for none). Returns {"taken"|"mine", token} or
-// {"held", value}.
+// KEYS: lock, fence, and on a single server the caller's session key.
+// ARGV: session ID, lease ms (0: none), channel, expected value ("" for
+// none), session key prefix ("" through a Cluster). Returns {"taken"|"mine",
+// token}, {"held", value}, or {"lost", ""} if the caller's session key is
+// gone (then it changed nothing).
 var acquireScript = goredis.NewScript(`
+if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 0 then
+  return {'lost', ''}
+end
 local cur = redis.call('GET', KEYS[1])
 if cur then
   local tok, kind, sid = string.match(cur, '^(%d+) (%a) (.*)$')
   if kind == 's' and sid == ARGV[1] then
     return {'mine', tok}
   end
-  if cur ~= ARGV[4] then
+  local gone = cur == ARGV[4] or
+    (kind == 's' and ARGV[5] ~= '' and redis.call('EXISTS', ARGV[5] .. sid) == 0)
+  if not gone then
     return {'held', cur}
   end
 end
@@ -51,26 +64,33 @@ return {'taken', tok}
 `)
 
 // releaseScript frees the lock, or marks it held by nobody alive for a
-// hold, if the session holds it under the token ("" for any token).
+// hold, if the session holds it under the token ("" for any token). On a
+// single server it reads the session key too: a session that is gone
+// holds nothing, so its lock is freed, with no hold left behind.
 //
-// KEYS: lock. ARGV: session ID, token, hold ms (0: none), channel.
-// Returns 1 if it released the lock, 0 if the session did not hold it.
+// KEYS: lock, and on a single server the session key. ARGV: session ID,
+// token, hold ms (0: none), channel. Returns 1 if it released the lock, 0
+// if the session did not hold it, -1 if the session key is gone (its lock,
+// if the session held it, is freed).
 var releaseScript = goredis.NewScript(`
+local alive = not KEYS[2] or redis.call('EXISTS', KEYS[2]) == 1
 local cur = redis.call('GET', KEYS[1])
-if not cur then
-  return 0
+local tok, kind, sid
+if cur then
+  tok, kind, sid = string.match(cur, '^(%d+) (%a) (.*)$')
 end
-local tok, kind, sid = string.match(cur, '^(%d+) (%a) (.*)$')
-if kind ~= 's' or sid ~= ARGV[1] or (ARGV[2] ~= '' and tok ~= ARGV[2]) then
-  return 0
+if not cur or kind ~= 's' or sid ~= ARGV[1] or (ARGV[2] ~= '' and tok ~= ARGV[2]) then
+  if alive then return 0 end
+  return -1
 end
-if ARGV[3] ~= '0' then
+if ARGV[3] ~= '0' and alive then
   redis.call('SET', KEYS[1], tok .. ' h ' .. sid, 'PX', ARGV[3])
 else
   redis.call('DEL', KEYS[1])
 end
 redis.call('PUBLISH', ARGV[4], 'released')
-return 1
+if alive then return 1 end
+return -1
 `)
 
 // undoScript deletes the lock if its value is exactly ARGV[1]: it undoes
@@ -114,6 +134,30 @@ type scriptCall struct {
 	script *goredis.Script
 	keys   []string
 	args   []any
+}
+
+// runChecked runs an acquire or release script with the check of the
+// session key: on a single server the script reads the key itself (KEYS
+// gains it) and the reply says whether it was alive, one command; through
+// a Cluster, see runWithSession. alive is false only through a Cluster.
+func (s *session) runChecked(ctx context.Context, c scriptCall) (any, bool, error) {
+	if !s.b.oneServer {
+		return s.runWithSession(ctx, c)
+	}
+	c.keys = append(c.keys, s.key)
+	open, err := s.opening()
+	if err != nil {
+		return nil, false, err
+	}
+	if open {
+		reply, _, err := s.runWithSession(ctx, c)
+		return reply, true, err
+	}
+	reply, err := c.script.Run(ctx, s.b.client, c.keys, c.args...).Result()
+	if err != nil {
+		return nil, false, err
+	}
+	return reply, true, nil
 }
 
 // runWithSession sends the script and an EXISTS of the session key in one

@@ -84,7 +84,8 @@ func (s *session) set() {
 
 // Acquire takes name if it is free, held by this session (same token), or
 // held by a session that is gone (compare-and-set on that exact holder).
-// One round trip when it is free or ours; two or three when it is not.
+// One round trip on a single server; through a Cluster one when it is
+// free or ours, two or three when it is not.
 // The ledger records what it grants, for KeepAlive to confirm.
 func (s *session) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
 	if err := s.usable(); err != nil {
@@ -103,8 +104,9 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	return tok, err
 }
 
-// acquire runs the acquire script, and the take-over if the holder's
-// session is gone.
+// acquire runs the acquire script, and through a Cluster the take-over
+// if the holder's session is gone (on a single server the script takes
+// it over itself).
 func (s *session) acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
 	k := s.b.keys(name)
 	s.track(name)
@@ -116,7 +118,7 @@ func (s *session) acquire(ctx context.Context, name string, lease time.Duration)
 	if err != nil {
 		return 0, unavailable(ctx, "acquire", err)
 	}
-	if !v.held {
+	if !v.held && !s.b.oneServer { // on one server the script checked it
 		alive, err := s.b.client.Exists(ctx, s.b.sessionKey(v.sid)).Result()
 		if err != nil {
 			return 0, unavailable(ctx, "acquire", err)
@@ -138,16 +140,18 @@ func (s *session) acquire(ctx context.Context, name string, lease time.Duration)
 // value expect if it is not "". It returns the token if this session holds
 // the lock now, or else the holder's value.
 func (s *session) try(ctx context.Context, k lockKeys, lease time.Duration, expect string) (events.Token, string, error) {
-	call := scriptCall{acquireScript, []string{k.lock, k.fence}, []any{s.sid, ms(lease), k.channel, expect}}
-	reply, alive, err := s.runWithSession(ctx, call)
+	call := scriptCall{acquireScript, []string{k.lock, k.fence}, []any{s.sid, ms(lease), k.channel, expect, s.b.sessionPrefix()}}
+	reply, alive, err := s.runChecked(ctx, call)
 	if err != nil {
 		return 0, "", unavailable(ctx, "acquire", err)
 	}
 	status, val, err := acquireReply(reply)
-	if err != nil {
+	switch {
+	case err != nil:
 		return 0, "", unavailable(ctx, "acquire", err)
-	}
-	if status == "held" {
+	case status == "lost":
+		return 0, "", s.lost()
+	case status == "held":
 		if !alive {
 			return 0, "", s.lost()
 		}
@@ -197,11 +201,14 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	k := s.b.keys(name)
 	tok := strconv.FormatUint(uint64(token), 10)
 	call := scriptCall{releaseScript, []string{k.lock}, []any{s.sid, tok, ms(hold), k.channel}}
-	reply, alive, err := s.runWithSession(ctx, call)
+	reply, alive, err := s.runChecked(ctx, call)
 	if err != nil {
 		return unavailable(ctx, "release", err)
 	}
 	released := reply == int64(1)
+	if reply == int64(-1) {
+		return fmt.Errorf("%w: %q: %w", backends.ErrNotHeld, name, s.lost())
+	}
 	if !alive {
 		if released && hold > 0 {
 			// A session that is gone holds nothing, so it may not leave
