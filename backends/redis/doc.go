@@ -34,19 +34,24 @@
 // A lock is the key prefix:{name}:lock holding "<token> s <session ID>".
 // Acquire, Release and the take-over are Lua scripts (EVALSHA, EVAL when
 // the script is not cached), so each is atomic. A lock whose session key is
-// gone counts as free: Holder reports it free, and Acquire takes it over
-// with a compare-and-set on that exact holder value after an EXISTS of the
-// holder's session key. A lease > 0 sets PX lease on the lock key too. A
+// gone counts as free: Holder reports it free, and Acquire takes it over:
+// on a single server the acquire script reads the holder's session key
+// itself; through a Cluster, a compare-and-set on that exact holder value
+// follows an EXISTS of the holder's session key. A lease > 0 sets PX lease on the lock key too. A
 // Release with a hold rewrites the key to "<token> h <session ID>" with PX
 // hold: held by nobody alive, still reporting the candidate and token,
 // outliving the session. Close deletes the session key and releases every
 // lock the session may hold, in one pipeline. The key of a lock whose
 // holder crashed stays until another session takes the lock over.
 //
-// Acquire and Release send their script and an EXISTS of the caller's
-// session key in one pipeline: one round trip on a standalone server. If
-// the session key is gone, the call reports backends.ErrSessionLost (and
-// backends.ErrNotHeld for Release) and undoes what the script did.
+// On a single server the acquire and release scripts read the caller's
+// session key first: one command a call. If it is gone, the call reports
+// backends.ErrSessionLost (and backends.ErrNotHeld for Release); the
+// acquire script then changes nothing, and the release script frees the
+// lock without leaving a hold. Through a Cluster, where a script may not
+// read a key of another slot, Acquire and Release send their script and
+// an EXISTS of the caller's session key in one pipeline, and undo what the
+// script did if the key is gone.
 //
 // # Fencing
 //
@@ -116,8 +121,8 @@
 //
 // The keys of one lock share the hash tag {name}, and those of one group
 // the tag {group} ('%' and '}' in a name are escaped as %25 and %7D), and
-// no script touches a session key, which lives in a slot of its own; the
-// session checks are separate commands. The one script over the keys of
+// through a ClusterClient no script touches a session key, which lives in
+// a slot of its own; the session checks are separate commands. The one script over the keys of
 // many locks, KeepAlive's confirmation, runs only through a
 // *goredis.Client, which New takes to be one server; through any other
 // client KeepAlive sends one GET per lock instead, which the client's
@@ -136,9 +141,9 @@
 // (Register one more to undo the work of a session found lost; any script
 // one more the first time a server runs it, to send its source); Members
 // two, and a third to delete dead entries; Holder one or two;
-// Acquire one for a free lock or its own, two for a lock held by another,
-// three to take a lock over (and one more to undo the work of a session
-// found lost). Local checks come first and never block: a call of a closed
+// Acquire one on a single server; through a Cluster one for a free lock
+// or its own, two for a lock held by another, three to take a lock over
+// (and one more to undo the work of a session found lost). Local checks come first and never block: a call of a closed
 // session returns backends.ErrSessionClosed, bad input
 // backends.ErrInvalid. Then a done context returns an error matching
 // backends.ErrUnavailable and the context's error without sending
