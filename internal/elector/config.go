@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hustings/hustings/backends"
@@ -357,9 +358,16 @@ func (c *Config) Backoff(failures int) time.Duration {
 
 // defaultID returns hostname-pid-random, unique per process start.
 func defaultID() string {
+	return fmt.Sprintf("%s-%d-%06x", hostname(), os.Getpid(), rand.Uint32()&0xffffff)
+}
+
+// hostname is read once: every one-shot run without an ID asks for it,
+// and on Linux it is three system calls (open, read and close of
+// /proc/sys/kernel/hostname).
+var hostname = sync.OnceValue(func() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
-		host = "host"
+		return "host"
 	}
-	return fmt.Sprintf("%s-%d-%06x", host, os.Getpid(), rand.Uint32()&0xffffff)
-}
+	return host
+})

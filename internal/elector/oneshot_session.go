@@ -83,8 +83,7 @@ func lockOn(ctx context.Context, s *Session, names []string, cfg *Config) (*Held
 // waiting at most limit (a backend that cannot open one is a failure) or
 // until ctx ends. It returns ErrClosed once the session is closing.
 func (s *Session) await(ctx context.Context, limit time.Duration) (shared, error) {
-	timer := time.NewTimer(limit)
-	defer timer.Stop()
+	var timer *time.Timer // made only if the run has to wait
 	for {
 		cur, changed := s.state()
 		switch {
@@ -92,6 +91,9 @@ func (s *Session) await(ctx context.Context, limit time.Duration) (shared, error
 			return cur, ErrClosed
 		case cur.sess != nil:
 			return cur, nil
+		case timer == nil:
+			timer = time.NewTimer(limit)
+			defer timer.Stop()
 		}
 		select {
 		case <-changed:
