@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -195,4 +196,58 @@ func reportServerTime(b *testing.B, client *goredis.Client) {
 	}
 	b.ReportMetric(total*1000/float64(b.N), "server-ns/op")
 	b.Logf("per op: %s", strings.Join(per, "; "))
+}
+
+// BenchmarkContendedOnSession: 8 candidates, each with a client, backend
+// and session of its own, take turns on one name with RunIfLeader
+// WithWait; an op is one critical section. It reports the longest wait.
+func BenchmarkContendedOnSession(b *testing.B) {
+	srv := redistest.Start(b)
+	const candidates = 8
+	runs := make([]func(ctx context.Context, cs func()) error, candidates)
+	for i := range runs {
+		be := newBackend(b, srv.Addr())
+		sess, err := campaign.NewSession(be, campaign.WithID(fmt.Sprintf("c%d", i)), campaign.WithTTL(4*time.Second))
+		if err != nil {
+			b.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- sess.Run(context.Background()) }()
+		b.Cleanup(func() {
+			_ = sess.Close()
+			<-done
+		})
+		runs[i] = func(ctx context.Context, cs func()) error {
+			res, err := campaign.RunIfLeader(ctx, be, "contended", func(context.Context, events.Token) (int, error) { cs(); return 0, nil },
+				campaign.WithSession(sess), campaign.WithLease(4*time.Second), campaign.WithWait(time.Minute), campaign.WithRetry(100*time.Millisecond))
+			if err == nil && res.Outcome != campaign.Succeeded {
+				err = fmt.Errorf("outcome %v: %v", res.Outcome, res.Err)
+			}
+			return err
+		}
+	}
+	var left atomic.Int64
+	var longest atomic.Int64
+	left.Store(int64(b.N))
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Go(func() {
+			for left.Load() > 0 {
+				asked := time.Now()
+				err := run(b.Context(), func() {
+					left.Add(-1)
+					w := int64(time.Since(asked))
+					for cur := longest.Load(); w > cur && !longest.CompareAndSwap(cur, w); cur = longest.Load() {
+					}
+				})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(longest.Load())/1e6, "longest-ms")
 }

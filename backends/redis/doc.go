@@ -87,7 +87,14 @@
 // The scripts PUBLISH to prefix:{name}:released when a lock is taken,
 // released (with or without a hold), freed by Close or taken over. Backend
 // implements backends.Watcher with a go-redis PubSub subscription to that
-// channel. The expiry of a session or a lease publishes nothing: waiters
+// channel. A try that finds the lock held also sets prefix:{name}:wanted
+// (PX 10 minutes); a release deletes it and, if it was there, PUBLISHes
+// to prefix:{name}:wake as well, which is what WatchReleases
+// (backends.ReleaseWatcher) subscribes to: waiting candidates are woken by
+// releases alone, and a holder that releases and takes the lock back in a
+// loop while nobody tries costs no subscriber a message. Every watch of a
+// Backend shares one connection, which stays open, and a channel
+// subscribed, for 200 ms after the last watch of it ended. The expiry of a session or a lease publishes nothing: waiters
 // must also poll, and their poll interval bounds how late they notice a
 // crashed holder.
 //

@@ -13,8 +13,9 @@ import (
 )
 
 var (
-	_ backends.Backend = (*Backend)(nil)
-	_ backends.Watcher = (*Backend)(nil)
+	_ backends.Backend        = (*Backend)(nil)
+	_ backends.Watcher        = (*Backend)(nil)
+	_ backends.ReleaseWatcher = (*Backend)(nil)
 )
 
 // DefaultPrefix starts every key and channel name unless WithPrefix says
@@ -145,7 +146,9 @@ func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, err
 type lockKeys struct {
 	lock    string // the holder: "<token> s|h <session ID>"
 	fence   string // the fencing counter; never deleted
+	wanted  string // set by a try that found the lock held; its release deletes it
 	channel string // PUBLISHed to when the lock is taken or released
+	wake    string // PUBLISHed to when the lock is released while wanted
 }
 
 // tagEscaper keeps a name's hash tag whole ('}' would end it) and keys
@@ -154,7 +157,7 @@ var tagEscaper = strings.NewReplacer("%", "%25", "}", "%7D")
 
 func (b *Backend) keys(name string) lockKeys {
 	base := b.prefix + ":" + HashTag(name) + ":"
-	return lockKeys{lock: base + "lock", fence: base + "fence", channel: base + "released"}
+	return lockKeys{lock: base + "lock", fence: base + "fence", wanted: base + "wanted", channel: base + "released", wake: base + "wake"}
 }
 
 // sessionPrefix is what starts every session key, for the acquire script

@@ -22,15 +22,16 @@ import (
 // its holder's session key ARGV[5] .. <session ID> is gone. The token is
 // the next value of the fencing counter, but never less than the server's
 // clock in microseconds, so tokens keep increasing if the server loses its
-// data.
+// data. Finding the lock held, it marks it wanted (a key that lives
+// wantedMs), so that its release wakes the waiters (see releaseScript).
 //
-// KEYS: lock, fence, and on a single server the caller's session key.
-// ARGV: session ID, lease ms (0: none), channel, expected value ("" for
-// none), session key prefix ("" through a Cluster). Returns {"taken"|"mine",
-// token}, {"held", value}, or {"lost", ""} if the caller's session key is
-// gone (then it changed nothing).
+// KEYS: lock, fence, wanted, and on a single server the caller's session
+// key. ARGV: session ID, lease ms (0: none), channel, expected value (""
+// for none), session key prefix ("" through a Cluster), wanted ms.
+// Returns {"taken"|"mine", token}, {"held", value}, or {"lost", ""} if the
+// caller's session key is gone (then it changed nothing).
 var acquireScript = goredis.NewScript(`
-if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 0 then
+if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 0 then
   return {'lost', ''}
 end
 local cur = redis.call('GET', KEYS[1])
@@ -42,6 +43,7 @@ if cur then
   local gone = cur == ARGV[4] or
     (kind == 's' and ARGV[5] ~= '' and redis.call('EXISTS', ARGV[5] .. sid) == 0)
   if not gone then
+    redis.call('SET', KEYS[3], '1', 'PX', ARGV[6])
     return {'held', cur}
   end
 end
@@ -63,17 +65,25 @@ redis.call('PUBLISH', ARGV[3], 'acquired')
 return {'taken', tok}
 `)
 
+// wantedMs is how long a lock stays marked wanted after a try found it
+// held: a waiter tries again at least once per retry interval, which
+// marks it again, so this need only outlast any sensible one.
+const wantedMs = 10 * 60 * 1000
+
 // releaseScript frees the lock, or marks it held by nobody alive for a
-// hold, if the session holds it under the token ("" for any token). On a
-// single server it reads the session key too: a session that is gone
-// holds nothing, so its lock is freed, with no hold left behind.
+// hold, if the session holds it under the token ("" for any token), and
+// publishes the change: on the lock's channel always (observers), on its
+// wake channel only if a try found it held since the last release (the
+// wanted mark, which it deletes). On a single server it reads the session
+// key too: a session that is gone holds nothing, so its lock is freed,
+// with no hold left behind.
 //
-// KEYS: lock, and on a single server the session key. ARGV: session ID,
-// token, hold ms (0: none), channel. Returns 1 if it released the lock, 0
-// if the session did not hold it, -1 if the session key is gone (its lock,
-// if the session held it, is freed).
+// KEYS: lock, wanted, and on a single server the session key. ARGV:
+// session ID, token, hold ms (0: none), channel, wake channel. Returns 1
+// if it released the lock, 0 if the session did not hold it, -1 if the
+// session key is gone (its lock, if the session held it, is freed).
 var releaseScript = goredis.NewScript(`
-local alive = not KEYS[2] or redis.call('EXISTS', KEYS[2]) == 1
+local alive = not KEYS[3] or redis.call('EXISTS', KEYS[3]) == 1
 local cur = redis.call('GET', KEYS[1])
 local tok, kind, sid
 if cur then
@@ -89,6 +99,9 @@ else
   redis.call('DEL', KEYS[1])
 end
 redis.call('PUBLISH', ARGV[4], 'released')
+if redis.call('DEL', KEYS[2]) == 1 then
+  redis.call('PUBLISH', ARGV[5], 'released')
+end
 if alive then return 1 end
 return -1
 `)
@@ -96,11 +109,13 @@ return -1
 // undoScript deletes the lock if its value is exactly ARGV[1]: it undoes
 // what a call of a session found lost did to a lock.
 //
-// KEYS: lock. ARGV: value, channel. Returns 1 if it deleted the lock.
+// KEYS: lock. ARGV: value, channel, wake channel. Returns 1 if it deleted
+// the lock.
 var undoScript = goredis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   redis.call('PUBLISH', ARGV[2], 'released')
+  redis.call('PUBLISH', ARGV[3], 'released')
   return 1
 end
 return 0

@@ -140,7 +140,7 @@ func (s *session) acquire(ctx context.Context, name string, lease time.Duration)
 // value expect if it is not "". It returns the token if this session holds
 // the lock now, or else the holder's value.
 func (s *session) try(ctx context.Context, k lockKeys, lease time.Duration, expect string) (events.Token, string, error) {
-	call := scriptCall{acquireScript, []string{k.lock, k.fence}, []any{s.sid, ms(lease), k.channel, expect, s.b.sessionPrefix()}}
+	call := scriptCall{acquireScript, []string{k.lock, k.fence, k.wanted}, []any{s.sid, ms(lease), k.channel, expect, s.b.sessionPrefix(), wantedMs}}
 	reply, alive, err := s.runChecked(ctx, call)
 	if err != nil {
 		return 0, "", unavailable(ctx, "acquire", err)
@@ -200,7 +200,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	}
 	k := s.b.keys(name)
 	tok := strconv.FormatUint(uint64(token), 10)
-	call := scriptCall{releaseScript, []string{k.lock}, []any{s.sid, tok, ms(hold), k.channel}}
+	call := scriptCall{releaseScript, []string{k.lock, k.wanted}, []any{s.sid, tok, ms(hold), k.channel, k.wake}}
 	reply, alive, err := s.runChecked(ctx, call)
 	if err != nil {
 		return unavailable(ctx, "release", err)
@@ -267,7 +267,7 @@ func (s *session) closePipeline(ctx context.Context, names, groups []string, eva
 		}
 		for _, name := range names {
 			k := s.b.keys(name)
-			keys, args := []string{k.lock}, []any{s.sid, "", 0, k.channel}
+			keys, args := []string{k.lock, k.wanted}, []any{s.sid, "", 0, k.channel, k.wake}
 			if eval {
 				cmds = append(cmds, releaseScript.Eval(ctx, p, keys, args...))
 			} else {
@@ -329,7 +329,7 @@ func (s *session) untrack(name string) {
 // fails, the lock is free all the same, because its session is gone, and
 // only its waiters are not woken.
 func (b *Backend) undo(ctx context.Context, k lockKeys, val string) {
-	_ = undoScript.Run(ctx, b.client, []string{k.lock}, val, k.channel).Err()
+	_ = undoScript.Run(ctx, b.client, []string{k.lock}, val, k.channel, k.wake).Err()
 }
 
 // Lost returns the locks KeepAlive found gone; see backends.Session.

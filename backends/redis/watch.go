@@ -16,6 +16,15 @@ import (
 // cut link is noticed within twice this.
 const watchCheck = 5 * time.Second
 
+// watchLinger is how long a channel stays subscribed, and the connection
+// open, after the last watch on it ended: a candidate that runs one
+// RunIfLeader after another, waiting in each, watches again within it, and
+// finds the subscription confirmed instead of dialling a connection and
+// subscribing again (measured: that was 30% of a contended candidate's
+// CPU). Short enough that the reader is gone soon after a package's last
+// test (goleak waits about 0.4 s).
+const watchLinger = 200 * time.Millisecond
+
 // Watch subscribes to name's channel, which the scripts PUBLISH to when
 // the lock is taken or released (a Release, a Close of the holder's
 // session, a take-over from a session that is gone). It returns once Redis
@@ -27,18 +36,41 @@ const watchCheck = 5 * time.Second
 // campaigns cost Redis one client, not ten thousand.
 //
 // The expiry of a session or lease is not published: receivers must also
-// poll. The Backend closes the channel when ctx ends, or when the shared
+// poll. A channel stays subscribed, and the connection open, for
+// watchLinger after its last watch ended. The Backend closes the channel when ctx ends, or when the shared
 // subscription breaks (the connection failed, or Redis did not answer a
 // PING within watchCheck): then every watch's channel is closed; watch
 // again.
 func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
+	return b.watch(ctx, name, false)
+}
+
+// WatchReleases is Watch on the lock's wake channel, which the scripts
+// publish to only when they release a lock that a try found held since its
+// last release; see backends.ReleaseWatcher. So it signals nothing when
+// the lock is taken, and nothing on the releases of a holder that takes it
+// back at once while nobody tried meanwhile, which cost each watch a
+// message. Call it only after a try of the lock found it held (the try
+// marks it wanted) and before trying again, or a release between the two
+// wakes nobody.
+func (b *Backend) WatchReleases(ctx context.Context, name string) (<-chan struct{}, error) {
+	return b.watch(ctx, name, true)
+}
+
+// watch is Watch, or WatchReleases if releases.
+func (b *Backend) watch(ctx context.Context, name string, releases bool) (<-chan struct{}, error) {
 	if err := validate.Name(name); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, unavailable(ctx, "watch", err)
 	}
-	w, ready := b.hub.add(ctx, b.client, b.keys(name).channel)
+	k := b.keys(name)
+	channel := k.channel
+	if releases {
+		channel = k.wake
+	}
+	w, ready := b.hub.add(ctx, b.client, channel)
 	select {
 	case err := <-ready:
 		if err != nil {
@@ -56,10 +88,12 @@ func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, erro
 // goroutine owns the receiving side; everything else is under mu.
 type hub struct {
 	mu      sync.Mutex
-	ps      *goredis.PubSub                // nil while no watch exists
-	subs    map[string]map[*watch]struct{} // by channel
+	ps      *goredis.PubSub                // nil while no channel is subscribed
+	subs    map[string]map[*watch]struct{} // by channel; empty while it lingers
 	pending map[string][]chan error        // Watch calls waiting for a SUBSCRIBE's answer
 	done    map[string]bool                // channels Redis confirmed
+	idle    map[string]time.Time           // when the last watch of a lingering channel ended
+	sweeper *time.Timer                    // leaves lingering channels; nil if none is armed
 }
 
 // watch is one Watch call's channel. The hub closes ch exactly once, when
@@ -80,8 +114,10 @@ func (h *hub) add(ctx context.Context, client goredis.UniversalClient, channel s
 	if h.ps == nil {
 		h.ps = client.Subscribe(context.WithoutCancel(ctx)) // no channel yet: no I/O
 		h.subs, h.pending, h.done = map[string]map[*watch]struct{}{}, map[string][]chan error{}, map[string]bool{}
+		h.idle = map[string]time.Time{}
 		go h.read(h.ps)
 	}
+	delete(h.idle, channel)
 	w := &watch{h: h, channel: channel, ch: make(chan struct{}, 1)}
 	w.stop = context.AfterFunc(ctx, w.end)
 	ready := make(chan error, 1)
@@ -113,9 +149,8 @@ func (h *hub) answer(channel string, err error) {
 	h.done[channel] = err == nil
 }
 
-// end removes w and closes its channel, unsubscribing its channel if it
-// was the last watch there, and closing the connection if it was the last
-// watch of all. Calling it again does nothing.
+// end removes w and closes its channel; if it was the last watch there,
+// the channel lingers (see sweep). Calling it again does nothing.
 func (w *watch) end() {
 	h := w.h
 	w.stop()
@@ -127,28 +162,61 @@ func (w *watch) end() {
 	}
 	delete(set, w)
 	close(w.ch)
-	if len(set) > 0 {
-		return
+	if len(set) == 0 {
+		h.linger(w.channel)
 	}
-	delete(h.subs, w.channel)
-	if len(h.subs) == 0 {
-		_ = h.ps.Close() // the reader sees it and exits
-		h.ps, h.pending, h.done = nil, nil, nil
-		return
-	}
-	h.unsubscribe(w.channel)
 }
 
-// unsubscribe leaves a channel no watch needs any more, once Redis has
-// confirmed its SUBSCRIBE (deliver calls it again when the answer comes):
-// an UNSUBSCRIBE sent before would let that late answer be taken for the
-// answer to a later SUBSCRIBE. h.mu must be held.
-func (h *hub) unsubscribe(channel string) {
-	if len(h.subs[channel]) > 0 || !h.done[channel] {
+// linger marks channel as left by its last watch, and arms the sweep.
+// h.mu must be held.
+func (h *hub) linger(channel string) {
+	h.idle[channel] = time.Now()
+	if h.sweeper == nil {
+		ps := h.ps
+		h.sweeper = time.AfterFunc(watchLinger, func() { h.sweep(ps) })
+	}
+}
+
+// sweep leaves the channels that have lingered watchLinger, closes the
+// connection once no channel is left, and arms itself again for the
+// channels still lingering.
+func (h *hub) sweep(ps *goredis.PubSub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ps != ps {
+		return // broken meanwhile: everything went with it
+	}
+	h.sweeper = nil
+	next := time.Duration(0)
+	for channel, since := range h.idle {
+		if left := watchLinger - time.Since(since); left > 0 {
+			if next == 0 || left < next {
+				next = left
+			}
+			continue
+		}
+		if h.pending[channel] != nil {
+			// An UNSUBSCRIBE now would let the late answer be taken for
+			// the answer to a later SUBSCRIBE: deliver lingers it again.
+			delete(h.idle, channel)
+			continue
+		}
+		subscribed := h.done[channel]
+		delete(h.idle, channel)
+		delete(h.subs, channel)
+		delete(h.done, channel)
+		if subscribed && len(h.subs) > 0 {
+			_ = h.ps.Unsubscribe(context.Background(), channel)
+		}
+	}
+	if len(h.subs) == 0 {
+		_ = h.ps.Close() // the reader sees it and exits
+		h.ps, h.pending, h.done, h.idle = nil, nil, nil, nil
 		return
 	}
-	delete(h.done, channel)
-	_ = h.ps.Unsubscribe(context.Background(), channel)
+	if next > 0 {
+		h.sweeper = time.AfterFunc(next, func() { h.sweep(ps) })
+	}
 }
 
 // read turns the messages of ps into signals until ps is closed or the
@@ -187,7 +255,9 @@ func (h *hub) deliver(msg any) {
 	case *goredis.Subscription:
 		if m.Kind == "subscribe" && h.pending[m.Channel] != nil {
 			h.answer(m.Channel, nil)
-			h.unsubscribe(m.Channel) // if every watch on it ended meanwhile
+			if len(h.subs[m.Channel]) == 0 {
+				h.linger(m.Channel) // every watch on it ended meanwhile
+			}
 		}
 	}
 }
@@ -208,7 +278,11 @@ func (h *hub) broken(ps *goredis.PubSub, err error) {
 			close(w.ch)
 		}
 	}
-	h.subs, h.pending, h.done = nil, nil, nil
+	if h.sweeper != nil {
+		h.sweeper.Stop()
+		h.sweeper = nil
+	}
+	h.subs, h.pending, h.done, h.idle = nil, nil, nil, nil
 	_ = ps.Close()
 	h.ps = nil
 }

@@ -37,19 +37,32 @@ func newWaiter(ctx context.Context, b backends.Backend, names []string, cfg *Con
 // again at once: a release between the try and the watch would otherwise
 // be missed. Later calls, and runs that may not wait, return false.
 func (w *waiter) watchOnce() bool {
-	wb, ok := w.b.(backends.Watcher)
-	if w.watched || !ok || w.cfg.Wait <= 0 || !time.Now().Before(w.until) {
+	watch := releasesOf(w.b)
+	if w.watched || watch == nil || w.cfg.Wait <= 0 || !time.Now().Before(w.until) {
 		return false
 	}
 	w.watched = true
 	wctx, cancel := context.WithCancel(w.ctx)
-	ch, err := watchAll(wctx, cancel, wb, w.names, &w.wg)
+	ch, err := watchAll(wctx, cancel, watch, w.names, &w.wg)
 	if err != nil {
 		cancel()
 		return false // poll instead
 	}
 	w.watch, w.cancel = ch, cancel
 	return true
+}
+
+// releasesOf returns what a waiter watches b with: its releases alone
+// where b can tell them apart (another candidate taking the lock is no
+// reason to try again), else every change; nil if b cannot watch.
+func releasesOf(b backends.Backend) watchFunc {
+	if rw, ok := b.(backends.ReleaseWatcher); ok {
+		return rw.WatchReleases
+	}
+	if wb, ok := b.(backends.Watcher); ok {
+		return wb.Watch
+	}
+	return nil
 }
 
 // wait blocks until the next try is due. It returns false when the wait is

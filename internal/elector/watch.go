@@ -9,19 +9,22 @@ import (
 	"github.com/hustings/hustings/backends"
 )
 
+// watchFunc is a backend's Watch, or its WatchReleases.
+type watchFunc func(ctx context.Context, name string) (<-chan struct{}, error)
+
 // watchAll watches every name and merges the signals into one channel
 // (buffer 1, coalescing). With one name it is the backend's own channel.
 // With more, one goroutine per name forwards signals, tracked by wg; the
 // first source to close cancels the rest (cancel ends ctx), and the merged
 // channel closes when all have stopped, so the receiver sets the watch up
 // again.
-func watchAll(ctx context.Context, cancel context.CancelFunc, w backends.Watcher, names []string, wg *sync.WaitGroup) (<-chan struct{}, error) {
+func watchAll(ctx context.Context, cancel context.CancelFunc, watch watchFunc, names []string, wg *sync.WaitGroup) (<-chan struct{}, error) {
 	if len(names) == 1 {
-		return w.Watch(ctx, names[0])
+		return watch(ctx, names[0])
 	}
 	sources := make([]<-chan struct{}, 0, len(names))
 	for _, n := range names {
-		ch, err := w.Watch(ctx, n)
+		ch, err := watch(ctx, n)
 		if err != nil {
 			cancel() // closes the sources opened so far
 			return nil, err
@@ -67,7 +70,7 @@ func (a *actor) startWatch() {
 		err := sent
 		if sent == nil {
 			stop := context.AfterFunc(ctx, wcancel)
-			ch, err = watchAll(wctx, wcancel, w, a.e.slots, &a.wg)
+			ch, err = watchAll(wctx, wcancel, w.Watch, a.e.slots, &a.wg)
 			stop()
 		}
 		if err != nil {
