@@ -2,6 +2,7 @@ package elector
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ type waiter struct {
 	renewed time.Time // start of the session's last Open or KeepAlive
 	watch   <-chan struct{}
 	watched bool // watchOnce ran
+	queued  bool // the session queues waiters (backends.Dequeuer): no yield
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // the watch's forwarders, for several names
 }
@@ -82,10 +84,41 @@ func (w *waiter) wait() bool {
 	case _, ok := <-w.watch:
 		if !ok {
 			w.watch = nil
+			return true
 		}
+		return w.yield(left)
 	case <-t.C:
 	}
 	return true
+}
+
+// yieldPause is how long a waiter woken by a release lets pass before it
+// tries, where the backend does not queue waiters: long enough that a
+// holder that released and tries again at once (a loop of runs) takes the
+// lock back first, so that the lock changes hands, at the cost of a
+// notice's round trip, only as often as the waiters' tries land while it
+// is free. Without it every release was a handover to the first of the
+// woken waiters (measured on Redis, 8 candidates in a loop: 4,700
+// sections/s, a third of a lock that waiters poll every 10 ms). It adds
+// as much to a handover to a waiter, which is a few milliseconds as
+// before. Jittered by half either way, so woken waiters do not come back
+// together.
+const yieldPause = 2 * time.Millisecond
+
+// yield pauses after a release notice, see yieldPause, within the time
+// left; it returns false if ctx ended.
+func (w *waiter) yield(left time.Duration) bool {
+	if w.queued {
+		return true // the backend's line decides who is next
+	}
+	t := time.NewTimer(min(left, yieldPause/2+rand.N(yieldPause)))
+	defer t.Stop()
+	select {
+	case <-w.ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // renew keeps the session alive when half its lease has gone by while
