@@ -18,12 +18,15 @@ const rewatchPause = time.Second
 
 // Losses returns the channel of backends.LossNotifier. Its first call
 // starts the session's loss watch: one etcd watch, for deletes only, of
-// every key of the Backend, with each key's previous value, which
-// moves a lock of this session deleted behind its back (an operator's
-// delete, a revoke of the session's lease) to Lost as soon as the server
-// pushes the delete, within milliseconds, not at the next KeepAlive. Its
-// cost is one watch per session that asked, and one event to it for each
-// lock deleted by anyone (a release included). A goroutine of the session
+// every key of the Backend, which moves a lock of this session deleted
+// behind its back (an operator's delete, a revoke of the session's lease)
+// to Lost as soon as the server pushes the delete, within milliseconds,
+// not at the next KeepAlive. Its cost is one watch per session that
+// asked, and one event to it for each lock deleted by anyone (a release
+// included); without the keys' previous values, which the server would
+// read from its store for each event and each watch: a delete of a name
+// the session holds, at a revision after its token (the key's creation),
+// is the end of the session's key. A goroutine of the session
 // follows the watch until Close.
 func (s *session) Losses() <-chan struct{} {
 	s.mu.Lock()
@@ -78,7 +81,7 @@ func (s *session) followLosses(ctx context.Context, rev int64) (int64, int) {
 	wctx = clientv3.WithRequireLeader(wctx)
 	locks := s.b.lockKey("")
 	wch := s.b.client.Watch(wctx, s.b.prefix, clientv3.WithRev(rev),
-		clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithPrevKV())
+		clientv3.WithPrefix(), clientv3.WithFilterPut())
 	var progress sync.WaitGroup
 	defer progress.Wait()
 	defer cancel()
@@ -88,12 +91,15 @@ func (s *session) followLosses(ctx context.Context, rev int64) (int64, int) {
 			return resp.CompactRevision, compacted
 		}
 		for _, ev := range resp.Events {
-			prev := ev.PrevKv
-			if prev == nil || prev.Lease != int64(s.lease) || !strings.HasPrefix(string(prev.Key), locks) {
+			name, ok := strings.CutPrefix(string(ev.Kv.Key), locks)
+			if !ok {
 				continue
 			}
-			// Gone ignores a lock the session released itself.
-			s.ledger.Gone(strings.TrimPrefix(string(prev.Key), locks), events.Token(prev.CreateRevision))
+			// GoneAt ignores a lock the session released itself (the
+			// ledger forgets it first), and the deletes of a name's keys
+			// older than the session's (their revisions are below its
+			// token). A guard key's name holds a NUL: no lock has it.
+			s.ledger.GoneAt(name, events.Token(ev.Kv.ModRevision))
 		}
 		if slices.ContainsFunc(resp.Events, func(ev *clientv3.Event) bool { return string(ev.Kv.Key) == s.key }) {
 			return rev, sessionGone // nothing more to watch

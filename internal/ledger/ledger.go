@@ -87,6 +87,21 @@ func (l *Ledger) Gone(name string, tok events.Token) {
 	}
 }
 
+// GoneAt is Gone for a backend whose tokens are revisions of its store
+// (etcd's create revisions), told that the lock's key was deleted at
+// revision rev: name moves to the lost locks if it was granted under a
+// token below rev. A delete after the key's creation is the end of that
+// grant's key (it must go before the key is made again); one before it
+// ended an older key.
+func (l *Ledger) GoneAt(name string, rev events.Token) {
+	l.mu.Lock()
+	cur, ok := l.granted[name]
+	l.mu.Unlock()
+	if ok && cur < rev {
+		l.Gone(name, cur)
+	}
+}
+
 // Lost returns a copy of the locks found gone, by name, with the token they
 // were granted under; nil if none.
 func (l *Ledger) Lost() map[string]events.Token {
