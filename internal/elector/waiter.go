@@ -13,18 +13,19 @@ import (
 // lock: it is woken by the backend's watch when there is one, and polls at
 // the retry interval otherwise.
 type waiter struct {
-	ctx     context.Context
-	cfg     *Config
-	b       backends.Backend
-	names   []string
-	start   time.Time // the run began
-	until   time.Time // give up after this
-	renewed time.Time // start of the session's last Open or KeepAlive
-	watch   <-chan struct{}
-	watched bool // watchOnce ran
-	queued  bool // the session queues waiters (backends.Dequeuer): no yield
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup // the watch's forwarders, for several names
+	ctx      context.Context
+	cfg      *Config
+	b        backends.Backend
+	names    []string
+	start    time.Time // the run began
+	until    time.Time // give up after this
+	renewed  time.Time // start of the session's last Open or KeepAlive
+	watch    <-chan struct{}
+	watched  bool // watchOnce ran
+	queued   bool // the session queues waiters (backends.Dequeuer): no yield
+	releases bool // the watch signals releases alone (backends.ReleaseWatcher)
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup // the watch's forwarders, for several names
 }
 
 // newWaiter returns the waiter of a run that started at start. It does
@@ -40,7 +41,7 @@ func newWaiter(ctx context.Context, b backends.Backend, names []string, cfg *Con
 // again at once: a release between the try and the watch would otherwise
 // be missed. Later calls, and runs that may not wait, return false.
 func (w *waiter) watchOnce() bool {
-	watch := releasesOf(w.b)
+	watch, releases := releasesOf(w.b)
 	if w.watched || watch == nil || w.cfg.Wait <= 0 || !time.Now().Before(w.until) {
 		return false
 	}
@@ -52,20 +53,22 @@ func (w *waiter) watchOnce() bool {
 		return false // poll instead
 	}
 	w.watch, w.cancel = ch, cancel
+	w.releases = releases
 	return true
 }
 
 // releasesOf returns what a waiter watches b with: its releases alone
 // where b can tell them apart (another candidate taking the lock is no
-// reason to try again), else every change; nil if b cannot watch.
-func releasesOf(b backends.Backend) watchFunc {
+// reason to try again), and then releases is true; else every change; nil
+// if b cannot watch.
+func releasesOf(b backends.Backend) (watch watchFunc, releases bool) {
 	if rw, ok := b.(backends.ReleaseWatcher); ok {
-		return rw.WatchReleases
+		return rw.WatchReleases, true
 	}
 	if wb, ok := b.(backends.Watcher); ok {
-		return wb.Watch
+		return wb.Watch, false
 	}
-	return nil
+	return nil, false
 }
 
 // wait blocks until the next try is due. It returns false when the wait is
@@ -94,7 +97,8 @@ func (w *waiter) wait() bool {
 }
 
 // yieldPause is how long a waiter woken by a release lets pass before it
-// tries, where the backend does not queue waiters: long enough that a
+// tries, where the backend does not queue waiters and tells releases
+// apart: long enough that a
 // holder that released and tries again at once (a loop of runs) takes the
 // lock back first, so that the lock changes hands, at the cost of a
 // notice's round trip, only as often as the waiters' tries land while it
@@ -117,8 +121,13 @@ const starveAfter = 50 * time.Millisecond
 // yield pauses after a release notice, see yieldPause, within the time
 // left; it returns false if ctx ended.
 func (w *waiter) yield(left time.Duration) bool {
-	if w.queued || time.Since(w.start) > starveAfter {
-		return true // the backend's line decides who is next, or it waited long enough
+	if w.queued || !w.releases || time.Since(w.start) > starveAfter {
+		// The backend's line decides who is next; or the signal may be
+		// of the lock being taken, when a pause makes every try land
+		// while it is held (on etcd each such try is a write through
+		// raft: 8 candidates in a loop made 480 sections/s, 750
+		// without the pause); or it waited long enough.
+		return true
 	}
 	t := time.NewTimer(min(left, yieldPause/2+rand.N(yieldPause)))
 	defer t.Stop()
