@@ -104,19 +104,6 @@ type Watcher interface {
 	Watch(ctx context.Context, name string) (<-chan struct{}, error)
 }
 
-// ReleaseWatcher is implemented by Watchers that can watch for what a
-// candidate waiting for a lock needs alone: its releases, and only those
-// that follow an Acquire that found it held, without a wake-up each time
-// the lock is taken, or released by a holder nobody waits for.
-type ReleaseWatcher interface {
-	// WatchReleases is Watch for a waiting candidate: the channel receives
-	// a value when name may have become free (a release, a Close of its
-	// holder's session) after an Acquire of it found it held. So watch
-	// after an Acquire found it held, then Acquire again before waiting:
-	// a release between the two Acquires is not missed.
-	WatchReleases(ctx context.Context, name string) (<-chan struct{}, error)
-}
-
 // LossNotifier is implemented by the sessions of backends that can push
 // the loss of a lock (a watch on the session's own keys): Lost then
 // reports a lock deleted or revoked behind the session's back within

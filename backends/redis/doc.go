@@ -89,8 +89,8 @@
 // implements backends.Watcher with a go-redis PubSub subscription to that
 // channel. A try that finds the lock held also sets prefix:{name}:wanted
 // (PX 10 minutes); a release deletes it and, if it was there, PUBLISHes
-// to prefix:{name}:wake as well, which is what WatchReleases
-// (backends.ReleaseWatcher) subscribes to: waiting candidates are woken by
+// to prefix:{name}:wake as well, which is what WatchReleases subscribes
+// to (the engine's waiting runs use it where a backend has it): waiting candidates are woken by
 // releases alone, and a holder that releases and takes the lock back in a
 // loop while nobody tries costs no subscriber a message. Every watch of a
 // Backend shares one connection, which stays open, and a channel

@@ -45,14 +45,14 @@ func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, erro
 	return b.watch(ctx, name, false)
 }
 
-// WatchReleases is Watch on the lock's wake channel, which the scripts
-// publish to only when they release a lock that a try found held since its
-// last release; see backends.ReleaseWatcher. So it signals nothing when
-// the lock is taken, and nothing on the releases of a holder that takes it
-// back at once while nobody tried meanwhile, which cost each watch a
-// message. Call it only after a try of the lock found it held (the try
-// marks it wanted) and before trying again, or a release between the two
-// wakes nobody.
+// WatchReleases is Watch for a candidate waiting for name: it watches the
+// lock's wake channel, which the scripts publish to only when they release
+// a lock that an Acquire found held since its last release. So it signals
+// nothing when the lock is taken, and nothing on the releases of a holder
+// that takes it back at once while nobody tried meanwhile, which cost each
+// watch a message. Call it after an Acquire found the lock held (which
+// marks it wanted), then Acquire again before waiting: a release between
+// the two Acquires is not missed.
 func (b *Backend) WatchReleases(ctx context.Context, name string) (<-chan struct{}, error) {
 	return b.watch(ctx, name, true)
 }

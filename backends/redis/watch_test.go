@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/redis/redistest"
 )
@@ -136,4 +138,77 @@ func TestWatchesShareOneConnection(t *testing.T) {
 		t.Fatal("a new watch was not woken")
 	}
 	s.Close(t.Context())
+}
+
+// TestWatchReleasesWakesWaitersOnly: a release watch is not woken when the
+// lock is taken, nor by the release of a holder nobody tried to take it
+// from, and is woken by a release after another session's Acquire found
+// the lock held.
+func TestWatchReleasesWakesWaitersOnly(t *testing.T) {
+	srv := redistest.Start(t)
+	b, err := redis.New(redistest.Client(t, srv.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var _ interface {
+		WatchReleases(context.Context, string) (<-chan struct{}, error)
+	} = b // what the engine's waiters look for
+	holder, err := b.Open(t.Context(), "holder", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(context.Background())
+	waiter, err := b.Open(t.Context(), "waiter", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close(context.Background())
+	ch, err := b.WatchReleases(t.Context(), "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := holder.Acquire(t.Context(), "job", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Release(t.Context(), "job", tok, 0); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err = holder.Acquire(t.Context(), "job", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := waiter.Acquire(t.Context(), "job", 0); !errors.Is(err, backends.ErrHeld) {
+		t.Fatalf("waiter's Acquire = %v, want ErrHeld", err)
+	}
+	if err := holder.Release(t.Context(), "job", tok, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Messages arrive in order on the one connection: the first signal is
+	// the release the waiter asked for, and none came before it.
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the release after a failed Acquire woke no release watch")
+	}
+	if tok, err = holder.Acquire(t.Context(), "job", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Release(t.Context(), "job", tok, 0); err != nil {
+		t.Fatal(err)
+	}
+	// A plain watch sees every change; once it has seen that last release,
+	// the release watch would have had its signal too.
+	all, err := b.Watch(t.Context(), "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok, err = holder.Acquire(t.Context(), "job", 0); err != nil {
+		t.Fatal(err)
+	}
+	<-all
+	select {
+	case <-ch:
+		t.Fatal("a release watch was woken by a take or a release nobody waited for")
+	default:
+	}
 }

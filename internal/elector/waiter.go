@@ -23,7 +23,7 @@ type waiter struct {
 	watch    <-chan struct{}
 	watched  bool // watchOnce ran
 	queued   bool // the session queues waiters (backends.Dequeuer): no yield
-	releases bool // the watch signals releases alone (backends.ReleaseWatcher)
+	releases bool // the watch signals releases alone (a releaseWatcher)
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // the watch's forwarders, for several names
 }
@@ -57,12 +57,21 @@ func (w *waiter) watchOnce() bool {
 	return true
 }
 
+// releaseWatcher is a backends.Watcher that can watch for what a waiting
+// candidate needs alone (Redis): the channel receives a value when name
+// may have become free after an Acquire found it held, not when it is
+// taken. Watch after an Acquire found it held, then Acquire again before
+// waiting.
+type releaseWatcher interface {
+	WatchReleases(ctx context.Context, name string) (<-chan struct{}, error)
+}
+
 // releasesOf returns what a waiter watches b with: its releases alone
 // where b can tell them apart (another candidate taking the lock is no
 // reason to try again), and then releases is true; else every change; nil
 // if b cannot watch.
 func releasesOf(b backends.Backend) (watch watchFunc, releases bool) {
-	if rw, ok := b.(backends.ReleaseWatcher); ok {
+	if rw, ok := b.(releaseWatcher); ok {
 		return rw.WatchReleases, true
 	}
 	if wb, ok := b.(backends.Watcher); ok {
