@@ -119,17 +119,20 @@ func (s *session) create(ctx context.Context, name string, lease time.Duration, 
 		res, err = s.b.conn.Multi(req, &zk.SetDataRequest{Path: parent, Version: -1})
 		return err
 	}
+	sent := time.Now()
 	err := s.b.call(ctx, "acquire "+name, multi)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err := s.b.ensure(ctx, parent, true); err != nil {
 			return nil, nil, err
 		}
+		sent = time.Now()
 		err = s.b.call(ctx, "acquire "+name, multi)
 	}
 	if err != nil {
 		return nil, nil, s.fail(ctx, "acquire "+name, err)
 	}
 	p, st := res[0].String, res[1].Stat
+	s.b.clock.sample(st.Mtime, sent)
 	l := &lock{name: name, child: path.Base(p), path: p, token: events.Token(st.Mzxid), lease: lease, start: start}
 	if err := s.adopt(ctx, l); err != nil {
 		return nil, nil, err

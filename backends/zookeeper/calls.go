@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -81,6 +82,7 @@ func (b *Backend) ensure(ctx context.Context, p string, container bool) error {
 // shares, and the one node expiries are stamped with.
 func (b *Backend) now(ctx context.Context, p string) (int64, error) {
 	var st *zk.Stat
+	sent := time.Now()
 	err := b.call(ctx, "read the server clock", func() error {
 		var err error
 		st, err = b.conn.Set(p, nil, -1)
@@ -89,5 +91,6 @@ func (b *Backend) now(ctx context.Context, p string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	b.clock.sample(st.Mtime, sent)
 	return st.Mtime, nil
 }

@@ -72,7 +72,10 @@
 // hold, counted from the marker's ctime, and outlives the session. Whoever
 // looks next (Acquire, Holder) reads the server's clock by writing the
 // lock's parent and deletes what has ended, with version checks, so that a
-// renewal or a new holder that came first wins.
+// renewal or a new holder that came first wins. An Acquire that finds the
+// holder's deadlines still ahead of a recent sample of that clock (a
+// write of this Backend under a second ago, plus the time since, padded)
+// writes nothing: the sample can show a holder alive, never one expired.
 //
 // # Fencing
 //

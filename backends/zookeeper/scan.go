@@ -140,6 +140,10 @@ func (b *Backend) judge(ctx context.Context, parent string, c child, now *int64)
 	case sst == nil: // its session was closed or expired
 		return b.deleted(b.deleteNode(ctx, p, st.Version))
 	}
+	alive := holder(d, st, sst, sd)
+	if up, ok := b.clock.upper(); *now == 0 && ok && up < alive.until {
+		return alive.verdict, nil // not expired yet: no need to read the clock (a write)
+	}
 	if err := b.readClock(ctx, parent, now); err != nil {
 		return verdict{}, err
 	}
@@ -149,7 +153,24 @@ func (b *Backend) judge(ctx context.Context, parent string, c child, now *int64)
 	case *now >= sst.Mtime+sd.TTL:
 		return b.deleted(b.deleteNodes(ctx, sp, sst.Version, p, st.Version))
 	}
-	return verdict{kind: held, holder: backends.Holder{ID: d.ID, Token: events.Token(st.Czxid)}}, nil
+	return alive.verdict, nil
+}
+
+// live is the verdict on a holder that is alive until the server's clock
+// reaches until (ms since the epoch).
+type live struct {
+	verdict verdict
+	until   int64
+}
+
+// holder is the verdict on the lock node st holding d, whose session node
+// sst holds sd, while neither has expired.
+func holder(d lockData, st *zk.Stat, sst *zk.Stat, sd sessionData) live {
+	until := sst.Mtime + sd.TTL
+	if d.Lease > 0 {
+		until = min(until, st.Ctime+d.Lease)
+	}
+	return live{verdict{kind: held, holder: backends.Holder{ID: d.ID, Token: events.Token(st.Czxid)}}, until}
 }
 
 // deleted is the verdict after deleting a dead node: free to go on if the

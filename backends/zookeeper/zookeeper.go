@@ -68,8 +68,9 @@ type Backend struct {
 	sessionTimeout time.Duration
 	acl            []zk.ACL
 
-	mu   sync.Mutex
-	mine map[string]map[string]struct{} // lock name → child nodes of this Backend's sessions
+	mu    sync.Mutex
+	mine  map[string]map[string]struct{} // lock name → child nodes of this Backend's sessions
+	clock serverClock                    // the newest sample of the server's clock
 }
 
 // New returns a Backend that keeps its locks under the root (see WithRoot)
