@@ -153,9 +153,9 @@ func (h *hub) answer(channel string, err error) {
 // the channel lingers (see sweep). Calling it again does nothing.
 func (w *watch) end() {
 	h := w.h
-	w.stop()
-	h.mu.Lock()
+	h.mu.Lock() // first: add sets w.stop under it, and ctx may end meanwhile
 	defer h.mu.Unlock()
+	w.stop()
 	set, ok := h.subs[w.channel]
 	if _, in := set[w]; !ok || !in {
 		return // already ended, by its ctx or by a broken connection
