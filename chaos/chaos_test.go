@@ -151,9 +151,27 @@ func runBackend(t *testing.T, b backend, p profile) history.Report {
 		t.Errorf("%d faults injected, %d terms: the run exercised nothing", len(c.faults), len(r.Terms))
 	}
 	if len(r.Violations) > 0 {
-		t.Logf("node logs are in %s", c.dir)
+		t.Logf("node logs and the history are in %s", keep(t, c, h, p))
 	}
 	return r
+}
+
+// keep returns where a failed run's node logs and history are kept: the
+// logs' own directory when the caller chose it (HUSTINGS_CHAOS_LOGS or
+// HUSTINGS_CHAOS_OUT), else a copy of the temporary one under the system's
+// temporary directory, which the test's cleanup does not remove, so that
+// a failure seen once (make test beside two CPU burners) can be read.
+func keep(t *testing.T, c *cluster, h history.History, p profile) string {
+	dir := c.dir
+	if p.out == "" && os.Getenv("HUSTINGS_CHAOS_LOGS") == "" {
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("hustings-chaos-%s-%d", filepath.Base(t.Name()), p.seed))
+		if err := os.CopyFS(dir, os.DirFS(c.dir)); err != nil {
+			t.Logf("keep the node logs: %v", err)
+			return c.dir
+		}
+	}
+	save(t, filepath.Join(dir, "history.json"), h)
+	return dir
 }
 
 // save writes h as JSON to path.

@@ -94,3 +94,20 @@ func (b *Backend) now(ctx context.Context, p string) (int64, error) {
 	b.clock.sample(st.Mtime, sent)
 	return st.Mtime, nil
 }
+
+// children lists the children of path, as the call "list "+name; a path
+// that does not exist has none (found is false).
+func (b *Backend) children(ctx context.Context, name, path string) (names []string, found bool, err error) {
+	err = b.call(ctx, "list "+name, func() error {
+		var err error
+		names, _, err = b.conn.Children(path)
+		return err
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fail(ctx, "list "+name, err)
+	}
+	return names, true, nil
+}

@@ -2,7 +2,6 @@ package zookeeper
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
@@ -83,17 +82,9 @@ func (b *Backend) fencedMulti(ctx context.Context, name string, token events.Tok
 // granted (see walk), so while that node exists it is the oldest.
 func (b *Backend) fence(ctx context.Context, name string, token events.Token) (*zk.CheckVersionRequest, error) {
 	parent := b.lockPath(name)
-	var names []string
-	err := b.call(ctx, "list "+name, func() error {
-		var err error
-		names, _, err = b.conn.Children(parent)
-		return err
-	})
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		names = nil
-	case err != nil:
-		return nil, fail(ctx, "list "+name, err)
+	names, _, err := b.children(ctx, name, parent)
+	if err != nil {
+		return nil, err
 	}
 	kids, hold := queue(names)
 	switch {

@@ -26,17 +26,9 @@ func (b *Backend) Members(ctx context.Context, group string) ([]strategy.Candida
 		return nil, err
 	}
 	parent := b.groupPath(group)
-	var names []string
-	err := b.call(ctx, "list "+group, func() error {
-		var err error
-		names, _, err = b.conn.Children(parent)
-		return err
-	})
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		return nil, nil
-	case err != nil:
-		return nil, fail(ctx, "list "+group, err)
+	names, _, err := b.children(ctx, group, parent)
+	if err != nil {
+		return nil, err
 	}
 	var out []strategy.Candidate
 	var now int64

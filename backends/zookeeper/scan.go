@@ -50,17 +50,12 @@ func (b *Backend) look(ctx context.Context, name string, s *session) (verdict, e
 // others acted meanwhile, maybe placing a hold: the verdict is relist.
 func (b *Backend) lookOnce(ctx context.Context, name string, s *session, l *lock, now *int64) (verdict, error) {
 	parent := b.lockPath(name)
-	var names []string
-	err := b.call(ctx, "list "+name, func() error {
-		var err error
-		names, _, err = b.conn.Children(parent)
-		return err
-	})
+	names, found, err := b.children(ctx, name, parent)
 	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		return verdict{kind: none(l)}, nil
 	case err != nil:
-		return verdict{}, fail(ctx, "list "+name, err)
+		return verdict{}, err
+	case !found:
+		return verdict{kind: none(l)}, nil
 	}
 	kids, hold := queue(names)
 	return b.walk(ctx, parent, kids, hold, s, l, now)
