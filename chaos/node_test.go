@@ -117,10 +117,14 @@ func (f nodeFlags) run(ctx context.Context, out *printer) error {
 	fence := &fenceClient{url: f.fence, node: f.id, http: &http.Client{Timeout: time.Second}}
 	defer fence.http.CloseIdleConnections()
 	opts := []campaign.Option{campaign.WithID(f.id), campaign.WithTTL(f.ttl), campaign.WithRetry(f.ttl / 8)}
+	// Each node's stderr is its log, kept when the run fails: warnings
+	// (failed renewals, lost terms) always, every call with
+	// HUSTINGS_CHAOS_LOGS.
+	level := slog.LevelInfo
 	if os.Getenv("HUSTINGS_CHAOS_LOGS") != "" {
-		// Kept logs say what each node's engine did (stderr goes to its log).
-		opts = append(opts, campaign.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+		level = slog.LevelDebug
 	}
+	opts = append(opts, campaign.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))))
 	var evs <-chan events.Event
 	var run func(context.Context) error
 	var closeCampaign func() error
