@@ -3,8 +3,9 @@ package etcd
 import (
 	"context"
 
-	"github.com/hustings/hustings/internal/validate"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // Watch reads the current revision of name's key (one round trip), then

@@ -8,9 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hustings/hustings/internal/validate"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // watchCheck is how long the listening connection waits for a

@@ -7,8 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hustings/hustings/internal/validate"
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // watchCheck is how long the watches' connection waits for a message

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/hustings/hustings/internal/validate"
 )
 
