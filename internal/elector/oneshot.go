@@ -52,7 +52,6 @@ func lockOnce(ctx context.Context, b backends.Backend, names []string, cfg *Conf
 		return nil, ctxOr(ctx, fmt.Errorf("campaign: open session: %w", err))
 	}
 	w := newWaiter(ctx, b, names, cfg, start)
-	_, w.queued = s.(backends.Dequeuer)
 	defer w.stop()
 	held := false // the backend has said another candidate holds the lock
 	var doubt []string

@@ -48,7 +48,6 @@ func lockOn(ctx context.Context, s *Session, names []string, cfg *Config) (*Held
 	}
 	w := newWaiter(ctx, s.backend, names, cfg, start)
 	w.renewed = never // the session renews itself
-	_, w.queued = cur.sess.(backends.Dequeuer)
 	defer w.stop()
 	held := false
 	var doubt []string

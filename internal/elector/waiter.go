@@ -22,7 +22,6 @@ type waiter struct {
 	renewed  time.Time // start of the session's last Open or KeepAlive
 	watch    <-chan struct{}
 	watched  bool // watchOnce ran
-	queued   bool // the session queues waiters (backends.Dequeuer): no yield
 	releases bool // the watch signals releases alone (a releaseWatcher)
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // the watch's forwarders, for several names
@@ -58,7 +57,8 @@ func (w *waiter) watchOnce() bool {
 }
 
 // releaseWatcher is a backends.Watcher that can watch for what a waiting
-// candidate needs alone (Redis): the channel receives a value when name
+// candidate needs alone (Redis; a backend that queues its waiters, whose
+// line decides who is next, has no use for it): the channel receives a value when name
 // may have become free after an Acquire found it held, not when it is
 // taken. Watch after an Acquire found it held, then Acquire again before
 // waiting.
@@ -130,12 +130,11 @@ const starveAfter = 50 * time.Millisecond
 // yield pauses after a release notice, see yieldPause, within the time
 // left; it returns false if ctx ended.
 func (w *waiter) yield(left time.Duration) bool {
-	if w.queued || !w.releases || time.Since(w.start) > starveAfter {
-		// The backend's line decides who is next; or the signal may be
-		// of the lock being taken, when a pause makes every try land
-		// while it is held (on etcd each such try is a write through
-		// raft: 8 candidates in a loop made 480 sections/s, 750
-		// without the pause); or it waited long enough.
+	if !w.releases || time.Since(w.start) > starveAfter {
+		// The signal may be of the lock being taken, when a pause
+		// makes every try land while it is held (on etcd each such try
+		// is a write through raft: 8 candidates in a loop made 480
+		// sections/s, 750 without the pause); or it waited long enough.
 		return true
 	}
 	t := time.NewTimer(min(left, yieldPause/2+rand.N(yieldPause)))
