@@ -17,11 +17,13 @@ import (
 )
 
 // The locks of a run: one lock, and a group of groupSlots slots. How many
-// candidates campaign for each is the profile's (nodes).
+// candidates campaign for each is the profile's (nodes). A settle waits
+// at most maxOutage longer for the server's and the harness's stalls.
 const (
 	lockName   = "lock"
 	groupName  = "grp"
 	groupSlots = 3
+	maxOutage  = 30 * time.Second
 )
 
 // cluster is one backend's run: its server, the fenced resource, every
@@ -40,6 +42,7 @@ type cluster struct {
 	faults  []history.Fault
 	settles []history.Settle
 	bounds  history.Config
+	obs     *observer
 }
 
 // newCluster starts the server, the fenced resource and every node.
@@ -62,6 +65,8 @@ func newCluster(t *testing.T, b backend, p profile) *cluster {
 	}
 	t.Cleanup(closeDirect)
 	c.direct = direct
+	c.obs = c.observe()
+	t.Cleanup(func() { c.obs.halt() })
 	for range p.lockNodes {
 		c.add(lockName)
 	}
@@ -157,9 +162,9 @@ func (c *cluster) liveEvents() []history.Event {
 }
 
 // settle waits, after a heal at healed, until beliefs match the backend,
-// and records how long that took; it gives up after wait.
+// and records how long that took; it gives up after wait, lengthened by
+// the time the server or the harness stalled meanwhile (up to maxOutage).
 func (c *cluster) settle(healed time.Time, wait time.Duration) {
-	limit := healed.Add(wait)
 	detail := ""
 	for {
 		at := time.Now()
@@ -169,7 +174,7 @@ func (c *cluster) settle(healed time.Time, wait time.Duration) {
 			return
 		}
 		detail = why
-		if at.After(limit) {
+		if at.After(healed.Add(wait + min(c.obs.outage(healed, at), maxOutage))) {
 			c.settles = append(c.settles, history.Settle{Healed: healed, Detail: detail})
 			c.t.Logf("not settled: %s", detail)
 			return
@@ -194,7 +199,7 @@ func (c *cluster) finish() {
 
 // history assembles the run's record.
 func (c *cluster) history() history.History {
-	h := history.History{Faults: slices.Clone(c.faults), Writes: c.res.Writes(), Settles: c.settles, Leaks: map[string]int{}}
+	h := history.History{Faults: slices.Concat(c.faults, c.obs.halt()), Writes: c.res.Writes(), Settles: c.settles, Leaks: map[string]int{}}
 	for _, p := range c.nodes {
 		p.record(&h)
 	}

@@ -49,6 +49,12 @@ type Report struct {
 	StaleRejected int
 	// Leaked is the total of History.Leaks.
 	Leaked int
+	// Outage is how long the harness or the server stalled in the run,
+	// and Net counts the failovers and settles that took longer than their
+	// bounds in wall-clock time and passed only net of the outages within
+	// them (Config.NetOfOutages).
+	Outage time.Duration
+	Net    int
 }
 
 // Check returns every violation in h, and the figures of the run.
@@ -56,6 +62,10 @@ func Check(h History, cfg Config) Report {
 	r := Report{Faults: map[FaultKind]int{}}
 	for _, f := range h.Faults {
 		r.Faults[f.Kind]++
+	}
+	out := outagesOf(h.Faults)
+	if len(out) > 0 {
+		r.Outage = out.within(out[0].From, out[len(out)-1].To)
 	}
 	r.Terms = terms(h, &r)
 	byKey := map[Key][]Term{}
@@ -67,10 +77,13 @@ func Check(h History, cfg Config) Report {
 		checkOverlap(ts, h.Faults, cfg.Tamper, &r)
 	}
 	checkFence(h, &r)
-	checkFailover(h, cfg, &r)
+	checkFailover(h, cfg, out, &r)
 	for _, s := range h.Settles {
-		if s.Agreed.IsZero() || s.Agreed.Sub(s.Healed) > cfg.Settle {
-			r.fail(RuleSettle, "beliefs and the backend still disagreed %v after the heal at %v: %s", cfg.Settle, stamp(s.Healed), s.Detail)
+		switch {
+		case s.Agreed.IsZero():
+			r.fail(RuleSettle, "beliefs and the backend still disagreed when the harness gave up after the heal at %v: %s", stamp(s.Healed), s.Detail)
+		case !r.within(cfg, out, s.Healed, s.Agreed, cfg.Settle):
+			r.fail(RuleSettle, "beliefs and the backend agreed %v after the heal at %v (%v of it an outage), bound %v", s.Agreed.Sub(s.Healed), stamp(s.Healed), out.within(s.Healed, s.Agreed), cfg.Settle)
 		}
 	}
 	for node, n := range h.Leaks {
@@ -80,6 +93,21 @@ func Check(h History, cfg Config) Report {
 		}
 	}
 	return r
+}
+
+// within reports whether [from, to] is no longer than bound: in
+// wall-clock time, or net of the outages in it if cfg says so (counted in
+// r.Net when only that passes).
+func (r *Report) within(cfg Config, out outages, from, to time.Time, bound time.Duration) bool {
+	d := to.Sub(from)
+	if d <= bound {
+		return true
+	}
+	if cfg.NetOfOutages && d-out.within(from, to) <= bound {
+		r.Net++
+		return true
+	}
+	return false
 }
 
 func (r *Report) fail(rule, format string, args ...any) {
@@ -222,7 +250,7 @@ func checkFence(h History, r *Report) {
 // time to its lock's next Elected, and holds it to its bound. A failover
 // during another fault (before the next Elected, or before the bound if
 // that comes first) is not measured.
-func checkFailover(h History, cfg Config, r *Report) {
+func checkFailover(h History, cfg Config, out outages, r *Report) {
 	for _, f := range h.Faults {
 		if f.Kind != Kill && f.Kind != Stop {
 			continue
@@ -249,8 +277,8 @@ func checkFailover(h History, cfg Config, r *Report) {
 		}
 		d := next.Sub(f.From)
 		*into = append(*into, d)
-		if d > bound {
-			r.fail(rule, "%v: next leader %v after %s's %s at %v, bound %v", held.Key, d, f.Node, f.Kind, stamp(f.From), bound)
+		if !r.within(cfg, out, f.From, next, bound) {
+			r.fail(rule, "%v: next leader %v after %s's %s at %v (%v of it an outage), bound %v", held.Key, d, f.Node, f.Kind, stamp(f.From), out.within(f.From, next), bound)
 		}
 	}
 }

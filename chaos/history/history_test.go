@@ -219,3 +219,53 @@ func TestTamperedLock(t *testing.T) {
 		}
 	}
 }
+
+// TestNetOfOutages holds a slow failover and a slow settle to their
+// bounds in wall-clock time, then net of the server's and the harness's
+// stalls within them: only the time they stalled is taken away, and only
+// when the config says so.
+func TestNetOfOutages(t *testing.T) {
+	h := good()
+	// a killed at 1000; b elected at 3000 in good(): make it 5000, after
+	// 2.5 s of stalls (overlapping ones count once), settle 6 s.
+	h.Events[1].Time = at(5000)
+	h.Faults = append(h.Faults,
+		Fault{Stall, Server, at(1500), at(3000)},
+		Fault{Stall, Harness, at(2500), at(3500)},
+		Fault{Stall, "c", at(3600), at(4600)}, // a node's own stall is not an outage
+		Fault{Stall, Server, at(10500), at(13000)},
+	)
+	h.Settles = []Settle{{Healed: at(10000), Agreed: at(16000)}}
+
+	r := Check(h, cfg)
+	if rules := rulesOf(r); !slices.Equal(rules, []string{RuleCrash, RuleSettle}) {
+		t.Fatalf("wall-clock check broke %v, want [crash settle]", r.Violations)
+	}
+	if r.Outage != 4500*time.Millisecond || r.Net != 0 {
+		t.Errorf("outage %v, net %d; want 4.5s, 0", r.Outage, r.Net)
+	}
+
+	net := cfg
+	net.NetOfOutages = true
+	r = Check(h, net)
+	if len(r.Violations) != 0 || r.Net != 2 {
+		t.Errorf("net of outages: violations %v, net %d; want none, 2", r.Violations, r.Net)
+	}
+	if want := []time.Duration{4 * time.Second}; !slices.Equal(r.Crash, want) {
+		t.Errorf("crash failovers %v, want the wall-clock %v", r.Crash, want)
+	}
+
+	// 4 s minus 1 s of outage is still over the 2.5 s bound.
+	h.Faults[len(h.Faults)-4].From = at(2500)
+	if rules := rulesOf(Check(h, net)); !slices.Equal(rules, []string{RuleCrash}) {
+		t.Errorf("a failover over its bound net of outages broke %v, want [crash]", rules)
+	}
+}
+
+func rulesOf(r Report) []string {
+	var out []string
+	for _, v := range r.Violations {
+		out = append(out, v.Rule)
+	}
+	return out
+}
