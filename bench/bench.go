@@ -172,6 +172,7 @@ func settings(cfg config) map[string]string {
 		"ZooKeeper server":       "tickTime 200 ms (zktest), fsync on",
 		"etcd server":            "embedded, one member, tick 50 ms, election 500 ms (etcdtest), fsync on",
 		"Redis server":           "redis-server, no persistence (redistest)",
+		"PostgreSQL server":      "PostgreSQL 15, its own cluster (pgtest), fsync on",
 		"scale: redislock peers": fmt.Sprintf("N locks with TTL %v refreshed every TTL/3 by one loop, one Refresh each; up to %s", cfg.ScaleTTL, fmtNum(redislockScaleMax)),
 		"scale: points":          scalePointsSetting(cfg),
 	}

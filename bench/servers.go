@@ -286,9 +286,10 @@ func startZooKeeper(dir string) (*system, error) {
 }
 
 // startPostgres starts a cluster of its own (package pgtest: in a
-// temporary directory of its own, run as an unprivileged user under root).
+// temporary directory of its own, run as an unprivileged user under root),
+// with fsync on, as in production.
 func startPostgres() (*system, error) {
-	srv, err := pgtest.StartServer()
+	srv, err := pgtest.StartServer(pgtest.Durable())
 	if err != nil {
 		return nil, err
 	}

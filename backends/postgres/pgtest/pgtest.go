@@ -11,7 +11,7 @@
 // process (syscall.Credential, what setpriv does); the cluster's directory
 // is made theirs. Other callers run them as themselves.
 //
-// Every cluster runs with fsync=off. The faults the tests inject are
+// A cluster runs with fsync=off unless it is Durable. The faults the tests inject are
 // crashes of the server's processes (SIGKILL, an immediate shutdown), not
 // of the machine: what PostgreSQL wrote is in the kernel's page cache and
 // survives them, so nothing acknowledged is lost, as with fsync on. What
@@ -22,7 +22,8 @@
 // locked, queued behind it (seen with log_lock_waits: waits of 1–1.6 s on
 // "object 0 of class 1262" and on transactions); crash recovery's sync of
 // the data directory took 53 s once. Those are the disk's latencies, not
-// the backend's, and the tests measure the backend.
+// the backend's, and the tests measure the backend. Benchmarks, which
+// compare commits with a production server's, use Durable.
 //
 // A Server is safe for concurrent use. Start stops its server when the
 // test ends; a Server from StartServer must be stopped with Stop, which
@@ -66,17 +67,25 @@ type Server struct {
 	port int
 	bin  string
 	cred *syscall.Credential // nil: run as the caller
+	sync bool                // fsync on (Durable)
 
 	mu      sync.Mutex
 	proc    *testserver.Process // nil while stopped
 	stopped bool
 }
 
+// Option configures a server.
+type Option func(*Server)
+
+// Durable runs the server with fsync on, as in production: every commit
+// waits for its WAL to reach the disk.
+func Durable() Option { return func(s *Server) { s.sync = true } }
+
 // Start starts a server for t and stops it when the test ends. It fails
 // the test if the server does not start.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	s, err := StartServer()
+	s, err := StartServer(opts...)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -87,7 +96,7 @@ func Start(t testing.TB) *Server {
 // StartServer makes a cluster in a new temporary directory, starts a
 // server on it and waits until it accepts connections. The caller stops
 // it with Stop.
-func StartServer() (*Server, error) {
+func StartServer(opts ...Option) (*Server, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -101,6 +110,9 @@ func StartServer() (*Server, error) {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
 	s := &Server{dir: dir, bin: bin, cred: cred}
+	for _, o := range opts {
+		o(s)
+	}
 	if err := s.initdb(); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -189,7 +201,7 @@ func (s *Server) start() error {
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "max_connections=300",
 		"-c", "log_min_messages=warning",
-		"-c", "fsync=off", // see the package doc
+		"-c", "fsync="+map[bool]string{true: "on", false: "off"}[s.sync], // see the package doc
 	)
 	if err != nil {
 		return err
