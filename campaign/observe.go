@@ -39,21 +39,19 @@ func Observe(ctx context.Context, b backends.Backend, name string, opts ...Optio
 }
 
 type observer struct {
-	ctx     context.Context
-	b       backends.Backend
-	name    string
-	cfg     *elector.Config
-	out     *fanout.Stream
-	watch   <-chan struct{}
-	cancel  context.CancelFunc
-	watchAt time.Time // no new watch before this
-	last    backends.Holder
-	seen    bool
+	ctx   context.Context
+	b     backends.Backend
+	name  string
+	cfg   *elector.Config
+	out   *fanout.Stream
+	watch elector.Rewatch
+	last  backends.Holder
+	seen  bool
 }
 
 func (o *observer) run() {
 	defer o.out.Close()
-	defer o.stopWatch()
+	defer o.watch.Stop()
 	for o.ctx.Err() == nil {
 		o.ensureWatch()
 		o.look()
@@ -65,23 +63,15 @@ func (o *observer) run() {
 // between the read and the wait is missed.
 func (o *observer) ensureWatch() {
 	w, ok := o.b.(backends.Watcher)
-	if !ok || o.watch != nil || time.Now().Before(o.watchAt) {
+	if !ok || !o.watch.Due(time.Now()) {
 		return
 	}
-	ctx, cancel := context.WithCancel(o.ctx)
 	// Only the set-up is bounded; the watch lives on with ctx.
 	setup, done := context.WithTimeout(o.ctx, o.cfg.TTL)
 	defer done()
-	stop := context.AfterFunc(setup, cancel)
-	ch, err := w.Watch(ctx, o.name)
-	stop()
-	if err != nil {
-		cancel()
-		o.watchAt = time.Now().Add(o.cfg.RetryPause())
+	if err := o.watch.Open(o.ctx, setup, w.Watch, []string{o.name}, nil, o.cfg.RetryPause()); err != nil {
 		o.cfg.Logger.Warn("watch failed; polling", "name", o.name, "err", err)
-		return
 	}
-	o.watch, o.cancel = ch, cancel
 }
 
 // look reads the holder and publishes it if it changed.
@@ -114,22 +104,14 @@ func (o *observer) pause() {
 			return
 		case <-t.C:
 			return
-		case _, ok := <-o.watch:
+		case _, ok := <-o.watch.C():
 			if ok {
 				return
 			}
 			// Broken watch: poll until it is set up again after a pause.
-			o.stopWatch()
-			o.watchAt = time.Now().Add(o.cfg.RetryPause())
+			o.watch.Broken(o.cfg.RetryPause())
 		case ch <- e:
 			o.out.Sent()
 		}
 	}
-}
-
-func (o *observer) stopWatch() {
-	if o.cancel != nil {
-		o.cancel()
-	}
-	o.watch, o.cancel = nil, nil
 }

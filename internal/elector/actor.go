@@ -34,7 +34,7 @@ type actor struct {
 
 	releases []release // resignations waiting for the op slot
 	doubt    []string  // locks the session may hold or wait for untold (see disown)
-	watch    *watching // the backend's watch of the lock, nil if none
+	watch    Rewatch   // the backend's watch of the lock, while it waits
 	gate     *gate     // the strategy's gate, nil without one
 	audit    audit     // checks for duplicate IDs and disagreeing slot counts
 
@@ -54,11 +54,11 @@ type onSession struct {
 
 // schedule holds when each call is next due, and the flags that move them.
 type schedule struct {
-	try, notBefore, watch, release time.Time     // acquire; none before (after Resign); new watch; release retry
-	woken                          bool          // a watch signal came while an acquire was in flight
-	lost                           bool          // a try found the lock held since the last term: watch it
-	renewWanted                    bool          // elect found the deadline spent: try again after a renewal
-	flushWait                      time.Duration // the events flush's current pause
+	try, notBefore, release time.Time     // acquire; none before (after Resign); release retry
+	woken                   bool          // a watch signal came while an acquire was in flight
+	lost                    bool          // a try found the lock held since the last term: watch it
+	renewWanted             bool          // elect found the deadline spent: try again after a renewal
+	flushWait               time.Duration // the events flush's current pause
 }
 
 // failures counts backend failures in a row, for the backoff, and keeps

@@ -64,7 +64,7 @@ func lockOnce(ctx context.Context, b backends.Backend, names []string, cfg *Conf
 			return w.held(s, names[slot], slot, tok)
 		}
 		held = held || errors.Is(err, backends.ErrHeld)
-		if errors.Is(err, backends.ErrHeld) && w.watchOnce() {
+		if errors.Is(err, backends.ErrHeld) && w.watchIfDue() {
 			continue
 		}
 		if !errors.Is(err, backends.ErrHeld) || !w.wait() {

@@ -63,7 +63,7 @@ func lockOn(ctx context.Context, s *Session, names []string, cfg *Config) (*Held
 				acquired: time.Now(), Deadline: start.Add(cfg.Lease - cfg.MarginFor(cfg.Lease))}, nil
 		}
 		held = held || errors.Is(err, backends.ErrHeld)
-		if errors.Is(err, backends.ErrHeld) && w.watchOnce() {
+		if errors.Is(err, backends.ErrHeld) && w.watchIfDue() {
 			continue
 		}
 		if !errors.Is(err, backends.ErrHeld) || !w.wait() {

@@ -20,38 +20,35 @@ type waiter struct {
 	start    time.Time // the run began
 	until    time.Time // give up after this
 	renewed  time.Time // start of the session's last Open or KeepAlive
-	watch    <-chan struct{}
-	watched  bool // watchOnce ran
-	releases bool // the watch signals releases alone (a releaseWatcher)
-	cancel   context.CancelFunc
+	watch    Rewatch
+	releases bool           // the watch signals releases alone (a releaseWatcher)
 	wg       sync.WaitGroup // the watch's forwarders, for several names
 }
 
 // newWaiter returns the waiter of a run that started at start. It does
 // not watch yet: a free lock needs no watch (on Redis a watch is a
 // connection of its own), so the run watches only once it has found the
-// lock held (see watchOnce).
+// lock held (see watchIfDue).
 func newWaiter(ctx context.Context, b backends.Backend, names []string, cfg *Config, start time.Time) *waiter {
 	return &waiter{ctx: ctx, cfg: cfg, b: b, names: names, start: start, until: start.Add(cfg.Wait), renewed: start}
 }
 
-// watchOnce sets up the backend's watch the first time the lock is found
-// held, if the run may wait, and reports whether the caller should try
-// again at once: a release between the try and the watch would otherwise
-// be missed. Later calls, and runs that may not wait, return false.
-func (w *waiter) watchOnce() bool {
+// watchIfDue sets up the backend's watch when the lock was found held, if
+// the run may wait and no watch is up (one that broke is set up again
+// after a pause, polling meanwhile), and reports whether the caller should
+// try again at once: a release between the try and the watch would
+// otherwise be missed.
+func (w *waiter) watchIfDue() bool {
 	watch, releases := releasesOf(w.b)
-	if w.watched || watch == nil || w.cfg.Wait <= 0 || !time.Now().Before(w.until) {
+	now := time.Now()
+	if watch == nil || w.cfg.Wait <= 0 || !now.Before(w.until) || !w.watch.Due(now) {
 		return false
 	}
-	w.watched = true
-	wctx, cancel := context.WithCancel(w.ctx)
-	ch, err := watchAll(wctx, cancel, watch, w.names, &w.wg)
-	if err != nil {
-		cancel()
-		return false // poll instead
+	setup, done := context.WithDeadline(w.ctx, w.until)
+	defer done()
+	if err := w.watch.Open(w.ctx, setup, watch, w.names, &w.wg, w.cfg.RetryPause()); err != nil {
+		return false // poll meanwhile
 	}
-	w.watch, w.cancel = ch, cancel
 	w.releases = releases
 	return true
 }
@@ -70,7 +67,7 @@ type releaseWatcher interface {
 // where b can tell them apart (another candidate taking the lock is no
 // reason to try again), and then releases is true; else every change; nil
 // if b cannot watch.
-func releasesOf(b backends.Backend) (watch watchFunc, releases bool) {
+func releasesOf(b backends.Backend) (watch WatchFunc, releases bool) {
 	if rw, ok := b.(releaseWatcher); ok {
 		return rw.WatchReleases, true
 	}
@@ -94,9 +91,9 @@ func (w *waiter) wait() bool {
 	select {
 	case <-w.ctx.Done():
 		return false
-	case _, ok := <-w.watch:
+	case _, ok := <-w.watch.C():
 		if !ok {
-			w.watch = nil
+			w.watch.Broken(w.cfg.RetryPause())
 			return true
 		}
 		return w.yield(left)
@@ -164,8 +161,6 @@ func (w *waiter) renew(s backends.Session, force bool) error {
 }
 
 func (w *waiter) stop() {
-	if w.cancel != nil {
-		w.cancel()
-	}
+	w.watch.Stop()
 	w.wg.Wait()
 }

@@ -9,16 +9,13 @@ import (
 	"github.com/hustings/hustings/backends"
 )
 
-// watchFunc is a backend's Watch, or its WatchReleases.
-type watchFunc func(ctx context.Context, name string) (<-chan struct{}, error)
-
 // watchAll watches every name and merges the signals into one channel
 // (buffer 1, coalescing). With one name it is the backend's own channel.
 // With more, one goroutine per name forwards signals, tracked by wg; the
 // first source to close cancels the rest (cancel ends ctx), and the merged
 // channel closes when all have stopped, so the receiver sets the watch up
 // again.
-func watchAll(ctx context.Context, cancel context.CancelFunc, watch watchFunc, names []string, wg *sync.WaitGroup) (<-chan struct{}, error) {
+func watchAll(ctx context.Context, cancel context.CancelFunc, watch WatchFunc, names []string, wg *sync.WaitGroup) (<-chan struct{}, error) {
 	if len(names) == 1 {
 		return watch(ctx, names[0])
 	}
@@ -53,32 +50,28 @@ func watchAll(ctx context.Context, cancel context.CancelFunc, watch watchFunc, n
 	return merged, nil
 }
 
-// watching is the backend's watch of the lock, while the campaign waits.
-type watching struct {
-	cancel context.CancelFunc
-}
-
 // startWatch asks the backend to wake us when the lock changes. The watch
 // lives until stopWatch; only its set-up is bounded by the op's timeout.
 // While it lives, one goroutine hands its signals to the actor: a waiting
 // campaign costs that goroutine, a holding one does not.
 func (a *actor) startWatch() {
 	w := a.e.backend.(backends.Watcher)
-	wctx, wcancel := context.WithCancel(a.ctx)
 	a.call(opWatch, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
-		var ch <-chan struct{}
+		var (
+			ch     <-chan struct{}
+			cancel context.CancelFunc
+		)
 		err := sent
 		if sent == nil {
-			stop := context.AfterFunc(ctx, wcancel)
-			ch, err = watchAll(wctx, wcancel, w.Watch, a.e.slots, &a.wg)
-			stop()
-		}
-		if err != nil {
-			wcancel()
+			ch, cancel, err = OpenWatch(a.ctx, ctx, w.Watch, a.e.slots, &a.wg)
 		}
 		return outcome{
-			apply:   func() { a.watched(ch, wcancel, err) },
-			discard: wcancel,
+			apply: func() { a.watched(ch, cancel, err) },
+			discard: func() {
+				if cancel != nil {
+					cancel()
+				}
+			},
 		}
 	})
 }
@@ -90,7 +83,7 @@ func (a *actor) startWatch() {
 // trying, and a release is what tells it to rank again.
 func (a *actor) needWatch(now time.Time) bool {
 	_, ok := a.e.backend.(backends.Watcher)
-	return ok && (a.at.lost || a.gate != nil) && a.watch == nil && !now.Before(a.at.watch)
+	return ok && (a.at.lost || a.gate != nil) && a.watch.Due(now)
 }
 
 func (a *actor) watched(ch <-chan struct{}, cancel context.CancelFunc, err error) {
@@ -98,30 +91,28 @@ func (a *actor) watched(ch <-chan struct{}, cancel context.CancelFunc, err error
 		if !errors.Is(err, errNotSent) {
 			a.failed("watch", err)
 		}
-		a.at.watch = time.Now().Add(a.backoff())
+		a.watch.Failed(a.backoff())
 		return
 	}
-	w := &watching{cancel: cancel}
-	a.watch = w
+	a.watch.Set(ch, cancel)
 	a.at.try = time.Now() // a release before the watch was set up is not missed
 	a.wg.Go(func() {
 		for range ch {
-			a.do(func() { a.watchFired(w, true) })
+			a.do(func() { a.watchFired(ch, true) })
 		}
-		a.do(func() { a.watchFired(w, false) })
+		a.do(func() { a.watchFired(ch, false) })
 	})
 }
 
 // watchFired wakes the campaign when the lock may have been released; a
 // closed watch is set up again after a pause, polling meanwhile. Signals
 // of a watch already stopped are ignored.
-func (a *actor) watchFired(w *watching, ok bool) {
-	if a.watch != w {
+func (a *actor) watchFired(ch <-chan struct{}, ok bool) {
+	if a.watch.C() != ch {
 		return
 	}
 	if !ok {
-		a.stopWatch()
-		a.at.watch = time.Now().Add(a.cfg.RetryPause())
+		a.watch.Broken(a.cfg.RetryPause())
 		return
 	}
 	if a.term == nil {
@@ -135,9 +126,4 @@ func (a *actor) watchFired(w *watching, ok bool) {
 	}
 }
 
-func (a *actor) stopWatch() {
-	if a.watch != nil {
-		a.watch.cancel()
-		a.watch = nil
-	}
-}
+func (a *actor) stopWatch() { a.watch.Stop() }
