@@ -50,9 +50,9 @@ type Report struct {
 	// Leaked is the total of History.Leaks.
 	Leaked int
 	// Outage is how long the harness or the server stalled in the run,
-	// and Net counts the failovers and settles that took longer than their
-	// bounds in wall-clock time and passed only net of the outages within
-	// them (Config.NetOfOutages).
+	// and Net counts the failovers, settles and revocations after a tamper
+	// that took longer than their bounds in wall-clock time and passed only
+	// net of the outages within them (Config.NetOfOutages).
 	Outage time.Duration
 	Net    int
 }
@@ -74,7 +74,7 @@ func Check(h History, cfg Config) Report {
 	}
 	for _, ts := range sortedGroups(byKey) {
 		checkTokens(ts, &r)
-		checkOverlap(ts, h.Faults, cfg.Tamper, &r)
+		checkOverlap(ts, h.Faults, cfg, out, &r)
 	}
 	checkFence(h, &r)
 	checkFailover(h, cfg, out, &r)
@@ -165,8 +165,9 @@ func checkTokens(ts []Term, r *Report) {
 
 // checkOverlap wants no two terms of one lock to overlap, unless the older
 // one's node was paused or stalled during it, or its lock was tampered with
-// and it revoked within bound of that. ts is sorted by From.
-func checkOverlap(ts []Term, faults []Fault, bound time.Duration, r *Report) {
+// and it revoked within cfg.Tamper of that (net of outages if cfg says
+// so: it learns of the loss from the server). ts is sorted by From.
+func checkOverlap(ts []Term, faults []Fault, cfg Config, out outages, r *Report) {
 	for j, c := range ts {
 		for _, p := range ts[:j] {
 			end := p.To
@@ -177,7 +178,7 @@ func checkOverlap(ts []Term, faults []Fault, bound time.Duration, r *Report) {
 				r.Excused++
 				continue
 			}
-			if at, ok := tampered(faults, p.Node, p.From, end); ok && end.Sub(at) <= bound {
+			if at, ok := tampered(faults, p.Node, p.From, end); ok && r.within(cfg, out, at, end, cfg.Tamper) {
 				r.Tampered++
 				continue
 			}

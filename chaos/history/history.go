@@ -111,7 +111,7 @@ type Config struct {
 	// back may go on believing it leads: one keep-alive interval (a
 	// renewal confirms the session's locks) and the renewal's round trip.
 	Tamper time.Duration
-	// NetOfOutages makes Crash, Graceful and Settle count only time in
+	// NetOfOutages makes Crash, Graceful, Settle and Tamper count only time in
 	// which the harness and the server answered: a failover or a settle
 	// that took longer than its bound passes if it took no longer once the
 	// outages within it (see Harness and Server) are taken away. make

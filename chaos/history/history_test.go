@@ -218,6 +218,13 @@ func TestTamperedLock(t *testing.T) {
 			t.Errorf("%s: violations %v, want one overlap", name, r.Violations)
 		}
 	}
+	// Net of a server stall of 200 ms after the tamper, 800 ms is in time.
+	late := withTamper(11800, "d")
+	late.Faults = append(late.Faults, Fault{Stall, Server, at(11100), at(11300)})
+	tcfg.NetOfOutages = true
+	if r := Check(late, tcfg); len(r.Violations) != 0 || r.Tampered != 1 || r.Net != 1 {
+		t.Errorf("revoked 800 ms after the tamper, 200 ms of it a server stall: violations %v, tampered %d, net %d; want none, 1, 1", r.Violations, r.Tampered, r.Net)
+	}
 }
 
 // TestNetOfOutages holds a slow failover and a slow settle to their
