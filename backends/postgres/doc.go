@@ -109,4 +109,13 @@
 //     backends.LossNotifier).
 //   - Rows of expired sessions are deleted a few at a time by later Opens;
 //     lock rows stay, one per name ever used.
+//   - Liveness needs a server that answers. Every PostgreSQL backend
+//     process calls setsid(); on a Linux host with sched_autogroup_enabled
+//     each is then alone in a scheduling group, and beside CPU-bound work
+//     in another group they were seen waiting 75–105 ms for a CPU at each
+//     wake-up, a SELECT 1 taking up to 2.9 s. Keep-alives then time out
+//     (each may take up to the TTL), leaders step down at their deadlines,
+//     and no one is elected until the server answers again: safe, but
+//     slow. A commit also waits for its WAL flush, holding the NOTIFY lock
+//     that every release's commit needs: a slow disk slows every handover.
 package postgres
