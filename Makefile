@@ -1,18 +1,18 @@
 # make test: what CI runs (.ci/run) and what a newcomer runs first.
 # It installs the servers the backend tests start (redis-server, ZooKeeper,
-# PostgreSQL)
-# when they are missing, then vets and runs every test with the race
-# detector, in the library and in the bench/ module. No backend test is
-# skipped.
+# PostgreSQL) when they are missing, builds kube-apiserver when it is
+# missing (once per machine: minutes the first time), then vets and runs
+# every test with the race detector, in the library and in the bench/
+# module. No backend test is skipped.
 
 GO ?= go
 
-.PHONY: test test-busy deps vet demo chaos bench bench-quick bench-check
+.PHONY: test test-busy deps kube-apiserver vet demo chaos bench bench-quick bench-check tools-check
 
 # The chaos suite runs after the other packages, on its own: its failover
 # bounds are about the library, not about sharing two cores with a
 # ZooKeeper JVM and another package's race-detected tests.
-test: deps vet bench-check
+test: deps kube-apiserver vet bench-check tools-check
 	$(GO) test -race $$($(GO) list ./... | grep -v '/chaos$$')
 	$(GO) test -race ./chaos
 
@@ -53,6 +53,19 @@ bench: deps
 # bench-quick: a smoke run of every workload, under 3 minutes.
 bench-quick: deps
 	cd bench && $(GO) run . -quick
+
+# kube-apiserver builds the kube-apiserver that the Kubernetes backend's
+# tests start (backends/kubernetes/kubetest), from its own module
+# (tools/kube-apiserver, so that the library's go.mod never requires
+# Kubernetes), into ${XDG_CACHE_HOME:-$HOME/.cache}/hustings/, keyed by
+# version: once per machine, a few minutes; when it is there, at once.
+kube-apiserver:
+	@GO=$(GO) ./tools/kube-apiserver/build.sh
+
+# tools-check vets and tests the tools/kube-apiserver module: its pins are
+# Kubernetes' own (no upgrade beneath it). A second.
+tools-check:
+	cd tools/kube-apiserver && $(GO) vet ./... && $(GO) test ./...
 
 # deps installs redis-server, ZooKeeper and PostgreSQL from Debian when
 # missing (as root); elsewhere it says what to install. The PostgreSQL
