@@ -8,7 +8,8 @@
 // by the repository's tools/kube-apiserver module, once per machine:
 // `make kube-apiserver` (which `make test` runs first) or
 // tools/kube-apiserver/build.sh; cold, measured on the 2-core machine
-// beside other work, 8 minutes (7.3 CPU-minutes) and 2.4 GB of RAM. Binary says where it is looked for. When it is missing, Start fails
+// beside other work, 8 minutes (7.3 CPU-minutes) and 2.4 GB of RAM.
+// Binary says where it is looked for. When it is missing, Start fails
 // the test, saying how to build it: the tests are never skipped.
 //
 // The server serves HTTPS on 127.0.0.1 with a certificate of its own CA
