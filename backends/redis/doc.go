@@ -55,9 +55,10 @@
 //
 // # Fencing
 //
-// The acquire script increments the counter prefix:{name}:fence and makes
-// the token max(counter + 1, the server's TIME in microseconds), storing it
-// back (scripts may call TIME: Redis 5 and later replicate their effects).
+// The acquire script makes the token max(the counter prefix:{name}:fence
+// + 1, the server's TIME in microseconds) and stores it back in the
+// counter, reading the old value with the same SET ... GET (Redis 6.2 or
+// later; scripts may call TIME: Redis 5 and later replicate their effects).
 // Tokens therefore strictly increase per name for as long as Redis keeps
 // its data. They also keep increasing across a loss of that data (a
 // restart without persistence, a failover to a replica that missed the

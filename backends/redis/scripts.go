@@ -19,11 +19,15 @@ import (
 // acquireScript takes the lock if it is free, or if its value is exactly
 // ARGV[4] (a holder whose session the caller found gone; session keys are
 // never recreated, so that is a stable fact), or, on a single server, if
-// its holder's session key ARGV[5] .. <session ID> is gone. The token is
-// the next value of the fencing counter, but never less than the server's
-// clock in microseconds, so tokens keep increasing if the server loses its
-// data. Finding the lock held, it marks it wanted (a key that lives
-// wantedMs), so that its release wakes the waiters (see releaseScript).
+// its holder's session key ARGV[5] .. <session ID> is gone. On a single
+// server it reads the caller's session key and the lock with one MGET.
+// The token is the server's clock in microseconds, or the fencing
+// counter's last value + 1 if that is higher (a name taken more than once
+// in a microsecond, or a clock that went back), and is stored back in the
+// counter with one SET ... GET: tokens keep increasing if the server loses
+// its data, and strictly increase while it keeps it. Finding the lock
+// held, it marks it wanted (a key that lives wantedMs), so that its
+// release wakes the waiters (see releaseScript).
 //
 // KEYS: lock, fence, wanted, and on a single server the caller's session
 // key. ARGV: session ID, lease ms (0: none), channel, expected value (""
@@ -31,10 +35,16 @@ import (
 // Returns {"taken"|"mine", token}, {"held", value}, or {"lost", ""} if the
 // caller's session key is gone (then it changed nothing).
 var acquireScript = goredis.NewScript(`
-if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 0 then
-  return {'lost', ''}
+local cur
+if KEYS[4] then
+  local v = redis.call('MGET', KEYS[4], KEYS[1])
+  if not v[1] then
+    return {'lost', ''}
+  end
+  cur = v[2]
+else
+  cur = redis.call('GET', KEYS[1])
 end
-local cur = redis.call('GET', KEYS[1])
 if cur then
   local tok, kind, sid = string.match(cur, '^(%d+) (%a) (.*)$')
   if kind == 's' and sid == ARGV[1] then
@@ -48,13 +58,13 @@ if cur then
   end
 end
 local now = redis.call('TIME')
-local floor = tonumber(now[1]) * 1000000 + tonumber(now[2])
-local n = redis.call('INCR', KEYS[2])
-if n < floor then
-  n = floor
-  redis.call('SET', KEYS[2], string.format('%d', n))
-end
+local n = tonumber(now[1]) * 1000000 + tonumber(now[2])
 local tok = string.format('%d', n)
+local last = tonumber(redis.call('SET', KEYS[2], tok, 'GET'))
+if last and last >= n then
+  tok = string.format('%d', last + 1)
+  redis.call('SET', KEYS[2], tok)
+end
 local val = tok .. ' s ' .. ARGV[1]
 if ARGV[2] ~= '0' then
   redis.call('SET', KEYS[1], val, 'PX', ARGV[2])
@@ -83,8 +93,13 @@ const wantedMs = 10 * 60 * 1000
 // if it released the lock, 0 if the session did not hold it, -1 if the
 // session key is gone (its lock, if the session held it, is freed).
 var releaseScript = goredis.NewScript(`
-local alive = not KEYS[3] or redis.call('EXISTS', KEYS[3]) == 1
-local cur = redis.call('GET', KEYS[1])
+local cur, alive = nil, true
+if KEYS[3] then
+  local v = redis.call('MGET', KEYS[3], KEYS[1])
+  alive, cur = v[1] ~= false, v[2]
+else
+  cur = redis.call('GET', KEYS[1])
+end
 local tok, kind, sid
 if cur then
   tok, kind, sid = string.match(cur, '^(%d+) (%a) (.*)$')
