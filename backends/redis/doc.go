@@ -57,8 +57,8 @@
 //
 // The acquire script makes the token max(the counter prefix:{name}:fence
 // + 1, the server's TIME in microseconds) and stores it back in the
-// counter, reading the old value with the same SET ... GET (Redis 6.2 or
-// later; scripts may call TIME: Redis 5 and later replicate their effects).
+// counter (scripts may call TIME: Redis 5 and later replicate their
+// effects).
 // Tokens therefore strictly increase per name for as long as Redis keeps
 // its data. They also keep increasing across a loss of that data (a
 // restart without persistence, a failover to a replica that missed the

@@ -19,13 +19,14 @@ import (
 // acquireScript takes the lock if it is free, or if its value is exactly
 // ARGV[4] (a holder whose session the caller found gone; session keys are
 // never recreated, so that is a stable fact), or, on a single server, if
-// its holder's session key ARGV[5] .. <session ID> is gone. On a single
-// server it reads the caller's session key and the lock with one MGET.
-// The token is the server's clock in microseconds, or the fencing
-// counter's last value + 1 if that is higher (a name taken more than once
-// in a microsecond, or a clock that went back), and is stored back in the
-// counter with one SET ... GET: tokens keep increasing if the server loses
-// its data, and strictly increase while it keeps it. Finding the lock
+// its holder's session key ARGV[5] .. <session ID> is gone. One MGET reads
+// the lock, its fencing counter and, on a single server, the caller's
+// session key. The token is the server's clock in microseconds, or the
+// counter + 1 if that is higher (a name taken more than once in a
+// microsecond, or a clock that went back); one MSET writes it to the
+// counter and the lock. So tokens strictly increase while the server
+// keeps its data and, clock permitting (see the package doc), if it loses
+// it. Finding the lock
 // held, it marks it wanted (a key that lives wantedMs), so that its
 // release wakes the waiters (see releaseScript).
 //
@@ -35,16 +36,18 @@ import (
 // Returns {"taken"|"mine", token}, {"held", value}, or {"lost", ""} if the
 // caller's session key is gone (then it changed nothing).
 var acquireScript = goredis.NewScript(`
-local cur
+local cur, last
 if KEYS[4] then
-  local v = redis.call('MGET', KEYS[4], KEYS[1])
+  local v = redis.call('MGET', KEYS[4], KEYS[1], KEYS[2])
   if not v[1] then
     return {'lost', ''}
   end
-  cur = v[2]
+  cur, last = v[2], v[3]
 else
-  cur = redis.call('GET', KEYS[1])
+  local v = redis.call('MGET', KEYS[1], KEYS[2])
+  cur, last = v[1], v[2]
 end
+last = tonumber(last)
 if cur then
   local tok, kind, sid = string.match(cur, '^(%d+) (%a) (.*)$')
   if kind == 's' and sid == ARGV[1] then
@@ -59,17 +62,16 @@ if cur then
 end
 local now = redis.call('TIME')
 local n = tonumber(now[1]) * 1000000 + tonumber(now[2])
-local tok = string.format('%d', n)
-local last = tonumber(redis.call('SET', KEYS[2], tok, 'GET'))
 if last and last >= n then
-  tok = string.format('%d', last + 1)
-  redis.call('SET', KEYS[2], tok)
+  n = last + 1
 end
+local tok = string.format('%d', n)
 local val = tok .. ' s ' .. ARGV[1]
 if ARGV[2] ~= '0' then
   redis.call('SET', KEYS[1], val, 'PX', ARGV[2])
+  redis.call('SET', KEYS[2], tok)
 else
-  redis.call('SET', KEYS[1], val)
+  redis.call('MSET', KEYS[1], val, KEYS[2], tok)
 end
 redis.call('PUBLISH', ARGV[3], 'acquired')
 return {'taken', tok}
