@@ -182,7 +182,8 @@ func (s *session) runChecked(ctx context.Context, c scriptCall) (any, bool, erro
 		return nil, false, err
 	}
 	if open {
-		reply, _, err := s.runWithSession(ctx, c)
+		// The script reads the key the pipeline's SET NX set before it.
+		reply, err := s.openAndRun(ctx, c)
 		return reply, true, err
 	}
 	reply, err := c.script.Run(ctx, s.b.client, c.keys, c.args...).Result()
@@ -204,25 +205,44 @@ func (s *session) runWithSession(ctx context.Context, c scriptCall) (any, bool, 
 	if err != nil {
 		return nil, false, err
 	}
-	reply, exists, err := s.pipeline(ctx, c, open, false)
-	if goredis.HasErrorPrefix(reply.Err(), "NOSCRIPT") {
-		// Not cached, so nothing ran: send the source.
-		reply, exists, err = s.pipeline(ctx, c, open, true)
-	}
+	reply, exists, err := s.pipelineRetried(ctx, c, open, true)
 	if err != nil {
 		return nil, false, err
-	}
-	if open {
-		s.set()
 	}
 	return reply.Val(), exists.Val() == 1, nil
 }
 
+// openAndRun sends the session key's SET NX and the script in one
+// pipeline, for a script that reads the session key itself.
+func (s *session) openAndRun(ctx context.Context, c scriptCall) (any, error) {
+	reply, _, err := s.pipelineRetried(ctx, c, true, false)
+	if err != nil {
+		return nil, err
+	}
+	return reply.Val(), nil
+}
+
+// pipelineRetried is pipeline by hash, and again with the source if the
+// server did not have the script cached; it records that the session key
+// was set if open.
+func (s *session) pipelineRetried(ctx context.Context, c scriptCall, open, exists bool) (*goredis.Cmd, *goredis.IntCmd, error) {
+	reply, ex, err := s.pipeline(ctx, c, open, exists, false)
+	if goredis.HasErrorPrefix(reply.Err(), "NOSCRIPT") {
+		// Not cached, so nothing ran: send the source.
+		reply, ex, err = s.pipeline(ctx, c, open, exists, true)
+	}
+	if err == nil && open {
+		s.set()
+	}
+	return reply, ex, err
+}
+
 // pipeline sends the session key's SET NX if open, the script (by hash,
-// or its source if eval) and the EXISTS in one pipeline.
-func (s *session) pipeline(ctx context.Context, c scriptCall, open, eval bool) (*goredis.Cmd, *goredis.IntCmd, error) {
+// or its source if eval) and, if exists, an EXISTS of the session key, in
+// one pipeline.
+func (s *session) pipeline(ctx context.Context, c scriptCall, open, exists, eval bool) (*goredis.Cmd, *goredis.IntCmd, error) {
 	var reply *goredis.Cmd
-	var exists *goredis.IntCmd
+	var ex *goredis.IntCmd
 	_, err := s.b.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		if open {
 			p.SetNX(ctx, s.key, s.id, s.ttl)
@@ -232,8 +252,10 @@ func (s *session) pipeline(ctx context.Context, c scriptCall, open, eval bool) (
 		} else {
 			reply = c.script.EvalSha(ctx, p, c.keys, c.args...)
 		}
-		exists = p.Exists(ctx, s.key)
+		if exists {
+			ex = p.Exists(ctx, s.key)
+		}
 		return nil
 	})
-	return reply, exists, err
+	return reply, ex, err
 }
