@@ -21,7 +21,7 @@ import (
 )
 
 // BenchmarkAcquireRelease: Acquire and Release of a free lock on an open
-// session (two round trips, each a script and an EXISTS in one pipeline).
+// session (two round trips, each one script that reads the session key).
 func BenchmarkAcquireRelease(b *testing.B) {
 	srv := redistest.Start(b)
 	be := newBackend(b, srv.Addr())
