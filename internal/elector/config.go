@@ -244,7 +244,7 @@ func (c *Config) defaults() {
 		c.Lease = DefaultLease
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = discard
 	}
 	if c.Patience == 0 {
 		c.Patience = 2 * c.Retry
@@ -356,18 +356,30 @@ func (c *Config) Backoff(failures int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// defaultID returns hostname-pid-random, unique per process start.
+// discard is the logger of a campaign given none: one for all, since every
+// one-shot run makes a config.
+var discard = slog.New(slog.DiscardHandler)
+
+// defaultID returns hostname-pid-random, unique per process start: the
+// prefix is made once, and each ID is one allocation (every one-shot run
+// without an ID asks for one).
 func defaultID() string {
-	return fmt.Sprintf("%s-%d-%06x", hostname(), os.Getpid(), rand.Uint32()&0xffffff)
+	const hex = "0123456789abcdef"
+	p := idPrefix()
+	b := make([]byte, len(p)+6)
+	copy(b, p)
+	for i, r := len(b)-1, rand.Uint32(); i >= len(p); i, r = i-1, r>>4 {
+		b[i] = hex[r&0xf]
+	}
+	return string(b)
 }
 
-// hostname is read once: every one-shot run without an ID asks for it,
-// and on Linux it is three system calls (open, read and close of
-// /proc/sys/kernel/hostname).
-var hostname = sync.OnceValue(func() string {
+// idPrefix is "hostname-pid-", read once: on Linux the hostname is three
+// system calls (open, read and close of /proc/sys/kernel/hostname).
+var idPrefix = sync.OnceValue(func() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
-		return "host"
+		host = "host"
 	}
-	return host
+	return fmt.Sprintf("%s-%d-", host, os.Getpid())
 })
