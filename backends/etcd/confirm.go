@@ -85,8 +85,9 @@ func chunks(locks []held) [][]held {
 // (Acquire created it, and nothing but Release writes it after): a
 // deleted, recreated, overwritten or rebound key fails the compare.
 // When every compare holds the answer is empty; otherwise it reads each
-// key with its guard keys, to tell which failed.
-func (s *session) confirm(ctx context.Context, locks []held) ([]held, error) {
+// key with its guard keys, to tell which failed. It also returns the
+// revision it read at.
+func (s *session) confirm(ctx context.Context, locks []held) ([]held, int64, error) {
 	cmps := make([]clientv3.Cmp, 0, len(locks))
 	reads := make([]clientv3.Op, 0, len(locks))
 	for _, l := range locks {
@@ -98,10 +99,10 @@ func (s *session) confirm(ctx context.Context, locks []held) ([]held, error) {
 	}
 	resp, err := s.b.client.Txn(ctx).If(cmps...).Else(reads...).Commit()
 	if err != nil {
-		return nil, translate(ctx, "keep-alive: confirm locks", err)
+		return nil, 0, translate(ctx, "keep-alive: confirm locks", err)
 	}
 	if resp.Succeeded {
-		return nil, nil
+		return nil, resp.Header.Revision, nil
 	}
 	var gone []held
 	for i, l := range locks {
@@ -109,5 +110,5 @@ func (s *session) confirm(ctx context.Context, locks []held) ([]held, error) {
 			gone = append(gone, l)
 		}
 	}
-	return gone, nil
+	return gone, resp.Header.Revision, nil
 }

@@ -50,26 +50,44 @@
 // Renewing the lease proves nothing about the locks: a lock key deleted
 // while the lease lives (by an operator, or a buggy tool) is gone, and
 // another candidate may take it. So KeepAlive also confirms every lock
-// the session was granted and has not released, alongside the keep-alive
-// request and in the same round trip of latency: read-only transactions
-// that compare each lock key's mod revision with its token (Acquire
-// created the key at that revision, and only Release writes it after, so
-// a key deleted, recreated, overwritten or bound to another lease fails),
-// and that a guarded lock's guard key exists. When every compare holds
-// the answer is empty; otherwise the same transaction reads the keys, and
-// the locks found gone are reported by Lost while KeepAlive returns nil.
-// A lock whose guard lease ended is reported too.
+// the session was granted and has not released, in one of two ways.
+//
+// With the session's loss watch following (Losses was called, as every
+// campaign.Session does), the watch, of every lock key from the revision
+// after the session opened, has already moved each lock whose key was
+// deleted, rewritten or rebound, or whose guard key went, to Lost when
+// the server pushed the change. KeepAlive then only has to know that the
+// watch is not behind: beside the lease keep-alive request it reads the
+// session key (a linearizable read, so its revision is no older than the
+// call), asks the watch's stream for a progress notification, and returns
+// once one shows that the watch has seen every change up to that
+// revision. That is three requests, whatever the number of locks, and no
+// per-lock state beyond the grants the session remembers. Only progress
+// notifications count: etcd sends a watch that is catching up its events
+// in batches whose revision runs ahead of them.
+//
+// Otherwise (no loss watch; its watch broken or compacted away, which
+// may have skipped changes; no progress within progressWait, 500 ms) it
+// reads the locks, alongside the keep-alive request and in the same
+// round trip of latency: read-only transactions that compare each lock
+// key's mod revision with its token (Acquire created the key at that
+// revision, and only Release writes it after, so a key deleted,
+// recreated, overwritten or bound to another lease fails), and that a
+// guarded lock's guard key exists. When every compare holds the answer
+// is empty; otherwise the same transaction reads the keys. Either way the
+// locks found gone are reported by Lost while KeepAlive returns nil. A
+// lock whose guard lease ended is reported too. A read at a revision past
+// what a compacted watch skipped lets the watch confirm again.
 //
 // etcd takes at most --max-txn-ops (default 128) compares per
-// transaction, so a session holding n locks sends ⌈n/128⌉ transactions
-// per KeepAlive (a lock acquired with a lease counts twice), all in
+// transaction, so reading the locks of a session holding n costs
+// ⌈n/128⌉ transactions (a lock acquired with a lease counts twice), all in
 // flight at once with the keep-alive request on the client's one
-// connection: 10,000 locks cost 79 transactions and one keep-alive
-// request per tick, each transaction about 11 KB for names of a dozen
-// bytes, and one round trip once gRPC has sized its flow-control window
-// for the link (until then, a round trip more per window's worth). A
-// server configured with a lower --max-txn-ops refuses them, and
-// KeepAlive of a session holding that many locks fails.
+// connection: 10,000 locks cost 79 transactions, each about 11 KB for
+// names of a dozen bytes, and one round trip once gRPC has sized its
+// flow-control window for the link (until then, a round trip more per
+// window's worth). A server configured with a lower --max-txn-ops refuses
+// them, and such a KeepAlive of a session holding that many locks fails.
 //
 // # Candidate registry
 //
@@ -110,8 +128,10 @@
 //
 // # What blocks
 //
-// Every call is one or two round trips (KeepAlive: one, of ⌈n/128⌉+1
-// requests in parallel) and blocks until the server answers or ctx ends; a call with a done ctx sends nothing and returns an
+// Every call is one or two round trips (KeepAlive with the loss watch:
+// one for the keep-alive and the read in parallel, then the wait for the
+// watch's progress; without it: one, of ⌈n/128⌉+1 requests in parallel)
+// and blocks until the server answers or ctx ends; a call with a done ctx sends nothing and returns an
 // error matching backends.ErrUnavailable and ctx.Err(). Local checks come
 // first: a closed session returns backends.ErrSessionClosed, bad input
 // backends.ErrInvalid. A Close that does not reach the server leaves the
@@ -120,8 +140,10 @@
 // # Channels and concurrency
 //
 // Backend and every session are safe for concurrent use. No constructor
-// starts a goroutine. KeepAlive starts one per confirming transaction and
-// waits for them all before it returns. Watch starts one that outlives
+// starts a goroutine. KeepAlive starts one per confirming transaction, or
+// one for the read of the revision, and waits for them all before it
+// returns. The first Losses starts the loss watch's goroutine, which
+// Close stops and waits for. Watch starts one that outlives
 // it: it pumps the etcd watch into the returned channel and closes it
 // when ctx ends (or the client is closed, or the watch breaks); cancel
 // ctx to stop it.

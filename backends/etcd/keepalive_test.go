@@ -120,6 +120,34 @@ func TestKeepAliveRequests(t *testing.T) {
 	}
 }
 
+// TestWatchedKeepAliveReadsNoLock: with the session's loss watch
+// following, a KeepAlive of 1,000 locks sends the same few requests as
+// one of no lock: one lease keep-alive, one read of the revision and a
+// progress request or two on the watch's stream; no transaction.
+func TestWatchedKeepAliveReadsNoLock(t *testing.T) {
+	const renewals = 3
+	srv := etcdtest.Start(t)
+	counts := &requests{n: make(map[string]int)}
+	b := newBackend(t, srv.Client(t, counts.dialOptions()...))
+	s := open(t, b, "watched", time.Minute)
+	s.(backends.LossNotifier).Losses()
+	acquireMany(t, s, 1000, 0)
+	keepAlive(t, s) // the watch catches up with the acquires
+	before := counts.snapshot()
+	for range renewals {
+		keepAlive(t, s)
+	}
+	got := counts.since(before)
+	if got["/etcdserverpb.KV/Txn"] != 0 || got["/etcdserverpb.Lease/LeaseKeepAlive"] != renewals ||
+		got["/etcdserverpb.KV/Range"] != renewals || got["/etcdserverpb.Watch/Watch"] > 2*renewals {
+		t.Errorf("%d KeepAlives of a watched session with 1,000 locks sent %v, want %d keep-alives, %d ranges, "+
+			"at most %d watch messages and no Txn", renewals, got, renewals, renewals, 2*renewals)
+	}
+	if lost := s.Lost(); lost != nil {
+		t.Fatalf("Lost() = %v with every lock in place", lost)
+	}
+}
+
 // TestKeepAliveOneRoundTrip: on a link with 50 ms of latency each way, a
 // KeepAlive of a session holding 1,000 locks sends its nine requests at
 // once: it takes about one round trip, and well under the nine it would

@@ -23,8 +23,17 @@ import (
 // session while the session lives (its key deleted, then maybe taken by a
 // rival; its key rebound to no lease; its guard lease revoked), the
 // session's next KeepAlive succeeds and reports that lock in Lost, and not
-// the session's other lock, taken the same way.
+// the session's other lock, taken the same way: whether KeepAlive reads
+// the locks or confirms them with the session's loss watch.
 func TestLockTakenBehindItsBackIsLost(t *testing.T) {
+	for _, watched := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Read", true: "Watched"}[watched], func(t *testing.T) {
+			testLockTakenBehindItsBack(t, watched)
+		})
+	}
+}
+
+func testLockTakenBehindItsBack(t *testing.T, watched bool) {
 	cli := etcdtest.Start(t).Client(t)
 	b := newBackend(t, cli)
 	rival := open(t, b, "rival", time.Minute)
@@ -44,6 +53,9 @@ func TestLockTakenBehindItsBackIsLost(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := open(t, b, "a", time.Minute)
+			if watched {
+				a.(backends.LossNotifier).Losses()
+			}
 			tok, err := a.Acquire(t.Context(), tc.name, tc.lease)
 			if err != nil {
 				t.Fatalf("Acquire: %v", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -61,19 +62,25 @@ type session struct {
 	watcher sync.WaitGroup              // the loss watch's goroutine
 
 	ledger ledger.Ledger // what Acquire granted, and what KeepAlive found gone
+	mark   mark          // how far the loss watch has seen
 }
 
 // ID returns the candidate ID the session was opened for.
 func (s *session) ID() string { return s.id }
 
 // KeepAlive renews the session's lease, and so every lock of the
-// session, and confirms the locks the session holds, in one round trip of
-// latency: one lease keep-alive request and, alongside it, one read-only
-// transaction per maxTxnOps locks (half as many locks acquired with a
-// lease), all in flight at once. Locks found gone go to Lost. The lease
-// comes first: if it is gone the result matches backends.ErrSessionLost
-// and nothing goes to Lost; if the confirmation fails the result matches
-// backends.ErrUnavailable, although the lease may have been renewed.
+// session, and confirms the locks the session holds. With the loss watch
+// following (see Losses) it confirms them in constant work whatever their
+// number: beside the lease keep-alive request, a linearizable read of the
+// session key gives a revision no older than the call, and KeepAlive
+// waits until a progress notification shows the watch has seen every
+// change up to it (the watch has put whatever it saw in Lost). Without
+// the watch, or if it does not catch up within progressWait, it reads the
+// locks: one read-only transaction per maxTxnOps locks (half as many
+// locks acquired with a lease). The lease comes first: if it is gone the
+// result matches backends.ErrSessionLost; if the confirmation fails the
+// result matches backends.ErrUnavailable, although the lease may have
+// been renewed.
 func (s *session) KeepAlive(ctx context.Context) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -81,29 +88,79 @@ func (s *session) KeepAlive(ctx context.Context) error {
 	if err := ctxErr(ctx, "keep-alive"); err != nil {
 		return err
 	}
-	parts := chunks(s.held())
-	gone := make([][]held, len(parts))
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for i, part := range parts {
-		wg.Go(func() { gone[i], errs[i] = s.confirm(ctx, part) })
+	if !s.mark.usable() {
+		return s.keepAliveRead(ctx)
 	}
+	var rev int64
+	var rerr error
+	var wg sync.WaitGroup
+	wg.Go(func() { rev, rerr = s.linearRevision(ctx) })
 	_, err := s.b.client.KeepAliveOnce(ctx, s.lease)
 	wg.Wait()
 	if err != nil {
 		return translate(ctx, "keep-alive", err)
 	}
+	if rerr == nil && s.reach(ctx, rev) {
+		return nil
+	}
+	if err := ctxErr(ctx, "keep-alive: confirm locks"); err != nil {
+		return err
+	}
+	apply, err := s.confirmAll(ctx) // the watch is behind: read
+	if err != nil {
+		return err
+	}
+	apply()
+	return nil
+}
+
+// keepAliveRead renews the lease and, alongside it, confirms the locks by
+// reading them; what it finds gone goes to Lost only if the lease lives.
+func (s *session) keepAliveRead(ctx context.Context) error {
+	var apply func()
+	var cerr error
+	var wg sync.WaitGroup
+	wg.Go(func() { apply, cerr = s.confirmAll(ctx) })
+	_, err := s.b.client.KeepAliveOnce(ctx, s.lease)
+	wg.Wait()
+	if err != nil {
+		return translate(ctx, "keep-alive", err)
+	}
+	if cerr != nil {
+		return cerr
+	}
+	apply()
+	return nil
+}
+
+// confirmAll reads every lock the session holds, one transaction per
+// maxTxnOps compares, all in flight at once, and returns what moves the
+// locks found gone to Lost.
+func (s *session) confirmAll(ctx context.Context) (apply func(), err error) {
+	parts := chunks(s.held())
+	gone := make([][]held, len(parts))
+	revs := make([]int64, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, part := range parts {
+		wg.Go(func() { gone[i], revs[i], errs[i] = s.confirm(ctx, part) })
+	}
+	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return err // one is enough: the locks are not confirmed
+			return nil, err // one is enough: the locks are not confirmed
 		}
 	}
-	for _, part := range gone {
-		for _, l := range part {
-			s.ledger.Gone(l.name, l.token)
+	return func() {
+		for _, part := range gone {
+			for _, l := range part {
+				s.ledger.Gone(l.name, l.token)
+			}
 		}
-	}
-	return nil
+		if len(revs) > 0 {
+			s.mark.read(slices.Min(revs))
+		}
+	}, nil
 }
 
 // Close revokes the session's lease, which deletes every lock key bound to
