@@ -64,7 +64,11 @@
 // revision. That is three requests, whatever the number of locks, and no
 // per-lock state beyond the grants the session remembers. Only progress
 // notifications count: etcd sends a watch that is catching up its events
-// in batches whose revision runs ahead of them.
+// in batches whose revision runs ahead of them. A server sends a
+// requested notification after the events it covers since the fix of
+// etcd issue #15220 (backported to 3.4 and 3.5); an older one may send
+// it first, and a loss then reaches Lost by the watch's push a moment
+// after the KeepAlive that should have found it.
 //
 // Otherwise (no loss watch; its watch broken or compacted away, which
 // may have skipped changes; no progress within progressWait, 500 ms) it
