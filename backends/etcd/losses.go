@@ -121,13 +121,14 @@ func (s *session) changed(name string, rev events.Token) {
 // progress.
 const progressEvery = 5 * time.Second
 
-// askProgressEvery asks the server, every progressEvery until ctx ends, to tell
-// the loss watch the store's revision. A watch that only sees deletes
-// otherwise keeps the revision of the last delete it saw, and after the
-// connection breaks (a server restart) the client resumes it from there:
-// the server then replays every revision since, which after hours of puts
-// stalled a loaded server for seconds (seen in the chaos suite beside two
-// CPU burners).
+// askProgressEvery asks the server, every progressEvery until ctx ends, to
+// tell the loss watch the store's revision (KeepAlive asks at each of its
+// calls too, while the watch confirms the locks). A watch of the lock keys
+// alone otherwise keeps the revision of the last lock write it saw, and
+// after the connection breaks (a server restart) the client resumes it
+// from there: the server then replays every revision since, which after
+// hours of other writes stalled a loaded server for seconds (seen in the
+// chaos suite beside two CPU burners).
 func (s *session) askProgressEvery(ctx context.Context) {
 	t := time.NewTicker(progressEvery)
 	defer t.Stop()
