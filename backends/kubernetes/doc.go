@@ -1,0 +1,165 @@
+// Package kubernetes keeps Hustings locks in coordination.k8s.io/v1
+// Leases of one namespace, through the caller's client-go clientset
+// (k8s.io/client-go/kubernetes.Interface): New never dials, and nothing
+// here closes or reconfigures the client.
+//
+// # Objects
+//
+// Every Lease of a Backend is named prefix-kind-... (WithPrefix, default
+// "hustings") and labelled app.kubernetes.io/managed-by=hustings,
+// hustings.io/prefix=prefix and hustings.io/kind=session, lock or member.
+// kubectl get leases lists them with their holders.
+//
+//   - A session Lease per Open, named prefix-session-<24 random hex
+//     digits>: holderIdentity the candidate ID, leaseDurationSeconds the
+//     TTL rounded up to whole seconds, the TTL itself in milliseconds in
+//     the annotation hustings.io/ttl-ms, acquireTime at Open and
+//     renewTime at each KeepAlive, leaseTransitions 0.
+//   - A lock Lease per lock name (Backend.LockLease gives its name: a
+//     readable part of the name and 20 hex digits of its SHA-256; the
+//     name itself is in the annotation hustings.io/name). It is created
+//     free on first use and never deleted by the backend. Held, it has
+//     holderIdentity the candidate ID, the label hustings.io/session
+//     naming the session Lease, the annotation hustings.io/token, and
+//     acquireTime, renewTime and leaseDurationSeconds as client-go
+//     writes them when it takes a Lease; leaseTransitions counts changes
+//     of holderIdentity, as client-go counts them. Released, it is what
+//     client-go's ReleaseOnCancel leaves: holderIdentity "",
+//     leaseDurationSeconds 1. Released with a hold, it keeps its holder
+//     and token, loses its session label, and records the hold
+//     (hustings.io/hold-ms, and leaseDurationSeconds).
+//
+// # Sessions and expiry
+//
+// KeepAlive makes one write whatever the number of locks held: an update
+// of the session Lease's renewTime, conditioned on its resourceVersion.
+// The lock Leases are not renewed: a lock lives while the session its
+// label names does. The same KeepAlive lists the lock Leases labelled
+// with the session (one read) and reports by Lost every lock granted
+// that no longer names the session under its token.
+//
+// The apiserver expires nothing. Expiry is judged as client-go's
+// leaderelection judges it: by the observer's own clock, from when it
+// first saw the record's current state, never from renewTime or any
+// other timestamp another node wrote. A Backend remembers, per session
+// Lease, the resourceVersion it last saw and when it first saw it (from
+// its reads, its own writes, and its watch); a session is expired once
+// that resourceVersion has stayed the same for the TTL. A session this
+// process sees for the first time counts as just renewed, so a new
+// observer may wait up to a TTL more. The session itself judges from the
+// start of its last successful Open or KeepAlive, which precedes its
+// write, which precedes any observer's first sight of it: its own
+// deadline (and package campaign's, shorter still) ends before any
+// observer may judge it expired, as long as the clocks run at about the
+// same rate. A lock's own lease and a hold are judged the same way, from
+// when the observer first saw the term. A session Lease judged expired
+// is deleted, conditioned on the resourceVersion judged, so its owner
+// finds it lost; a lock whose session Lease is gone is free.
+//
+// # Locks and fencing tokens
+//
+// Acquire reads the lock Lease (creating it free on its first use: one
+// more write, once per name), judges its holder (one GET of the holder's
+// session Lease if another session holds it) and, if the term is over,
+// takes it with one update conditioned on the resourceVersion it read: of
+// several candidates racing, one wins and the others get 409 Conflict,
+// read again and find it held (ErrHeld). A lock another session visibly
+// holds is reported held without a write.
+//
+// The token is that resourceVersion, the one the acquiring update was
+// conditioned on, recorded in the annotation hustings.io/token by the
+// same update. Since Kubernetes 1.35 resourceVersions are decimal
+// integers comparable within a resource
+// (k8s.io/apimachinery/pkg/util/resourceversion); on etcd they are its
+// revisions, which never repeat or go back. The previous term's token was
+// the version its own acquiring update replaced, older than the version
+// that update made, which is at most the one the next acquirer reads: so
+// tokens strictly increase per lock across holders, and across the
+// deletion and recreation of its Lease (a new object gets a newer
+// version), which leaseTransitions does not survive. Release and Fence
+// are updates conditioned on the resourceVersion read too.
+//
+// # Fencing
+//
+// Backend.Fence writes annotations into the lock Lease in one update
+// conditioned on the version at which it found the token there: the one
+// atomic check-and-write the apiserver offers, as it has no transaction
+// across objects. See Fence for protecting other objects with the token.
+//
+// # Wake-ups
+//
+// Backend implements backends.Watcher: every Watch of a Backend shares
+// one LIST and WATCH of the namespace's Leases with its prefix label; see
+// Backend.Watch.
+//
+// # Permissions
+//
+// The client's identity needs, in the namespace, this Role (bound to it
+// with a RoleBinding); no cluster-wide permission, no patch and no
+// deletecollection:
+//
+//	apiVersion: rbac.authorization.k8s.io/v1
+//	kind: Role
+//	metadata:
+//	  name: hustings
+//	  namespace: <namespace>
+//	rules:
+//	- apiGroups: ["coordination.k8s.io"]
+//	  resources: ["leases"]
+//	  verbs: ["get", "list", "watch", "create", "update", "delete"]
+//
+// A request the server forbids returns backends.ErrInvalid (no retry
+// cures it), as does a namespace that does not exist.
+//
+// # What blocks
+//
+// Every call blocks until the server answers or ctx ends: Open one
+// request, KeepAlive two in parallel, Holder one or two, Acquire two to
+// four, Release two, Close one LIST, one write per Lease of the session
+// (eight at a time) and one DELETE. A call with a done ctx sends nothing
+// and returns an error matching backends.ErrUnavailable and ctx.Err().
+// The client's own rate limiter (client-go's default is 5 requests a
+// second, burst 10) and the server's API Priority and Fairness queue
+// every request, KeepAlive included: give the client a QPS that covers
+// the campaigns' acquires, or a KeepAlive may wait behind them.
+//
+// # Channels and concurrency
+//
+// Backend and its sessions are safe for concurrent use. No constructor
+// starts a goroutine. KeepAlive starts one for its LIST and waits for it;
+// Close starts up to eight and waits for them; the first Watch starts
+// the goroutine that serves every Watch until the last one ends.
+//
+// # What it cannot promise
+//
+//   - Latency: every write goes through the apiserver to etcd and waits
+//     for its commit; handover and renewal are as slow as the slowest of
+//     them, and the apiserver's API Priority and Fairness may queue or
+//     reject (429) requests under load. A renewal that cannot get through
+//     within the TTL loses the session, safely.
+//   - Clock rate: expiry is judged on each observer's clock from its own
+//     first sight; if an observer's clock runs faster than the holder's
+//     by more than the campaign's safety margin over a TTL, it may judge
+//     a session expired while the holder still believes it leads. Clock
+//     offsets do not matter; rates do.
+//   - A request that timed out on the client may still be applied: an
+//     Acquire then leaves the lock named for the session (its next
+//     Acquire adopts it, Close frees it), a Release frees it.
+//   - An operator who deletes a session Lease frees all its locks at
+//     once; the holder learns it at its next KeepAlive. Rewriting a lock
+//     Lease by hand (kubectl edit) ends the term it records or corrupts
+//     it; deleting it ends the term (found by KeepAlive).
+//   - client-go's own LeaderElector must not contend for the same Lease:
+//     it judges a lock Lease by its own record, which KeepAlive does not
+//     renew, and would take it after leaseDurationSeconds. Observers that
+//     only read holderIdentity are fine.
+//   - Tokens are resourceVersions: restoring etcd from a backup, or
+//     migrating the cluster's storage, can make them go back.
+//   - A paused process (GC, SIGSTOP) may still act after its session was
+//     judged expired; its deadline and the token (Fence) bound the harm.
+//   - A lock deleted behind its holder's back is found at the holder's
+//     next KeepAlive, not pushed (the session is not a
+//     backends.LossNotifier).
+//   - Lock Leases stay, one per name ever used; session Leases of
+//     crashed processes stay until some observer judges them expired.
+package kubernetes

@@ -1,0 +1,192 @@
+package kubernetes_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/backendtest"
+	"github.com/hustings/hustings/backends/kubernetes"
+	"github.com/hustings/hustings/backends/kubernetes/kubetest"
+	"github.com/hustings/hustings/events"
+)
+
+// srv is the one kube-apiserver of the package's tests (3.5 s to start,
+// 275 MB): every test shares it, each in namespaces or with Lease-name
+// prefixes of its own.
+var srv *kubetest.Server
+
+func TestMain(m *testing.M) {
+	s, err := kubetest.StartServer()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	srv = s
+	code := m.Run()
+	s.Stop()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// config returns a client configuration for srv, unthrottled (client-go
+// allows 5 requests a second by default), whose transport counts the
+// requests of each method in calls if it is not nil.
+func config(calls *methodCount) *rest.Config {
+	cfg := &rest.Config{
+		Host:            srv.URL(),
+		BearerToken:     srv.Token(),
+		TLSClientConfig: rest.TLSClientConfig{CAFile: srv.CAFile()},
+		QPS:             -1,
+	}
+	if calls != nil {
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return counting{calls, rt} }
+	}
+	return cfg
+}
+
+// client returns a clientset for srv whose idle connections are closed
+// when the test ends.
+func client(t testing.TB, calls *methodCount) clientset.Interface {
+	t.Helper()
+	cfg := config(calls)
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(hc.CloseIdleConnections)
+	cs, err := clientset.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// namespace creates a namespace named for the test and returns its name.
+func namespace(t testing.TB, cs clientset.Interface) string {
+	t.Helper()
+	name := fmt.Sprintf("t%x", time.Now().UnixNano())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := cs.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	return name
+}
+
+// newBackend returns a Backend in ns with a Lease-name prefix of its own.
+func newBackend(t testing.TB, cs clientset.Interface, ns string) *kubernetes.Backend {
+	t.Helper()
+	b, err := kubernetes.New(cs, ns, kubernetes.WithPrefix(fmt.Sprintf("h%x", time.Now().UnixNano())))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return b
+}
+
+// deleteLock deletes the Lease of lock name behind its holder's back, as
+// an operator would with kubectl delete lease.
+func deleteLock(t *testing.T, cs clientset.Interface, ns string, b backends.Backend, name string) {
+	t.Helper()
+	lease := b.(*kubernetes.Backend).LockLease(name)
+	if err := cs.CoordinationV1().Leases(ns).Delete(t.Context(), lease, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete Lease %s: %v", lease, err)
+	}
+}
+
+// fencedWrite writes the token into the lock's Lease under the fence.
+func fencedWrite(ctx context.Context, b backends.Backend, name string, token events.Token) error {
+	return b.(*kubernetes.Backend).Fence(ctx, name, token, map[string]string{"example.com/last-writer": fmt.Sprint(token)})
+}
+
+func TestContract(t *testing.T) {
+	cs := client(t, nil)
+	ns := namespace(t, cs)
+	backendtest.Run(t, backendtest.Harness{
+		New:    func(t *testing.T) backends.Backend { return newBackend(t, cs, ns) },
+		TTL:    2 * time.Second,
+		Delete: func(t *testing.T, b backends.Backend, name string) { deleteLock(t, cs, ns, b, name) },
+		Fence:  fencedWrite,
+	})
+}
+
+func TestNewRejectsBadInput(t *testing.T) {
+	cs := client(t, nil)
+	tests := []struct {
+		name, namespace string
+		client          clientset.Interface
+		opts            []kubernetes.Option
+	}{
+		{"nil client", "default", nil, nil},
+		{"empty namespace", "", cs, nil},
+		{"namespace with capitals", "Default", cs, nil},
+		{"empty prefix", "default", cs, []kubernetes.Option{kubernetes.WithPrefix("")}},
+		{"prefix ending in a dash", "default", cs, []kubernetes.Option{kubernetes.WithPrefix("app-")}},
+		{"long prefix", "default", cs, []kubernetes.Option{kubernetes.WithPrefix("a23456789012345678901")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if b, err := kubernetes.New(tt.client, tt.namespace, tt.opts...); !errors.Is(err, backends.ErrInvalid) || b != nil {
+				t.Fatalf("New = %v, %v; want ErrInvalid", b, err)
+			}
+		})
+	}
+}
+
+// TestMissingNamespace: a namespace that does not exist is bad
+// configuration, not an outage.
+func TestMissingNamespace(t *testing.T) {
+	b, err := kubernetes.New(client(t, nil), "no-such-namespace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Open(t.Context(), "a", time.Second)
+	if !errors.Is(err, backends.ErrInvalid) {
+		t.Fatalf("Open in a missing namespace: %v, want ErrInvalid", err)
+	}
+}
+
+// methodCount counts requests by HTTP method.
+type methodCount struct{ get, watch, post, put, del atomic.Int64 }
+
+// writes returns how many writes were counted.
+func (c *methodCount) writes() int64 { return c.post.Load() + c.put.Load() + c.del.Load() }
+
+type counting struct {
+	c  *methodCount
+	rt http.RoundTripper
+}
+
+func (c counting) RoundTrip(req *http.Request) (*http.Response, error) {
+	switch req.Method {
+	case http.MethodGet:
+		if req.URL.Query().Get("watch") == "true" {
+			c.c.watch.Add(1)
+		} else {
+			c.c.get.Add(1)
+		}
+	case http.MethodPost:
+		c.c.post.Add(1)
+	case http.MethodPut:
+		c.c.put.Add(1)
+	case http.MethodDelete:
+		c.c.del.Add(1)
+	}
+	return c.rt.RoundTrip(req)
+}

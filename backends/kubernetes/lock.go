@@ -1,0 +1,245 @@
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/validate"
+)
+
+// maxTries bounds how often one call reads a lock Lease again after its
+// write was refused on a stale resourceVersion (409 Conflict): another
+// candidate took it, or a fenced write changed it.
+const maxTries = 5
+
+// Acquire takes name if its Lease is free, or its holder's term is over
+// (released, its lease or hold ended, its session gone or judged expired
+// by this process's clock), or held by this session (then it returns the
+// same token). It reads the lock Lease (creating it free on first use,
+// one more write, ever), judges its holder (one more GET of the holder's
+// session Lease when another session holds it), and takes it with one
+// update conditioned on the resourceVersion read, recording that
+// resourceVersion as the token. A lock held by a live session is
+// ErrHeld, found without any write.
+func (s *session) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
+	if err := s.usable(); err != nil {
+		return 0, err
+	}
+	if err := validate.Acquire(name, lease); err != nil {
+		return 0, err
+	}
+	if err := ctxErr(ctx, "acquire"); err != nil {
+		return 0, err
+	}
+	for range maxTries {
+		start := time.Now()
+		if s.expired(start) {
+			return 0, s.markLost()
+		}
+		l, err := s.b.lockLease(ctx, name)
+		if err != nil {
+			return 0, err
+		}
+		t, err := s.b.term(l, name)
+		if err != nil {
+			return 0, err
+		}
+		live, err := s.b.live(ctx, t, start, s)
+		switch {
+		case err != nil:
+			return 0, err
+		case live && t.session == s.lease:
+			s.granted(name, t.token, lease, start)
+			return t.token, nil
+		case live:
+			return 0, fmt.Errorf("%w: %q by %s", backends.ErrHeld, name, t.candidate)
+		}
+		tok, err := tokenOf(l.ResourceVersion)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %w", backends.ErrUnavailable, err)
+		}
+		took, err := s.b.leases.Update(ctx, s.take(l, tok, lease, start), metav1.UpdateOptions{})
+		switch {
+		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+			continue // changed since read: read again
+		case err != nil:
+			return 0, translate(ctx, "acquire", err)
+		}
+		s.b.seen.see(lockKey(name), termOf(took).mark())
+		s.granted(name, tok, lease, start)
+		return tok, nil
+	}
+	return 0, fmt.Errorf("%w: %q changed under %d tries in a row", backends.ErrHeld, name, maxTries)
+}
+
+// granted records a grant in the ledger, and its lease's end.
+func (s *session) granted(name string, tok events.Token, lease time.Duration, start time.Time) {
+	s.ledger.Granted(name, tok)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lease == 0 {
+		delete(s.ends, name)
+		return
+	}
+	if lt, ok := s.ends[name]; ok && lt.token == tok {
+		return // granted again: the first lease stays
+	}
+	if s.ends == nil {
+		s.ends = map[string]leaseTerm{}
+	}
+	s.ends[name] = leaseTerm{token: tok, end: start.Add(lease)}
+}
+
+// lockLease reads the Lease of lock name, creating it free if it does
+// not exist.
+func (b *Backend) lockLease(ctx context.Context, name string) (*coordv1.Lease, error) {
+	l, err := b.leases.Get(ctx, b.LockLease(name), metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		return l, translate(ctx, "acquire", err)
+	}
+	fresh := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{
+		Name: b.LockLease(name), Labels: b.labels(kindLock), Annotations: map[string]string{annName: name},
+	}}
+	l, err = b.leases.Create(ctx, fresh, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		l, err = b.leases.Get(ctx, b.LockLease(name), metav1.GetOptions{})
+	case apierrors.IsNotFound(err):
+		return nil, b.missingNamespace("acquire", err)
+	}
+	return l, translate(ctx, "acquire", err)
+}
+
+// take returns l taken by the session under tok: holderIdentity,
+// acquireTime, renewTime and leaseDurationSeconds as client-go writes
+// them (leaseTransitions counts changes of holderIdentity), the session
+// label and the token annotation.
+func (s *session) take(l *coordv1.Lease, tok events.Token, lease time.Duration, now time.Time) *coordv1.Lease {
+	l = l.DeepCopy()
+	prev := l.Spec.HolderIdentity
+	transitions := int32(0)
+	if l.Spec.LeaseTransitions != nil {
+		transitions = *l.Spec.LeaseTransitions
+	}
+	if prev != nil && *prev != s.id {
+		transitions++
+	}
+	d := s.ttl
+	if lease > 0 {
+		d = min(d, lease)
+	}
+	l.Spec = coordv1.LeaseSpec{
+		HolderIdentity:       &s.id,
+		LeaseDurationSeconds: seconds(d),
+		AcquireTime:          micro(now),
+		RenewTime:            micro(now),
+		LeaseTransitions:     &transitions,
+	}
+	for k, v := range s.b.labels(kindLock) {
+		l.Labels[k] = v
+	}
+	l.Labels[labelSession] = s.lease
+	l.Annotations[annToken] = fmt.Sprint(uint64(tok))
+	delete(l.Annotations, annHoldMS)
+	delete(l.Annotations, annLeaseMS)
+	if lease > 0 {
+		l.Annotations[annLeaseMS] = ms(lease)
+	}
+	return l
+}
+
+// free returns l released as client-go releases a Lease: no holder,
+// leaseDurationSeconds 1, acquireTime and renewTime now, leaseTransitions
+// kept; the session label and the token go.
+func free(l *coordv1.Lease, now time.Time) *coordv1.Lease {
+	l = l.DeepCopy()
+	l.Spec.HolderIdentity = new("")
+	l.Spec.LeaseDurationSeconds = new(int32(1))
+	l.Spec.AcquireTime, l.Spec.RenewTime = micro(now), micro(now)
+	delete(l.Labels, labelSession)
+	for _, k := range []string{annToken, annLeaseMS, annHoldMS} {
+		delete(l.Annotations, k)
+	}
+	return l
+}
+
+// held returns l released with a hold: the holder and token stay, the
+// session goes, and the hold is recorded (and as leaseDurationSeconds).
+func held(l *coordv1.Lease, hold time.Duration, now time.Time) *coordv1.Lease {
+	l = l.DeepCopy()
+	l.Spec.LeaseDurationSeconds = seconds(hold)
+	l.Spec.RenewTime = micro(now)
+	delete(l.Labels, labelSession)
+	delete(l.Annotations, annLeaseMS)
+	l.Annotations[annHoldMS] = ms(hold)
+	return l
+}
+
+// Release frees name, or keeps it held by nobody alive for hold, if its
+// Lease names this session under token: one GET and one update
+// conditioned on it (again after a conflict with a fenced write).
+// Whatever its outcome, the session claims name under token no more.
+func (s *session) Release(ctx context.Context, name string, token events.Token, hold time.Duration) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := validate.Release(name, hold); err != nil {
+		return err
+	}
+	s.ledger.Released(name, token)
+	s.mu.Lock()
+	if lt, ok := s.ends[name]; ok && lt.token == token {
+		delete(s.ends, name)
+	}
+	s.mu.Unlock()
+	if err := ctxErr(ctx, "release"); err != nil {
+		return err
+	}
+	for range maxTries {
+		l, err := s.b.leases.Get(ctx, s.b.LockLease(name), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return s.notHeld(name, token)
+		case err != nil:
+			return translate(ctx, "release", err)
+		}
+		t, err := s.b.term(l, name)
+		if err != nil {
+			return err
+		}
+		if token == 0 || t.token != token || t.session != s.lease || t.hold > 0 {
+			return s.notHeld(name, token)
+		}
+		next := free(l, time.Now())
+		if hold > 0 {
+			next = held(l, hold, time.Now())
+		}
+		_, err = s.b.leases.Update(ctx, next, metav1.UpdateOptions{})
+		switch {
+		case apierrors.IsConflict(err):
+			continue
+		case apierrors.IsNotFound(err):
+			return s.notHeld(name, token)
+		case err != nil:
+			return translate(ctx, "release", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: kubernetes: release: %q changed under %d tries in a row", backends.ErrUnavailable, name, maxTries)
+}
+
+// notHeld is Release's error for a lock the session does not hold under
+// token; it also matches ErrSessionLost if the session is lost.
+func (s *session) notHeld(name string, token events.Token) error {
+	if s.expired(time.Now()) {
+		return fmt.Errorf("%w: %q: %w", backends.ErrNotHeld, name, s.markLost())
+	}
+	return fmt.Errorf("%w: %q under token %d by this session of %s", backends.ErrNotHeld, name, token, s.id)
+}

@@ -1,0 +1,221 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	kwatch "k8s.io/apimachinery/pkg/watch"
+)
+
+// Watch tuning: how many failures to start or resume the watch in a row
+// end every Watch, and the pause between tries.
+const (
+	maxWatchFailures = 3
+	watchPause       = 200 * time.Millisecond
+)
+
+// errGone says the watch's resourceVersion is too old: list again.
+var errGone = errors.New("kubernetes: watch: resourceVersion too old (410 Gone)")
+
+// selector selects every Lease of the Backend.
+func (b *Backend) selector() string {
+	return labels.SelectorFromSet(map[string]string{labelPrefix: b.prefix}).String()
+}
+
+// serve lists the Backend's Leases, then watches them from the list's
+// resourceVersion, resuming from the last one seen after a disconnect
+// and listing again on 410 Gone, until the run is cancelled or the watch
+// fails maxWatchFailures times in a row; then it ends every watch.
+func (h *hub) serve(r *run) {
+	rv, err := h.list(r.ctx)
+	r.err = err
+	close(r.ready)
+	if err != nil {
+		h.broken(r)
+		return
+	}
+	failures := 0
+	for r.ctx.Err() == nil {
+		next, err := h.follow(r, rv)
+		switch {
+		case r.ctx.Err() != nil:
+			return
+		case errors.Is(err, errGone):
+			next, err = h.list(r.ctx)
+			h.signalAll(r)
+		}
+		if next != rv {
+			failures = 0 // the watch made progress
+		}
+		if err != nil {
+			if failures++; failures >= maxWatchFailures {
+				h.broken(r)
+				return
+			}
+			sleep(r.ctx, watchPause)
+			continue
+		}
+		rv = next
+	}
+}
+
+// list reads every Lease of the Backend, feeding what it sees to the
+// observer and the watches, and returns the list's resourceVersion.
+func (h *hub) list(ctx context.Context) (string, error) {
+	list, err := h.b.leases.List(ctx, metav1.ListOptions{LabelSelector: h.b.selector()})
+	if err != nil {
+		return "", err
+	}
+	for i := range list.Items {
+		h.deliver(kwatch.Modified, &list.Items[i])
+	}
+	return list.ResourceVersion, nil
+}
+
+// follow watches from rv until the watch ends, and returns the last
+// resourceVersion seen: errGone when the server no longer has rv,
+// another error when the watch could not start or ended with one, nil
+// when it just ended (a disconnect, the server's timeout).
+func (h *hub) follow(r *run, rv string) (string, error) {
+	w, err := h.b.leases.Watch(r.ctx, metav1.ListOptions{
+		LabelSelector: h.b.selector(), ResourceVersion: rv, AllowWatchBookmarks: true,
+	})
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return rv, errGone
+	}
+	if err != nil {
+		return rv, err
+	}
+	defer w.Stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		reset(timer, h.nextDue(r))
+		select {
+		case <-r.ctx.Done():
+			return rv, r.ctx.Err()
+		case <-r.wake:
+		case now := <-timer.C:
+			h.fire(r, now)
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return rv, nil
+			}
+			if ev.Type == kwatch.Error {
+				if st := apierrors.FromObject(ev.Object); apierrors.IsResourceExpired(st) || apierrors.IsGone(st) {
+					return rv, errGone
+				}
+				return rv, fmt.Errorf("kubernetes: watch: %w", apierrors.FromObject(ev.Object))
+			}
+			l, ok := ev.Object.(*coordv1.Lease)
+			if !ok {
+				continue
+			}
+			rv = l.ResourceVersion
+			if ev.Type != kwatch.Bookmark {
+				h.deliver(ev.Type, l)
+			}
+		}
+	}
+}
+
+// deliver hands one change of a Lease to the observer and the watches.
+func (h *hub) deliver(typ kwatch.EventType, l *coordv1.Lease) {
+	switch l.Labels[labelKind] {
+	case kindLock:
+		h.lockChanged(typ, l)
+	case kindSession:
+		h.sessionChanged(typ, l)
+	}
+}
+
+// lockChanged signals the watches of a lock whose Lease changed, and
+// sets when its hold or lease ends if nothing else changes (from when
+// this term was first seen: a fenced write does not move it).
+func (h *hub) lockChanged(typ kwatch.EventType, l *coordv1.Lease) {
+	t := termOf(l)
+	live := typ != kwatch.Deleted && t.token != 0
+	if live {
+		h.b.seen.see(lockKey(t.name), t.mark())
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.names[t.name]
+	if n == nil {
+		return
+	}
+	n.signal()
+	if !live {
+		*n = watched{subs: n.subs}
+		return
+	}
+	if n.mark != t.mark() {
+		n.mark, n.termEnd, n.sessionEnd = t.mark(), time.Time{}, time.Time{}
+		if d := max(t.hold, t.lease); d > 0 {
+			n.termEnd = time.Now().Add(d)
+		}
+	}
+	n.session = t.session
+	h.poke()
+}
+
+// sessionChanged feeds a session Lease's renewal to the observer, and
+// moves the end of the locks it holds to its TTL from now; a session
+// deleted signals them at once.
+func (h *hub) sessionChanged(typ kwatch.EventType, l *coordv1.Lease) {
+	if typ == kwatch.Deleted {
+		h.b.seen.forget(sessionKey(l.Name))
+	} else {
+		h.b.seen.see(sessionKey(l.Name), l.ResourceVersion)
+	}
+	ttl := msOf(l.Annotations, annTTLMS)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, n := range h.names {
+		switch {
+		case n.session != l.Name:
+		case typ == kwatch.Deleted:
+			*n = watched{subs: n.subs}
+			n.signal()
+		case ttl > 0:
+			n.sessionEnd = time.Now().Add(ttl)
+		}
+	}
+	h.poke()
+}
+
+// poke tells serve that due times changed; h.mu is held.
+func (h *hub) poke() {
+	if h.run == nil {
+		return
+	}
+	select {
+	case h.run.wake <- struct{}{}:
+	default:
+	}
+}
+
+// reset sets timer to fire at due (or not for an hour, if zero).
+func reset(timer *time.Timer, due time.Time) {
+	d := time.Hour
+	if !due.IsZero() {
+		d = max(time.Until(due), 0)
+	}
+	timer.Reset(d)
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
