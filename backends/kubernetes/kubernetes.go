@@ -55,6 +55,8 @@ type Backend struct {
 	prefix    string
 	seen      observer // when this process first saw each record
 	hub       hub      // every Watch, over one watch of the namespace's Leases
+
+	watchTimeout int64 // seconds the server keeps one watch request open; 0: its default (tests)
 }
 
 // New returns a Backend that keeps its Leases in namespace through

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -162,8 +164,13 @@ func TestMissingNamespace(t *testing.T) {
 	}
 }
 
-// methodCount counts requests by HTTP method.
-type methodCount struct{ get, watch, post, put, del atomic.Int64 }
+// methodCount counts requests by kind, and can answer the next watch
+// that resumes from a resourceVersion with 410 Gone, as a server whose
+// history no longer reaches that far does.
+type methodCount struct {
+	get, list, watch, post, put, del atomic.Int64
+	expire                           atomic.Bool
+}
 
 // writes returns how many writes were counted.
 func (c *methodCount) writes() int64 { return c.post.Load() + c.put.Load() + c.del.Load() }
@@ -173,19 +180,31 @@ type counting struct {
 	rt http.RoundTripper
 }
 
+// gone is a watch stream of one ERROR event: 410, resourceVersion too old.
+const gone = `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",` +
+	`"message":"too old resource version","reason":"Expired","code":410}}` + "\n"
+
 func (c counting) RoundTrip(req *http.Request) (*http.Response, error) {
-	switch req.Method {
-	case http.MethodGet:
-		if req.URL.Query().Get("watch") == "true" {
-			c.c.watch.Add(1)
-		} else {
-			c.c.get.Add(1)
+	q := req.URL.Query()
+	switch {
+	case req.Method == http.MethodGet && q.Get("watch") == "true":
+		c.c.watch.Add(1)
+		if q.Get("resourceVersion") != "" && c.c.expire.CompareAndSwap(true, false) {
+			return &http.Response{
+				StatusCode: http.StatusOK, Status: "200 OK", Request: req,
+				Header: http.Header{"Content-Type": {"application/json"}},
+				Body:   io.NopCloser(strings.NewReader(gone)),
+			}, nil
 		}
-	case http.MethodPost:
+	case req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/leases"):
+		c.c.list.Add(1)
+	case req.Method == http.MethodGet:
+		c.c.get.Add(1)
+	case req.Method == http.MethodPost:
 		c.c.post.Add(1)
-	case http.MethodPut:
+	case req.Method == http.MethodPut:
 		c.c.put.Add(1)
-	case http.MethodDelete:
+	case req.Method == http.MethodDelete:
 		c.c.del.Add(1)
 	}
 	return c.rt.RoundTrip(req)

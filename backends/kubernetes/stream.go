@@ -83,9 +83,11 @@ func (h *hub) list(ctx context.Context) (string, error) {
 // another error when the watch could not start or ended with one, nil
 // when it just ended (a disconnect, the server's timeout).
 func (h *hub) follow(r *run, rv string) (string, error) {
-	w, err := h.b.leases.Watch(r.ctx, metav1.ListOptions{
-		LabelSelector: h.b.selector(), ResourceVersion: rv, AllowWatchBookmarks: true,
-	})
+	opts := metav1.ListOptions{LabelSelector: h.b.selector(), ResourceVersion: rv, AllowWatchBookmarks: true}
+	if h.b.watchTimeout > 0 {
+		opts.TimeoutSeconds = &h.b.watchTimeout
+	}
+	w, err := h.b.leases.Watch(r.ctx, opts)
 	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		return rv, errGone
 	}
@@ -147,7 +149,7 @@ func (h *hub) lockChanged(typ kwatch.EventType, l *coordv1.Lease) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := h.names[t.name]
-	if n == nil {
+	if n == nil || h.run == nil {
 		return
 	}
 	n.signal()
@@ -156,12 +158,14 @@ func (h *hub) lockChanged(typ kwatch.EventType, l *coordv1.Lease) {
 		return
 	}
 	if n.mark != t.mark() {
-		n.mark, n.termEnd, n.sessionEnd = t.mark(), time.Time{}, time.Time{}
+		n.mark, n.session, n.termEnd, n.sessionEnd = t.mark(), "", time.Time{}, time.Time{}
 		if d := max(t.hold, t.lease); d > 0 {
 			n.termEnd = time.Now().Add(d)
 		}
 	}
-	n.session = t.session
+	if n.session != t.session {
+		n.session, n.sessionEnd = t.session, h.sessions[t.session] // zero if not seen yet
+	}
 	h.poke()
 }
 
@@ -177,6 +181,15 @@ func (h *hub) sessionChanged(typ kwatch.EventType, l *coordv1.Lease) {
 	ttl := msOf(l.Annotations, annTTLMS)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.run == nil {
+		return
+	}
+	end := time.Now().Add(ttl)
+	if typ == kwatch.Deleted {
+		delete(h.sessions, l.Name)
+	} else {
+		h.sessions[l.Name] = end
+	}
 	for _, n := range h.names {
 		switch {
 		case n.session != l.Name:
@@ -184,7 +197,7 @@ func (h *hub) sessionChanged(typ kwatch.EventType, l *coordv1.Lease) {
 			*n = watched{subs: n.subs}
 			n.signal()
 		case ttl > 0:
-			n.sessionEnd = time.Now().Add(ttl)
+			n.sessionEnd = end
 		}
 	}
 	h.poke()

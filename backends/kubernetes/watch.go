@@ -21,7 +21,8 @@ var _ backends.Watcher = (*Backend)(nil)
 //
 // Every Watch of a Backend shares one LIST and WATCH of the namespace's
 // Leases with the Backend's prefix label, and one goroutine, which exist
-// while at least one Watch does. After a disconnect the watch resumes
+// while at least one Watch does; it receives every write to those
+// Leases, a session's renewal each tick included. After a disconnect the watch resumes
 // from the last resourceVersion it saw (bookmarks keep it recent); when
 // the server answers 410 Gone it lists again and signals every watched
 // lock, as changes may have been missed. The Backend closes the channel
@@ -51,10 +52,11 @@ func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, erro
 // hub multiplexes the watches of one Backend over one Kubernetes watch,
 // served by one goroutine (serve) per run.
 type hub struct {
-	b     *Backend
-	mu    sync.Mutex
-	run   *run                // nil while no watch exists
-	names map[string]*watched // by lock name
+	b        *Backend
+	mu       sync.Mutex
+	run      *run                 // nil while no watch exists
+	names    map[string]*watched  // by lock name
+	sessions map[string]time.Time // when each session seen would end, by Lease name
 }
 
 // watched is what the hub knows of one watched lock.
@@ -103,7 +105,7 @@ func (h *hub) add(ctx context.Context, name string) (*watch, *run) {
 	if h.run == nil {
 		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		h.run = &run{ctx: rctx, cancel: cancel, ready: make(chan struct{}), wake: make(chan struct{}, 1)}
-		h.names = map[string]*watched{}
+		h.names, h.sessions = map[string]*watched{}, map[string]time.Time{}
 		go h.serve(h.run)
 	}
 	w := &watch{h: h, name: name, ch: make(chan struct{}, 1)}
@@ -141,7 +143,7 @@ func (w *watch) end() {
 	delete(h.names, w.name)
 	if len(h.names) == 0 {
 		h.run.cancel() // serve sees it and returns
-		h.run, h.names = nil, nil
+		h.run, h.names, h.sessions = nil, nil, nil
 	}
 }
 
@@ -169,7 +171,7 @@ func (h *hub) broken(r *run) {
 		}
 	}
 	r.cancel()
-	h.run, h.names = nil, nil
+	h.run, h.names, h.sessions = nil, nil, nil
 }
 
 // signalAll wakes every watch of r: changes may have been missed.

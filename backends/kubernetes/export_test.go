@@ -1,0 +1,7 @@
+package kubernetes
+
+import "time"
+
+// SetWatchTimeout makes the server end each watch request of b after d
+// (whole seconds), so that tests see the watch resume.
+func SetWatchTimeout(b *Backend, d time.Duration) { b.watchTimeout = int64(d / time.Second) }
