@@ -121,10 +121,24 @@ func TestContract(t *testing.T) {
 	cs := client(t, nil)
 	ns := namespace(t, cs)
 	backendtest.Run(t, backendtest.Harness{
-		New:    func(t *testing.T) backends.Backend { return newBackend(t, cs, ns) },
-		TTL:    2 * time.Second,
-		Delete: func(t *testing.T, b backends.Backend, name string) { deleteLock(t, cs, ns, b, name) },
-		Fence:  fencedWrite,
+		New:      func(t *testing.T) backends.Backend { return newBackend(t, cs, ns) },
+		TTL:      2 * time.Second,
+		Registry: true,
+		Delete:   func(t *testing.T, b backends.Backend, name string) { deleteLock(t, cs, ns, b, name) },
+		Fence:    fencedWrite,
+	})
+}
+
+// TestGroups runs the group scenario of the contract suite (crashes and
+// resignations among 8 candidates for 3 slots, ranked by FIFO through
+// the registry) against the real apiserver, in real time.
+func TestGroups(t *testing.T) {
+	cs := client(t, nil)
+	ns := namespace(t, cs)
+	backendtest.RunGroups(t, backendtest.Harness{
+		New:      func(t *testing.T) backends.Backend { return newBackend(t, cs, ns) },
+		TTL:      2 * time.Second,
+		Registry: true,
 	})
 }
 
