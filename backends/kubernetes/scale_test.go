@@ -1,0 +1,91 @@
+package kubernetes_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kwatch "k8s.io/apimachinery/pkg/watch"
+
+	"github.com/hustings/hustings/backends/kubernetes"
+)
+
+// TestKeepAliveIsOneWrite: a session holding 1,000 locks costs the
+// apiserver one write per KeepAlive (the session Lease's renewal) and
+// one read (the LIST that confirms the locks), counted both as requests
+// the client sent and as writes the server applied in the namespace
+// (events of a watch on its Leases), and every lock stays confirmed.
+func TestKeepAliveIsOneWrite(t *testing.T) {
+	const locks, ticks = 1000, 5
+	var calls methodCount
+	cs := client(t, &calls)
+	ns := namespace(t, cs)
+	b := newBackend(t, cs, ns)
+	s := open(t, b, "holder", time.Minute)
+	var wg sync.WaitGroup
+	errs := make(chan error, locks)
+	sem := make(chan struct{}, 16)
+	for i := range locks {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if _, err := s.Acquire(t.Context(), fmt.Sprintf("lock-%04d", i), 0); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Acquire: %v", err)
+	}
+
+	leases := cs.CoordinationV1().Leases(ns)
+	list, err := leases.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := leases.Watch(t.Context(), metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	writes, lists := calls.writes(), calls.list.Load()
+	for range ticks {
+		if err := s.KeepAlive(t.Context()); err != nil {
+			t.Fatalf("KeepAlive: %v", err)
+		}
+	}
+	if got := calls.writes() - writes; got != ticks {
+		t.Errorf("%d KeepAlives holding %d locks sent %d writes, want %d", ticks, locks, got, ticks)
+	}
+	if got := calls.list.Load() - lists; got != ticks {
+		t.Errorf("%d KeepAlives sent %d LISTs, want %d", ticks, got, ticks)
+	}
+	if lost := s.Lost(); lost != nil {
+		t.Fatalf("Lost() = %d locks after the ticks, want none", len(lost))
+	}
+
+	// A marker written after the ticks: every write before it is seen first.
+	marker := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "marker"}}
+	if _, err := leases.Create(t.Context(), marker, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	applied := map[string]int{}
+	for ev := range w.ResultChan() {
+		l, ok := ev.Object.(*coordv1.Lease)
+		if !ok || ev.Type == kwatch.Error {
+			t.Fatalf("watch event %s: %v", ev.Type, ev.Object)
+		}
+		if l.Name == "marker" {
+			break
+		}
+		applied[l.Name]++
+	}
+	if len(applied) != 1 || applied[kubernetes.SessionLease(s)] != ticks {
+		t.Fatalf("the server applied writes %v during %d ticks, want %d to the session Lease only", applied, ticks, ticks)
+	}
+}
