@@ -95,7 +95,13 @@ func namespace(t testing.TB, cs clientset.Interface) string {
 // newBackend returns a Backend in ns with a Lease-name prefix of its own.
 func newBackend(t testing.TB, cs clientset.Interface, ns string) *kubernetes.Backend {
 	t.Helper()
-	b, err := kubernetes.New(cs, ns, kubernetes.WithPrefix(fmt.Sprintf("h%x", time.Now().UnixNano())))
+	return prefixed(t, cs, ns, fmt.Sprintf("h%x", time.Now().UnixNano()))
+}
+
+// prefixed returns a Backend in ns with Lease-name prefix p.
+func prefixed(t testing.TB, cs clientset.Interface, ns, p string) *kubernetes.Backend {
+	t.Helper()
+	b, err := kubernetes.New(cs, ns, kubernetes.WithPrefix(p))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
