@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kwatch "k8s.io/apimachinery/pkg/watch"
 
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/kubernetes"
 )
 
@@ -88,4 +90,18 @@ func TestKeepAliveIsOneWrite(t *testing.T) {
 	if len(applied) != 1 || applied[kubernetes.SessionLease(s)] != ticks {
 		t.Fatalf("the server applied writes %v during %d ticks, want %d to the session Lease only", applied, ticks, ticks)
 	}
+}
+
+// TestStorm starts 2,000 campaigns on one shared session at once (see
+// backendtest.RunStorm): each first Acquire costs a GET, a create and an
+// update, so the storm is 6,000 requests through the apiserver's
+// fairness queues, which the session's keep-alives must not starve
+// behind.
+func TestStorm(t *testing.T) {
+	cs := client(t, nil)
+	ns := namespace(t, cs)
+	backendtest.RunStorm(t, backendtest.Harness{
+		New: func(t *testing.T) backends.Backend { return newBackend(t, cs, ns) },
+		TTL: time.Second,
+	}, 2_000)
 }
