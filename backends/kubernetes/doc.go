@@ -52,9 +52,13 @@
 // deadline (and package campaign's, shorter still) ends before any
 // observer may judge it expired, as long as the clocks run at about the
 // same rate. A lock's own lease and a hold are judged the same way, from
-// when the observer first saw the term. A session Lease judged expired
-// is deleted, conditioned on the resourceVersion judged, so its owner
-// finds it lost; a lock whose session Lease is gone is free.
+// when the observer first saw the term. A lock whose session Lease is
+// gone is free. A session Lease judged expired is deleted, conditioned
+// on the resourceVersion judged, before any of its locks is taken: a
+// renewal that was on its way when the judgment was made either landed
+// first (the delete is refused with 409 Conflict, and the session lives
+// on) or is refused itself (its owner finds the session lost), so no
+// owner renews a session whose locks were taken.
 //
 // # Locks and fencing tokens
 //

@@ -1,11 +1,14 @@
 package kubernetes_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/kubernetes"
 )
 
@@ -57,5 +60,52 @@ func TestExpiryIgnoresTimestamps(t *testing.T) {
 				t.Fatalf("judged expired %v after the renewal, before the TTL %v", after, ttl)
 			}
 		})
+	}
+}
+
+// TestLateRenewalKeepsLocks: a renewal that lands after another process
+// judged the session expired, but before it deleted the session Lease,
+// wins: the delete is refused, and the lock stays with its holder. Taking
+// the lock without that delete would leave the holder renewed, and
+// believing it leads, beside the new holder.
+func TestLateRenewalKeepsLocks(t *testing.T) {
+	const ttl = time.Second
+	var calls methodCount
+	cs, plain := client(t, &calls), client(t, nil)
+	ns := namespace(t, cs)
+	holder := prefixed(t, plain, ns, "late")
+	observer := prefixed(t, cs, ns, "late")
+	a := open(t, holder, "a", ttl)
+	tok, err := a.Acquire(t.Context(), "late", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := observer.Holder(t.Context(), "late"); err != nil || h.ID != "a" {
+		t.Fatalf("Holder = %+v, %v; want a", h, err)
+	}
+	time.Sleep(ttl + ttl/10) // the observer may now judge a's session expired
+
+	leases := plain.CoordinationV1().Leases(ns)
+	renew := func() { // a's renewal, sent before its deadline, lands now
+		l, err := leases.Get(context.Background(), kubernetes.SessionLease(a), metav1.GetOptions{})
+		if err == nil {
+			l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+			_, err = leases.Update(context.Background(), l, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			t.Errorf("late renewal: %v", err)
+		}
+	}
+	calls.beforeDelete.Store(&renew)
+	b := open(t, observer, "b", ttl)
+	_, err = b.Acquire(t.Context(), "late", 0)
+	if !errors.Is(err, backends.ErrHeld) {
+		t.Fatalf("Acquire after the late renewal: %v, want ErrHeld", err)
+	}
+	if calls.beforeDelete.Load() != nil {
+		t.Fatal("the observer took no step to delete the expired session")
+	}
+	if h, err := observer.Holder(t.Context(), "late"); err != nil || h.ID != "a" || h.Token != tok {
+		t.Fatalf("Holder after the late renewal = %+v, %v; want a under %d", h, err, tok)
 	}
 }

@@ -8,4 +8,3 @@ func SetWatchTimeout(b *Backend, d time.Duration) { b.watchTimeout = int64(d / t
 
 // SessionLease returns the name of the Lease of a session of this package.
 func SessionLease(s any) string { return s.(*session).lease }
-

@@ -90,9 +90,8 @@ func sessionKey(lease string) string { return "session/" + lease }
 // that started at start, still holds: its hold has not ended, nor its
 // lease, and its session lives. own is the session asking, if any: it
 // judges itself by its own deadline. Judging another session costs one
-// GET of its Lease; a session found expired is deleted (conditioned on
-// the resourceVersion judged), which tells its owner, if it comes back,
-// that it is lost.
+// GET of its Lease; a session found expired is deleted (see reap) before
+// it counts as gone.
 func (b *Backend) live(ctx context.Context, t term, start time.Time, own *session) (bool, error) {
 	switch {
 	case t.token == 0:
@@ -127,8 +126,8 @@ func (b *Backend) live(ctx context.Context, t term, start time.Time, own *sessio
 	if b.sessionLive(l, at) {
 		return true, nil
 	}
-	b.reap(ctx, l)
-	return false, nil
+	gone, err := b.reap(ctx, l)
+	return !gone, err
 }
 
 // sessionLive judges a session Lease read by a request that started at
@@ -141,14 +140,21 @@ func (b *Backend) sessionLive(l *coordv1.Lease, at time.Time) bool {
 	return b.seen.unchanged(sessionKey(l.Name), l.ResourceVersion, at) < ttl
 }
 
-// reap deletes a session Lease judged expired, unless it changed since
-// (a renewal that came late: the session then lives on, and a judgment
-// made on the old record is safe, as its owner's deadline came first).
-// Best effort: a session left behind is judged expired again.
-func (b *Backend) reap(ctx context.Context, l *coordv1.Lease) {
+// reap deletes a session Lease judged expired, conditioned on the
+// resourceVersion judged, and reports whether it is gone. Its locks are
+// taken only once it is: a renewal that was on its way when the
+// judgment was made either landed first (the delete is refused, and the
+// session lives on) or is refused itself (the owner finds its session
+// lost), so an owner never renews a session whose locks were taken.
+func (b *Backend) reap(ctx context.Context, l *coordv1.Lease) (bool, error) {
 	uid, rv := types.UID(l.UID), l.ResourceVersion
 	err := b.leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
-	if err == nil || apierrors.IsNotFound(err) {
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
 		b.seen.forget(sessionKey(l.Name))
+		return true, nil
+	case apierrors.IsConflict(err):
+		return false, nil // renewed after all
 	}
+	return false, translate(ctx, "delete expired session", err)
 }

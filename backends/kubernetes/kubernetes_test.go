@@ -190,6 +190,7 @@ func TestMissingNamespace(t *testing.T) {
 type methodCount struct {
 	get, list, watch, post, put, del atomic.Int64
 	expire                           atomic.Bool
+	beforeDelete                     atomic.Pointer[func()] // runs once, before the next DELETE is sent
 }
 
 // writes returns how many writes were counted.
@@ -226,6 +227,9 @@ func (c counting) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.c.put.Add(1)
 	case req.Method == http.MethodDelete:
 		c.c.del.Add(1)
+		if f := c.c.beforeDelete.Swap(nil); f != nil {
+			(*f)()
+		}
 	}
 	return c.rt.RoundTrip(req)
 }

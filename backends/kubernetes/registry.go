@@ -136,8 +136,9 @@ func (s *session) Deregister(ctx context.Context, group string) error {
 // process judges them (see the package doc), in registration order: one
 // LIST of the group's member Leases, then one of the Backend's session
 // Leases. Entries whose session Lease is gone are deleted; session
-// Leases judged expired are deleted (conditioned on the version judged),
-// and their entries go at a later call.
+// Leases judged expired are deleted (conditioned on the version judged;
+// one that was renewed meanwhile stays listed), and their entries go at
+// a later call.
 func (b *Backend) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
 	if err := validate.Name(group); err != nil {
 		return nil, err
@@ -163,7 +164,11 @@ func (b *Backend) Members(ctx context.Context, group string) ([]strategy.Candida
 	for i := range sessions.Items {
 		l := &sessions.Items[i]
 		if alive[l.Name] = b.sessionLive(l, start); !alive[l.Name] {
-			b.reap(ctx, l)
+			gone, err := b.reap(ctx, l)
+			if err != nil {
+				return nil, err
+			}
+			alive[l.Name] = !gone
 		}
 	}
 	var out []strategy.Candidate
