@@ -36,7 +36,11 @@
 // The lock Leases are not renewed: a lock lives while the session its
 // label names does. The same KeepAlive lists the lock Leases labelled
 // with the session (one read) and reports by Lost every lock granted
-// that no longer names the session under its token.
+// that no longer names the session under its token. Sessions are
+// backends.LossNotifiers: once Losses was called, the Backend's watch
+// (see Backend.Watch) reports such a lock within milliseconds: any
+// change of the Lease at a version after the token (the version the
+// take was conditioned on) that does not record the session's term.
 //
 // The apiserver expires nothing. Expiry is judged as client-go's
 // leaderelection judges it: by the observer's own clock, from when it
@@ -118,9 +122,14 @@
 // # What blocks
 //
 // Every call blocks until the server answers or ctx ends: Open one
-// request, KeepAlive two in parallel, Holder one or two, Acquire two to
-// four, Release two, Close one LIST, one write per Lease of the session
-// (eight at a time) and one DELETE. A call with a done ctx sends nothing
+// request, KeepAlive two in parallel, Holder one or two, Acquire one to
+// four (a read of the lock Lease, a create on its first use, a read of
+// its holder's session Lease, the taking update), Release two, Register
+// one to three, Members two, Close one LIST, one write per Lease of the
+// session (eight at a time) and one DELETE. Holder, Acquire and Members
+// also delete each session Lease they judge expired (one more request,
+// once per dead session); an Acquire that loses a race reads again, at
+// most five times. A call with a done ctx sends nothing
 // and returns an error matching backends.ErrUnavailable and ctx.Err().
 // The client's own rate limiter (client-go's default is 5 requests a
 // second, burst 10) and the server's API Priority and Fairness queue
@@ -131,8 +140,9 @@
 //
 // Backend and its sessions are safe for concurrent use. No constructor
 // starts a goroutine. KeepAlive starts one for its LIST and waits for it;
-// Close starts up to eight and waits for them; the first Watch starts
-// the goroutine that serves every Watch until the last one ends.
+// Close starts up to eight and waits for them; the first Watch, or
+// Losses, starts the goroutine that serves every Watch and Losses until
+// the last Watch ends and the last listening session is closed.
 //
 // # What it cannot promise
 //
@@ -161,9 +171,10 @@
 //     migrating the cluster's storage, can make them go back.
 //   - A paused process (GC, SIGSTOP) may still act after its session was
 //     judged expired; its deadline and the token (Fence) bound the harm.
-//   - A lock deleted behind its holder's back is found at the holder's
-//     next KeepAlive, not pushed (the session is not a
-//     backends.LossNotifier).
+//   - A lock deleted or rewritten behind its holder's back is pushed
+//     (backends.LossNotifier) only while the Backend's watch runs and
+//     after the holder's Acquire returned; otherwise the holder's next
+//     KeepAlive finds it.
 //   - Lock Leases stay, one per name ever used; session Leases of
 //     crashed processes stay until some observer judges them expired.
 package kubernetes

@@ -27,6 +27,7 @@ func TestKeepAliveIsOneWrite(t *testing.T) {
 	ns := namespace(t, cs)
 	b := newBackend(t, cs, ns)
 	s := open(t, b, "holder", time.Minute)
+	losses := s.(backends.LossNotifier).Losses() // the watch sees every take: none is a loss
 	var wg sync.WaitGroup
 	errs := make(chan error, locks)
 	sem := make(chan struct{}, 16)
@@ -89,6 +90,11 @@ func TestKeepAliveIsOneWrite(t *testing.T) {
 	}
 	if len(applied) != 1 || applied[kubernetes.SessionLease(s)] != ticks {
 		t.Fatalf("the server applied writes %v during %d ticks, want %d to the session Lease only", applied, ticks, ticks)
+	}
+	select {
+	case <-losses:
+		t.Fatalf("Losses signalled; Lost() = %d locks", len(s.Lost()))
+	default:
 	}
 }
 

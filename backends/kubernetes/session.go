@@ -27,12 +27,13 @@ type session struct {
 	lease string        // the session Lease's name, also the label on its locks
 	ttl   time.Duration // as asked; the Lease says it in milliseconds
 
-	mu      sync.Mutex
-	closed  bool
-	lost    bool                 // found lost: stays so
-	rec     *coordv1.Lease       // the session Lease as last written
-	renewed time.Time            // start of the last successful Open or KeepAlive
-	ends    map[string]leaseTerm // locks granted with a lease, by name
+	mu        sync.Mutex
+	closed    bool
+	lost      bool                 // found lost: stays so
+	listening bool                 // Losses was called: the watch pushes losses
+	rec       *coordv1.Lease       // the session Lease as last written
+	renewed   time.Time            // start of the last successful Open or KeepAlive
+	ends      map[string]leaseTerm // locks granted with a lease, by name
 
 	ledger ledger.Ledger // what Acquire granted, and what KeepAlive found gone
 }
@@ -123,6 +124,7 @@ func (s *session) KeepAlive(ctx context.Context) error {
 			s.ledger.Gone(name, tok)
 		}
 	}
+	s.relisten()
 	return nil
 }
 
@@ -195,6 +197,7 @@ func (s *session) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.b.hub.unlisten(s)
 	if err := ctxErr(ctx, "close"); err != nil {
 		return err
 	}

@@ -75,6 +75,13 @@ func (h *hub) list(ctx context.Context) (string, error) {
 	for i := range list.Items {
 		h.deliver(kwatch.Modified, &list.Items[i])
 	}
+	if rv, err := tokenOf(list.ResourceVersion); err == nil {
+		h.mu.Lock()
+		if h.run != nil {
+			h.sawList(lockNames(list.Items), rv)
+		}
+		h.mu.Unlock()
+	}
 	return list.ResourceVersion, nil
 }
 
@@ -148,8 +155,14 @@ func (h *hub) lockChanged(typ kwatch.EventType, l *coordv1.Lease) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.run == nil {
+		return
+	}
+	if rv, err := tokenOf(l.ResourceVersion); err == nil {
+		h.sawLock(typ, t, rv)
+	}
 	n := h.names[t.name]
-	if n == nil || h.run == nil {
+	if n == nil {
 		return
 	}
 	n.signal()

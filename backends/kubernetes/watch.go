@@ -57,6 +57,8 @@ type hub struct {
 	run      *run                 // nil while no watch exists
 	names    map[string]*watched  // by lock name
 	sessions map[string]time.Time // when each session seen would end, by Lease name
+
+	listeners map[*session]struct{} // sessions told of their locks' losses (Losses)
 }
 
 // watched is what the hub knows of one watched lock.
@@ -102,12 +104,7 @@ type run struct {
 func (h *hub) add(ctx context.Context, name string) (*watch, *run) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.run == nil {
-		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		h.run = &run{ctx: rctx, cancel: cancel, ready: make(chan struct{}), wake: make(chan struct{}, 1)}
-		h.names, h.sessions = map[string]*watched{}, map[string]time.Time{}
-		go h.serve(h.run)
-	}
+	h.start(ctx)
 	w := &watch{h: h, name: name, ch: make(chan struct{}, 1)}
 	w.stop = context.AfterFunc(ctx, w.end)
 	n := h.names[name]
@@ -117,6 +114,26 @@ func (h *hub) add(ctx context.Context, name string) (*watch, *run) {
 	}
 	n.subs[w] = struct{}{}
 	return w, h.run
+}
+
+// start starts a run if none exists; h.mu is held.
+func (h *hub) start(ctx context.Context) {
+	if h.run != nil {
+		return
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h.run = &run{ctx: rctx, cancel: cancel, ready: make(chan struct{}), wake: make(chan struct{}, 1)}
+	h.names, h.sessions, h.listeners = map[string]*watched{}, map[string]time.Time{}, map[*session]struct{}{}
+	go h.serve(h.run)
+}
+
+// stopIfIdle ends the run once no watch and no listener needs it; h.mu
+// is held.
+func (h *hub) stopIfIdle() {
+	if h.run != nil && len(h.names) == 0 && len(h.listeners) == 0 {
+		h.run.cancel() // serve sees it and returns
+		h.run, h.names, h.sessions, h.listeners = nil, nil, nil, nil
+	}
 }
 
 // end removes w and closes its channel, and ends the run if it was the
@@ -141,10 +158,7 @@ func (w *watch) end() {
 		return
 	}
 	delete(h.names, w.name)
-	if len(h.names) == 0 {
-		h.run.cancel() // serve sees it and returns
-		h.run, h.names, h.sessions = nil, nil, nil
-	}
+	h.stopIfIdle()
 }
 
 // signal wakes every watch of n.
@@ -171,7 +185,7 @@ func (h *hub) broken(r *run) {
 		}
 	}
 	r.cancel()
-	h.run, h.names, h.sessions = nil, nil, nil
+	h.run, h.names, h.sessions, h.listeners = nil, nil, nil, nil
 }
 
 // signalAll wakes every watch of r: changes may have been missed.
