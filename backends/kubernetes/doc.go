@@ -25,7 +25,7 @@
 //     writes them when it takes a Lease; leaseTransitions counts changes
 //     of holderIdentity, as client-go counts them. Released, it is what
 //     client-go's ReleaseOnCancel leaves: holderIdentity "",
-//     leaseDurationSeconds 1. Released with a hold, it keeps its holder
+//     leaseDurationSeconds one. Released with a hold, it keeps its holder
 //     and token, loses its session label, and records the hold
 //     (hustings.io/hold-ms, and leaseDurationSeconds).
 //
