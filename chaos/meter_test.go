@@ -36,20 +36,9 @@ func (c *cluster) observe() *observer {
 	ctx, cancel := context.WithCancel(context.Background())
 	o := &observer{stop: cancel}
 	o.done.Go(func() {
-		t := time.NewTicker(stallTick)
-		defer t.Stop()
-		last := time.Now()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-t.C:
-				if now.Sub(last) > stallGap {
-					o.add(history.Fault{Kind: history.Stall, Node: history.Harness, From: last, To: now})
-				}
-				last = now
-			}
-		}
+		clockJumps(ctx, func(from, to time.Time) {
+			o.add(history.Fault{Kind: history.Stall, Node: history.Harness, From: from, To: to})
+		})
 	})
 	o.done.Go(func() {
 		t := time.NewTicker(probeEvery)
@@ -70,6 +59,26 @@ func (c *cluster) observe() *observer {
 		}
 	})
 	return o
+}
+
+// clockJumps calls jumped for every gap between the ticks of a stallTick
+// ticker above stallGap, until ctx ends: the process was not running (the
+// scheduler, a GC pause, SIGSTOP), so timing-based beliefs may be stale.
+func clockJumps(ctx context.Context, jumped func(from, to time.Time)) {
+	t := time.NewTicker(stallTick)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if now.Sub(last) > stallGap {
+				jumped(last, now)
+			}
+			last = now
+		}
+	}
 }
 
 func (o *observer) add(f history.Fault) {

@@ -185,24 +185,12 @@ func (p *printer) event(e events.Event) {
 	p.print(l)
 }
 
-// meter reports every gap between its ticks above stallGap: the process
-// was not running (SIGSTOP, the scheduler, a GC pause), so timing-based
-// beliefs may have gone stale.
+// meter reports every jump of the node's clock (see clockJumps) as a
+// stall line.
 func meter(ctx context.Context, out *printer) {
-	t := time.NewTicker(stallTick)
-	defer t.Stop()
-	last := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			if gap := now.Sub(last); gap > stallGap {
-				out.print(line{TimeUnixNano: now.UnixNano(), Event: "stall", GapNanos: int64(gap)})
-			}
-			last = now
-		}
-	}
+	clockJumps(ctx, func(from, to time.Time) {
+		out.print(line{TimeUnixNano: to.UnixNano(), Event: "stall", GapNanos: int64(to.Sub(from))})
+	})
 }
 
 // fenceClient writes to the fenced resource with the term's token.
