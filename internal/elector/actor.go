@@ -210,7 +210,7 @@ func (a *actor) elect(slot int, token events.Token) {
 	t := newTerm(e)
 	a.term, a.audit, a.at.lost = t, audit{}, false
 	a.alarms.deadline.set(deadline.Sub(now))
-	a.stopWatch()
+	a.watch.Stop()
 	a.e.mu.Lock()
 	a.e.current = t
 	a.e.state.Leader, a.e.state.Slot, a.e.state.Token = true, slot, token

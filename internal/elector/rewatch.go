@@ -62,9 +62,6 @@ func (r *Rewatch) Set(ch <-chan struct{}, cancel context.CancelFunc) {
 // the pause after the last failure or break is over.
 func (r *Rewatch) Due(now time.Time) bool { return r.ch == nil && !now.Before(r.notBefore) }
 
-// Up reports whether a watch is up.
-func (r *Rewatch) Up() bool { return r.ch != nil }
-
 // C returns the watch's channel: nil, never ready, while none is up.
 func (r *Rewatch) C() <-chan struct{} { return r.ch }
 

@@ -15,7 +15,7 @@ import (
 func TestRewatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var r Rewatch
-		if !r.Due(time.Now()) || r.Up() || r.C() != nil {
+		if !r.Due(time.Now()) || r.C() != nil {
 			t.Fatal("a zero Rewatch is not due, or has a watch")
 		}
 		var ended atomic.Int32
@@ -35,7 +35,7 @@ func TestRewatch(t *testing.T) {
 		if err := r.Open(ctx, ctx, watch, []string{"a"}, &wg, time.Second); err != nil {
 			t.Fatal(err)
 		}
-		if !r.Up() || r.Due(time.Now()) {
+		if r.C() == nil || r.Due(time.Now()) {
 			t.Fatal("an open watch is not up, or another is due")
 		}
 		if _, ok := <-r.C(); !ok {
@@ -44,8 +44,8 @@ func TestRewatch(t *testing.T) {
 
 		r.Broken(time.Second)
 		synctest.Wait()
-		if r.Up() || ended.Load() != 1 {
-			t.Fatalf("a broken watch: up %v, backend watches ended %d; want false, 1", r.Up(), ended.Load())
+		if r.C() != nil || ended.Load() != 1 {
+			t.Fatalf("a broken watch: up %v, backend watches ended %d; want false, 1", r.C() != nil, ended.Load())
 		}
 		if r.Due(time.Now()) {
 			t.Fatal("a new watch is due at once after a break, want after the pause")
@@ -71,8 +71,8 @@ func TestRewatch(t *testing.T) {
 		r.Stop()
 		wg.Wait()
 		synctest.Wait()
-		if r.Up() || ended.Load() != 3 || !r.Due(time.Now()) {
-			t.Fatalf("after Stop: up %v, backend watches ended %d, due %v; want false, 3, true", r.Up(), ended.Load(), r.Due(time.Now()))
+		if r.C() != nil || ended.Load() != 3 || !r.Due(time.Now()) {
+			t.Fatalf("after Stop: up %v, backend watches ended %d, due %v; want false, 3, true", r.C() != nil, ended.Load(), r.Due(time.Now()))
 		}
 	})
 }

@@ -51,7 +51,7 @@ func watchAll(ctx context.Context, cancel context.CancelFunc, watch WatchFunc, n
 }
 
 // startWatch asks the backend to wake us when the lock changes. The watch
-// lives until stopWatch; only its set-up is bounded by the op's timeout.
+// lives until a.watch.Stop; only its set-up is bounded by the op's timeout.
 // While it lives, one goroutine hands its signals to the actor: a waiting
 // campaign costs that goroutine, a holding one does not.
 func (a *actor) startWatch() {
@@ -125,5 +125,3 @@ func (a *actor) watchFired(ch <-chan struct{}, ok bool) {
 		}
 	}
 }
-
-func (a *actor) stopWatch() { a.watch.Stop() }
