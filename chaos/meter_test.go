@@ -21,8 +21,9 @@ const (
 
 // observer records the harness's own stalls (node "harness": its clock
 // jumped, so it was not running) and the server's slow answers to direct
-// reads (node "server"), as stalls in the run's history. Stalls excuse
-// nothing and disturb nothing in the check; they are there to be read.
+// reads (node "server"), as stalls in the run's history. They excuse no
+// overlap and disturb no failover; the short profile counts its liveness
+// bounds net of them (history.Config.NetOfOutages).
 type observer struct {
 	mu     sync.Mutex
 	stalls []history.Fault
@@ -30,8 +31,8 @@ type observer struct {
 	done   sync.WaitGroup
 }
 
-// observe starts the meter and the probe; c.direct must be open. Stop
-// them with stop, before the history is assembled.
+// observe starts the meter and the probe; c.direct must be open. halt
+// stops them (cluster.history calls it, and the test's cleanup).
 func (c *cluster) observe() *observer {
 	ctx, cancel := context.WithCancel(context.Background())
 	o := &observer{stop: cancel}

@@ -64,9 +64,7 @@ func Check(h History, cfg Config) Report {
 		r.Faults[f.Kind]++
 	}
 	out := outagesOf(h.Faults)
-	if len(out) > 0 {
-		r.Outage = out.within(out[0].From, out[len(out)-1].To)
-	}
+	r.Outage = out.total()
 	r.Terms = terms(h, &r)
 	byKey := map[Key][]Term{}
 	for _, t := range r.Terms {

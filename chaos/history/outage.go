@@ -42,6 +42,15 @@ func outagesOf(faults []Fault) outages {
 	return out
 }
 
+// total returns how long the outages last in all (they do not overlap).
+func (o outages) total() time.Duration {
+	var d time.Duration
+	for _, f := range o {
+		d += f.To.Sub(f.From)
+	}
+	return d
+}
+
 // within returns how much of [from, to] the outages cover.
 func (o outages) within(from, to time.Time) time.Duration {
 	var d time.Duration
