@@ -100,19 +100,19 @@ func (s *session) followLosses(ctx context.Context, rev int64) (int64, bool) {
 	return rev, false
 }
 
-// changed records that the key of lock name, or with a NUL and a lease
-// in hex that of its guard, was written or deleted at revision rev.
+// changed records that a lock key was written or deleted at revision
+// rev: key is its lock's name, or, for a guard key, the name, a NUL and
+// the guard's lease in hex.
 // GoneAt ignores a lock the session released itself (the ledger forgets
 // it first), the writes of a name's keys before the session's (their
 // revisions are at most its token: its own acquire wrote the key at the
 // token), and a guard key of a lease the session's lock does not have.
-func (s *session) changed(name string, rev events.Token) {
-	if name, g, ok := strings.Cut(name, "\x00"); ok {
+func (s *session) changed(key string, rev events.Token) {
+	name, g, guard := strings.Cut(key, "\x00")
+	if guard {
 		if id, err := strconv.ParseInt(g, 16, 64); err != nil || s.guard(name) != clientv3.LeaseID(id) {
 			return
 		}
-		s.ledger.GoneAt(name, rev)
-		return
 	}
 	s.ledger.GoneAt(name, rev)
 }

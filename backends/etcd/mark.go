@@ -88,16 +88,19 @@ func (m *mark) state() (context.Context, int64, <-chan struct{}) {
 // usable reports whether the loss watch can confirm the locks: it is
 // established and has skipped nothing.
 func (m *mark) usable() bool {
-	wctx, _, _ := m.state()
-	return wctx != nil
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ctx != nil && m.gap == 0
 }
 
 // reach asks the loss watch's stream for its progress until the watch
 // has seen every change up to rev, and reports whether it did within
-// progressWait (and before ctx ended, and while the watch lasted).
+// progressWait (and before ctx ended, and while the watch lasted). The
+// requests are bounded by progressWait too: a congested stream cannot
+// hold a KeepAlive longer than that.
 func (s *session) reach(ctx context.Context, rev int64) bool {
-	limit := time.NewTimer(progressWait)
-	defer limit.Stop()
+	ctx, cancel := context.WithTimeout(ctx, progressWait)
+	defer cancel()
 	retry := time.NewTicker(progressRetry)
 	defer retry.Stop()
 	for asked := false; ; {
@@ -116,8 +119,6 @@ func (s *session) reach(ctx context.Context, rev int64) bool {
 			asked = false // the answer came, but not far enough
 		case <-retry.C:
 			asked = false
-		case <-limit.C:
-			return false
 		case <-ctx.Done():
 			return false
 		}
