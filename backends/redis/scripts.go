@@ -26,9 +26,8 @@ import (
 // microsecond, or a clock that went back); one MSET writes it to the
 // counter and the lock. So tokens strictly increase while the server
 // keeps its data and, clock permitting (see the package doc), if it loses
-// it. Finding the lock
-// held, it marks it wanted (a key that lives wantedMs), so that its
-// release wakes the waiters (see releaseScript).
+// it. Finding the lock held, it marks it wanted (a key that lives
+// wantedMs), so that its release wakes the waiters (see releaseScript).
 //
 // KEYS: lock, fence, wanted, and on a single server the caller's session
 // key. ARGV: session ID, lease ms (0: none), channel, expected value (""

@@ -11,8 +11,8 @@
 // process (syscall.Credential, what setpriv does); the cluster's directory
 // is made theirs. Other callers run them as themselves.
 //
-// A cluster runs with fsync=off unless it is Durable. The faults the tests inject are
-// crashes of the server's processes (SIGKILL, an immediate shutdown), not
+// A cluster runs with fsync=off unless it is Durable. The faults the
+// tests inject are crashes of the server's processes (SIGKILL, an immediate shutdown), not
 // of the machine: what PostgreSQL wrote is in the kernel's page cache and
 // survives them, so nothing acknowledged is lost, as with fsync on. What
 // fsync=off takes away is this machine's disk: on its virtual disk a
@@ -194,6 +194,10 @@ func (s *Server) initdb() error {
 // start runs postgres on s.port and waits until it accepts connections;
 // s.mu must be held, or s not yet shared.
 func (s *Server) start() error {
+	fsync := "off" // see the package doc
+	if s.sync {
+		fsync = "on"
+	}
 	p, err := testserver.StartAs(s.cred, s.dir, filepath.Join(s.bin, "postgres"),
 		"-D", filepath.Join(s.dir, "data"),
 		"-p", strconv.Itoa(s.port),
@@ -201,7 +205,7 @@ func (s *Server) start() error {
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "max_connections=300",
 		"-c", "log_min_messages=warning",
-		"-c", "fsync="+map[bool]string{true: "on", false: "off"}[s.sync], // see the package doc
+		"-c", "fsync="+fsync,
 	)
 	if err != nil {
 		return err
