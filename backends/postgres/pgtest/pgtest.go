@@ -12,8 +12,9 @@
 // is made theirs. Other callers run them as themselves.
 //
 // A cluster runs with fsync=off unless it is Durable. The faults the
-// tests inject are crashes of the server's processes (SIGKILL, an immediate shutdown), not
-// of the machine: what PostgreSQL wrote is in the kernel's page cache and
+// tests inject are crashes of the server's processes (SIGKILL, an
+// immediate shutdown), not of the machine: what PostgreSQL wrote is in
+// the kernel's page cache and
 // survives them, so nothing acknowledged is lost, as with fsync on. What
 // fsync=off takes away is this machine's disk: on its virtual disk a
 // commit's WAL flush sometimes took over a second beside two CPU burners,
