@@ -186,10 +186,11 @@ func TestMissingNamespace(t *testing.T) {
 
 // methodCount counts requests by kind, and can answer the next watch
 // that resumes from a resourceVersion with 410 Gone, as a server whose
-// history no longer reaches that far does.
+// history no longer reaches that far does; or, while failing is set,
+// every such watch, and every LIST with 503.
 type methodCount struct {
 	get, list, watch, post, put, del atomic.Int64
-	expire                           atomic.Bool
+	expire, failing                  atomic.Bool
 	beforeDelete                     atomic.Pointer[func()] // runs once, before the next DELETE is sent
 }
 
@@ -205,20 +206,33 @@ type counting struct {
 const gone = `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",` +
 	`"message":"too old resource version","reason":"Expired","code":410}}` + "\n"
 
+// unavailable is the body of a 503 without Retry-After: client-go does
+// not retry it.
+const unavailable = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",` +
+	`"message":"injected","reason":"ServiceUnavailable","code":503}`
+
+// answer is a JSON response to req with status code and body.
+func answer(req *http.Request, code int, body string) *http.Response {
+	return &http.Response{
+		StatusCode: code, Status: fmt.Sprintf("%d %s", code, http.StatusText(code)), Request: req,
+		Header: http.Header{"Content-Type": {"application/json"}},
+		Body:   io.NopCloser(strings.NewReader(body)),
+	}
+}
+
 func (c counting) RoundTrip(req *http.Request) (*http.Response, error) {
 	q := req.URL.Query()
 	switch {
 	case req.Method == http.MethodGet && q.Get("watch") == "true":
 		c.c.watch.Add(1)
-		if q.Get("resourceVersion") != "" && c.c.expire.CompareAndSwap(true, false) {
-			return &http.Response{
-				StatusCode: http.StatusOK, Status: "200 OK", Request: req,
-				Header: http.Header{"Content-Type": {"application/json"}},
-				Body:   io.NopCloser(strings.NewReader(gone)),
-			}, nil
+		if q.Get("resourceVersion") != "" && (c.c.failing.Load() || c.c.expire.CompareAndSwap(true, false)) {
+			return answer(req, http.StatusOK, gone), nil
 		}
 	case req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/leases"):
 		c.c.list.Add(1)
+		if c.c.failing.Load() {
+			return answer(req, http.StatusServiceUnavailable, unavailable), nil
+		}
 	case req.Method == http.MethodGet:
 		c.c.get.Add(1)
 	case req.Method == http.MethodPost:

@@ -47,7 +47,9 @@ func (h *hub) serve(r *run) {
 		case r.ctx.Err() != nil:
 			return
 		case errors.Is(err, errGone):
-			next, err = h.list(r.ctx)
+			if next, err = h.list(r.ctx); err != nil {
+				next = rv // no progress: a LIST that fails is a failure like any other
+			}
 			h.signalAll(r)
 		}
 		if next != rv {

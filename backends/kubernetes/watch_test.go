@@ -142,6 +142,30 @@ func TestWatchRelistsOnGone(t *testing.T) {
 	signalled(t, ch, "Acquire, after the relist")
 }
 
+// TestWatchEndsWhenRelistFails: a watch the server can no longer resume
+// (410 Gone) and whose LIST then fails, again and again, is broken:
+// every Watch channel is closed, so that its owner watches again (and
+// polls meanwhile), rather than left open with nothing feeding it.
+func TestWatchEndsWhenRelistFails(t *testing.T) {
+	var calls methodCount
+	cs := client(t, &calls)
+	b := newBackend(t, cs, namespace(t, cs))
+	kubernetes.SetWatchTimeout(b, time.Second)
+	ch := watchLock(t, b, "unlistable")
+	calls.failing.Store(true)
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("watch still open 30s after its LISTs began to fail (%d LISTs)", calls.list.Load())
+		}
+	}
+}
+
 // TestWatchSignalsExpiry: a holder that stops renewing wakes the
 // watchers of its lock when this process judges its session expired,
 // with nothing written to the lock; the lock is then free.
