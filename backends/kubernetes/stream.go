@@ -33,7 +33,7 @@ func (b *Backend) selector() string {
 // and listing again on 410 Gone, until the run is cancelled or the watch
 // fails maxWatchFailures times in a row; then it ends every watch.
 func (h *hub) serve(r *run) {
-	rv, err := h.list(r.ctx)
+	rv, err := h.list(r)
 	r.err = err
 	close(r.ready)
 	if err != nil {
@@ -47,7 +47,7 @@ func (h *hub) serve(r *run) {
 		case r.ctx.Err() != nil:
 			return
 		case errors.Is(err, errGone):
-			if next, err = h.list(r.ctx); err != nil {
+			if next, err = h.list(r); err != nil {
 				next = rv // no progress: a LIST that fails is a failure like any other
 			}
 			h.signalAll(r)
@@ -68,18 +68,18 @@ func (h *hub) serve(r *run) {
 }
 
 // list reads every Lease of the Backend, feeding what it sees to the
-// observer and the watches, and returns the list's resourceVersion.
-func (h *hub) list(ctx context.Context) (string, error) {
-	list, err := h.b.leases.List(ctx, metav1.ListOptions{LabelSelector: h.b.selector()})
+// observer and r's watches, and returns the list's resourceVersion.
+func (h *hub) list(r *run) (string, error) {
+	list, err := h.b.leases.List(r.ctx, metav1.ListOptions{LabelSelector: h.b.selector()})
 	if err != nil {
 		return "", err
 	}
 	for i := range list.Items {
-		h.deliver(kwatch.Modified, &list.Items[i])
+		h.deliver(r, kwatch.Modified, &list.Items[i])
 	}
 	if rv, err := tokenOf(list.ResourceVersion); err == nil {
 		h.mu.Lock()
-		if h.run != nil {
+		if h.run == r {
 			h.sawList(lockNames(list.Items), rv)
 		}
 		h.mu.Unlock()
@@ -130,26 +130,29 @@ func (h *hub) follow(r *run, rv string) (string, error) {
 			}
 			rv = l.ResourceVersion
 			if ev.Type != kwatch.Bookmark {
-				h.deliver(ev.Type, l)
+				h.deliver(r, ev.Type, l)
 			}
 		}
 	}
 }
 
-// deliver hands one change of a Lease to the observer and the watches.
-func (h *hub) deliver(typ kwatch.EventType, l *coordv1.Lease) {
+// deliver hands one change of a Lease to the observer and, if r is
+// still the hub's run, to its watches: a run that was stopped (the last
+// watch ended) may still be delivering while the next one starts, and
+// its late, older news must not set the new run's due times.
+func (h *hub) deliver(r *run, typ kwatch.EventType, l *coordv1.Lease) {
 	switch l.Labels[labelKind] {
 	case kindLock:
-		h.lockChanged(typ, l)
+		h.lockChanged(r, typ, l)
 	case kindSession:
-		h.sessionChanged(typ, l)
+		h.sessionChanged(r, typ, l)
 	}
 }
 
 // lockChanged signals the watches of a lock whose Lease changed, and
 // sets when its hold or lease ends if nothing else changes (from when
 // this term was first seen: a fenced write does not move it).
-func (h *hub) lockChanged(typ kwatch.EventType, l *coordv1.Lease) {
+func (h *hub) lockChanged(r *run, typ kwatch.EventType, l *coordv1.Lease) {
 	t := termOf(l)
 	live := typ != kwatch.Deleted && t.token != 0
 	if live {
@@ -157,7 +160,7 @@ func (h *hub) lockChanged(typ kwatch.EventType, l *coordv1.Lease) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.run == nil {
+	if h.run != r {
 		return
 	}
 	if rv, err := tokenOf(l.ResourceVersion); err == nil {
@@ -181,13 +184,13 @@ func (h *hub) lockChanged(typ kwatch.EventType, l *coordv1.Lease) {
 	if n.session != t.session {
 		n.session, n.sessionEnd = t.session, h.sessions[t.session] // zero if not seen yet
 	}
-	h.poke()
+	r.poke()
 }
 
 // sessionChanged feeds a session Lease's renewal to the observer, and
 // moves the end of the locks it holds to its TTL from now; a session
 // deleted signals them at once.
-func (h *hub) sessionChanged(typ kwatch.EventType, l *coordv1.Lease) {
+func (h *hub) sessionChanged(r *run, typ kwatch.EventType, l *coordv1.Lease) {
 	if typ == kwatch.Deleted {
 		h.b.seen.forget(sessionKey(l.Name))
 	} else {
@@ -196,7 +199,7 @@ func (h *hub) sessionChanged(typ kwatch.EventType, l *coordv1.Lease) {
 	ttl := msOf(l.Annotations, annTTLMS)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.run == nil {
+	if h.run != r {
 		return
 	}
 	end := time.Now().Add(ttl)
@@ -215,16 +218,13 @@ func (h *hub) sessionChanged(typ kwatch.EventType, l *coordv1.Lease) {
 			n.sessionEnd = end
 		}
 	}
-	h.poke()
+	r.poke()
 }
 
-// poke tells serve that due times changed; h.mu is held.
-func (h *hub) poke() {
-	if h.run == nil {
-		return
-	}
+// poke tells serve that due times changed.
+func (r *run) poke() {
 	select {
-	case h.run.wake <- struct{}{}:
+	case r.wake <- struct{}{}:
 	default:
 	}
 }
