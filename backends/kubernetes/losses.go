@@ -21,23 +21,22 @@ var _ backends.LossNotifier = (*session)(nil)
 // closed; it does not block.
 func (s *session) Losses() <-chan struct{} {
 	s.mu.Lock()
-	first := !s.listening && !s.closed
 	s.listening = true
 	s.mu.Unlock()
-	if first {
-		s.b.hub.listen(s)
-	}
+	s.relisten()
 	return s.ledger.Losses()
 }
 
-// relisten registers the session with the watch again if it wants
-// losses pushed and the watch that fed them broke.
+// relisten registers the session with the watch (again, if the watch
+// that fed it broke) if it wants losses pushed and is not closed. It
+// holds s.mu throughout, so that Close, which sets closed before it
+// unregisters, cannot be overtaken: a registration after Close's would
+// keep the watch running for a closed session.
 func (s *session) relisten() {
 	s.mu.Lock()
-	want := s.listening && !s.closed
-	s.mu.Unlock()
-	if want {
-		s.b.hub.listen(s)
+	defer s.mu.Unlock()
+	if s.listening && !s.closed {
+		s.b.hub.listen(s) // takes h.mu, which is never held while taking s.mu
 	}
 }
 
