@@ -97,11 +97,5 @@ func (b *Backend) Fence(ctx context.Context, name string, token events.Token, da
 // pause waits a short jittered while, longer after more tries, or until
 // ctx ends.
 func pause(ctx context.Context, try int) {
-	d := time.Duration(1+rand.IntN(2<<min(try, 5))) * time.Millisecond
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	sleep(ctx, time.Duration(1+rand.IntN(2<<min(try, 5)))*time.Millisecond)
 }
