@@ -45,9 +45,15 @@ func TestExpiryIgnoresTimestamps(t *testing.T) {
 			if err != nil || h.ID != "a" || h.Token != tok {
 				t.Fatalf("Holder just after the renewal = %+v, %v; want a under %d", h, err, tok)
 			}
-			time.Sleep(ttl / 2)
-			if h, err := observer.Holder(t.Context(), "skewed"); err != nil || h.ID != "a" {
-				t.Fatalf("Holder half a TTL after the renewal = %+v, %v; want a", h, err)
+			time.Sleep(ttl / 2) // not to wait for anything: to ask again mid-TTL
+			h, err = observer.Holder(t.Context(), "skewed")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A slow request may have started a TTL after the renewal, when
+			// "free" is right; only one within the TTL must see a.
+			if after := time.Since(changed); h.ID != "a" && after < ttl {
+				t.Fatalf("Holder %v after the renewal = %+v; want a within the TTL %v", after, h, ttl)
 			}
 			waitUntil(t, "the observer judges the session expired", func() bool {
 				h, err := observer.Holder(t.Context(), "skewed")
