@@ -133,11 +133,19 @@ func (b *Backend) live(ctx context.Context, t term, start time.Time, own *sessio
 // sessionLive judges a session Lease read by a request that started at
 // at: it lives until it has shown the same resourceVersion for its TTL.
 func (b *Backend) sessionLive(l *coordv1.Lease, at time.Time) bool {
-	ttl := msOf(l.Annotations, annTTLMS)
-	if ttl == 0 && l.Spec.LeaseDurationSeconds != nil {
-		ttl = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	return b.seen.unchanged(sessionKey(l.Name), l.ResourceVersion, at) < ttlOf(l)
+}
+
+// ttlOf returns a session Lease's TTL: its annotation, or else its
+// leaseDurationSeconds.
+func ttlOf(l *coordv1.Lease) time.Duration {
+	if ttl := msOf(l.Annotations, annTTLMS); ttl > 0 {
+		return ttl
 	}
-	return b.seen.unchanged(sessionKey(l.Name), l.ResourceVersion, at) < ttl
+	if l.Spec.LeaseDurationSeconds != nil {
+		return time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	return 0
 }
 
 // reap deletes a session Lease judged expired, conditioned on the

@@ -196,7 +196,7 @@ func (h *hub) sessionChanged(r *run, typ kwatch.EventType, l *coordv1.Lease) {
 	} else {
 		h.b.seen.see(sessionKey(l.Name), l.ResourceVersion)
 	}
-	ttl := msOf(l.Annotations, annTTLMS)
+	ttl := ttlOf(l) // as sessionLive judges it
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.run != r {
