@@ -72,18 +72,21 @@ func TestKeepAliveIsOneWrite(t *testing.T) {
 		t.Fatalf("Lost() = %d locks after the ticks, want none", len(lost))
 	}
 
-	// A marker written after the ticks: every write before it is seen first.
-	marker := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "marker"}}
-	if _, err := leases.Create(t.Context(), marker, metav1.CreateOptions{}); err != nil {
+	// A marker lock taken after the ticks: every write before it is seen
+	// first, by this test's watch and by the Backend's, whose losses are
+	// then all signalled.
+	seen := watchLock(t, b, "marker")
+	if _, err := s.Acquire(t.Context(), "marker", 0); err != nil {
 		t.Fatal(err)
 	}
+	marker := b.LockLease("marker")
 	applied := map[string]int{}
 	for ev := range w.ResultChan() {
 		l, ok := ev.Object.(*coordv1.Lease)
 		if !ok || ev.Type == kwatch.Error {
 			t.Fatalf("watch event %s: %v", ev.Type, ev.Object)
 		}
-		if l.Name == "marker" {
+		if l.Name == marker {
 			break
 		}
 		applied[l.Name]++
@@ -91,6 +94,7 @@ func TestKeepAliveIsOneWrite(t *testing.T) {
 	if len(applied) != 1 || applied[kubernetes.SessionLease(s)] != ticks {
 		t.Fatalf("the server applied writes %v during %d ticks, want %d to the session Lease only", applied, ticks, ticks)
 	}
+	signalled(t, seen, "the marker's take")
 	select {
 	case <-losses:
 		t.Fatalf("Losses signalled; Lost() = %d locks", len(s.Lost()))
