@@ -195,7 +195,7 @@ var missNotes = map[string]string{
 	goalTraffic + "/redis":         "each renewal also confirms the session's locks, in the same round trip: the keep-alive sends a PEXPIRE and one script, but the script's reads count too (one MGET per 1,000 locks)",
 	goalTraffic + "/etcd":          "each renewal confirms the session's locks by its loss watch (a read of the revision and a progress request beside the lease keep-alive), but reads them, one Txn per 128 locks (etcd's default --max-txn-ops), while the watch is behind, broken or compacted away",
 	goalTraffic + "/zookeeper":     "each renewal also confirms the session's locks, in the same round trip: the renewing multi checks up to 1,000 lock nodes, and each further 1,000 add a multi",
-	goalTraffic + "/postgres":      "the figure is the server's whole transaction count (pg_stat_database), which counts more than the keep-alive and is not yet explained; the keep-alive itself is one statement per tick at any number of locks (TestKeepAliveIsOneStatement counts them with a pgx tracer at 1,000)",
+	goalTraffic + "/postgres":      "the keep-alive is one statement per tick at any number of locks, but it rewrites every lock row of the session (an UPDATE of 10,000 rows, with its WAL, each tick): where that outlasts the keep-alive's deadline the session's campaigns are revoked and their acquires count here too",
 }
 
 // locks formats a number of locks: "1 lock", "10,000 locks".
