@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,24 +100,42 @@ func runIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	if err := ctx.Err(); err != nil {
 		return Result[T]{}, err
 	}
-	var h *elector.Held
+	hook := cfg.Hooks.Run(ctx, full, elector.BackendLabel(b), cfg.ID)
+	res, err := lockAndRun(hook.Context(ctx), b, full, fn, &cfg, hook)
+	outcome := ""
+	if err == nil {
+		outcome = res.Outcome.String()
+	}
+	hook.Ended(outcome, cmp.Or(err, res.Err))
+	return res, err
+}
+
+// lockAndRun is a run past its validation: it takes the lock, runs fn
+// and releases the lock, or applies the failure mode.
+func lockAndRun[T any](ctx context.Context, b backends.Backend, full string, fn func(ctx context.Context, token events.Token) (T, error), cfg *elector.Config, hook elector.RunHook) (Result[T], error) {
+	var (
+		h   *elector.Held
+		err error
+	)
 	if cfg.Session != nil {
-		h, err = elector.LockOn(ctx, cfg.Session, full, elector.SlotNames(full, cfg.Slots), &cfg)
+		h, err = elector.LockOn(ctx, cfg.Session, full, elector.SlotNames(full, cfg.Slots), cfg)
 	} else {
-		h, err = elector.LockOnce(ctx, b, full, elector.SlotNames(full, cfg.Slots), &cfg)
+		h, err = elector.LockOnce(ctx, b, full, elector.SlotNames(full, cfg.Slots), cfg)
 	}
 	switch {
 	case h == nil && err == nil:
 		return Result[T]{Outcome: Skipped}, nil
 	case err != nil:
-		return onFailure(ctx, &cfg, full, elector.BackendLabel(b), fn, err)
+		return onFailure(ctx, cfg, full, elector.BackendLabel(b), fn, err)
 	}
 	fctx, cancel := h.Context(ctx)
+	worked := hook.Work(h.Slot, h.Token, h.Deadline)
 	began := time.Now()
 	v, ferr := fn(fctx, h.Token)
 	cfg.Observer.Action(full, elector.BackendLabel(b), time.Since(began), ferr)
+	worked()
 	cancel()
-	h.Unlock(ctx, &cfg)
+	h.Unlock(ctx, cfg)
 	res := Result[T]{Outcome: Succeeded, Value: v, Slot: h.Slot, Token: h.Token}
 	if ferr != nil {
 		res.Outcome, res.Err = ActionFailed, ferr

@@ -207,7 +207,7 @@ func (a *actor) elect(slot int, token events.Token) {
 		return
 	}
 	e := events.Event{Kind: events.Elected, Name: a.e.name, Slot: slot, Token: token, Holder: a.cfg.ID, Time: now, Deadline: deadline}
-	t := newTerm(e)
+	t := newTerm(e, a.cfg.Hooks.Term(a.ctx, e, a.e.label, a.cfg.TTL))
 	a.term, a.audit, a.at.lost = t, audit{}, false
 	a.alarms.deadline.set(deadline.Sub(now))
 	a.watch.Stop()
@@ -237,6 +237,7 @@ func (a *actor) extend(deadline time.Time) {
 		s.Deadline = deadline
 		t.setDeadline(deadline)
 	})
+	t.hook.Renewed(deadline)
 }
 
 // revoke ends the term in force: its context is cancelled and Revoked is
@@ -255,6 +256,7 @@ func (a *actor) revoke(reason error) *term {
 	a.e.end(t)
 	// Metrics and logs first: whoever reads the event may look at them.
 	a.cfg.Observer.TermEnded(a.e.name, a.e.label, ReasonCode(reason))
+	t.hook.Ended(e)
 	level := slog.LevelWarn
 	if errors.Is(reason, events.ErrResigned) || errors.Is(reason, events.ErrCanceled) {
 		level = slog.LevelInfo

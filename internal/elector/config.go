@@ -144,6 +144,8 @@ type Config struct {
 	// Observer is told what happens, for metrics; never nil after
 	// NewConfig.
 	Observer Observer
+	// Hooks are told who did what, for health checks and traces.
+	Hooks Hooks
 	// Now is the clock Every's windows follow; time.Now by default.
 	Now func() time.Time
 	// Bad holds the errors of options given values they reject (see

@@ -267,6 +267,7 @@ func (e *Elector) start(ctx context.Context) error {
 	}
 	e.started, e.act = true, a
 	e.mu.Unlock() // the actor takes e.mu under its own lock: never the other way
+	e.cfg.Hooks.Campaign(e.name, e.label)
 	if private {
 		go func() { _ = s.Run(context.WithoutCancel(ctx)) }() // ended by finish's Close
 	}

@@ -15,6 +15,7 @@ import (
 // is guarded by the campaign's mutex (e.mu).
 type term struct {
 	event    events.Event // the Elected event
+	hook     TermHook     // the Config's hooks' view of the term
 	deadline time.Time
 	ctx      *termContext // made by the first Term
 	cancel   context.CancelFunc
@@ -23,15 +24,15 @@ type term struct {
 	drained  chan struct{} // made by the first drain that waits; closed once ended and holds == 0
 }
 
-func newTerm(e events.Event) *term {
-	return &term{event: e, deadline: e.Deadline}
+func newTerm(e events.Event, hook TermHook) *term {
+	return &term{event: e, hook: hook, deadline: e.Deadline}
 }
 
 // context returns the term's context, made under e.mu from parent (whose
 // values it keeps, not its cancellation) at the first call.
 func (t *term) context(parent context.Context) *termContext {
 	if t.ctx == nil {
-		inner, cancel := context.WithCancel(context.WithoutCancel(parent))
+		inner, cancel := context.WithCancel(context.WithoutCancel(t.hook.Context(parent)))
 		t.ctx, t.cancel = &termContext{Context: inner}, cancel
 		d := t.deadline
 		t.ctx.deadline.Store(&d)
@@ -72,6 +73,7 @@ func (e *Elector) Term(token events.Token) (ctx context.Context, elected events.
 	}
 	t.holds++
 	released := false
+	worked := t.hook.Work()
 	done = func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -79,6 +81,7 @@ func (e *Elector) Term(token events.Token) (ctx context.Context, elected events.
 			return
 		}
 		released = true
+		worked()
 		t.holds--
 		if t.ended && t.holds == 0 && t.drained != nil {
 			close(t.drained)

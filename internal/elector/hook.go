@@ -1,0 +1,176 @@
+package elector
+
+import (
+	"context"
+	"time"
+
+	"github.com/hustings/hustings/events"
+)
+
+// Hook is told who did what: which campaign started, each term with its
+// token and deadline, each failed keep-alive with its candidate, each
+// one-shot run with its outcome. Package ops builds health checks, the
+// leader gauge and traces on it (campaign's Metrics needs only counts and
+// is an Observer). A Config holds any number of hooks (see Hooks). Every
+// method is called from the campaigns' goroutines: it must not block and
+// must be safe for concurrent use.
+type Hook interface {
+	// Campaign: a campaign or group for name began to run.
+	Campaign(name, backend string)
+	// Term: a term began; e is its Elected event, ttl its session's TTL,
+	// ctx the campaign's Run context. The TermHook hears the rest of it.
+	Term(ctx context.Context, e events.Event, backend string, ttl time.Duration) TermHook
+	// KeepAlive: a renewal of candidate id's session returned err (nil
+	// when it succeeded).
+	KeepAlive(id, backend string, err error)
+	// Run: a one-shot run of name began under the caller's ctx. The
+	// RunHook hears the rest of it.
+	Run(ctx context.Context, name, backend, id string) RunHook
+}
+
+// TermHook hears what becomes of one term. Renewed and Work may be called
+// from several goroutines at once; Ended is called once, last but for the
+// done functions of work still running.
+type TermHook interface {
+	// Context returns the parent of the term's context, made from ctx
+	// (to carry a trace span, say).
+	Context(ctx context.Context) context.Context
+	// Renewed: a renewal moved the term's deadline.
+	Renewed(deadline time.Time)
+	// Work: work bound to the term began (WhileLeader, Campaign.Term);
+	// done is called when it returns.
+	Work() (done func())
+	// Ended: the term was revoked; e is its Revoked event.
+	Ended(e events.Event)
+}
+
+// RunHook hears what becomes of one one-shot run.
+type RunHook interface {
+	// Context returns the context the run goes on under, made from the
+	// caller's ctx.
+	Context(ctx context.Context) context.Context
+	// Work: fn is about to run under the lock (slot, token) until
+	// deadline; done is called when it returns.
+	Work(slot int, token events.Token, deadline time.Time) (done func())
+	// Ended: the run ended; outcome is "succeeded", "skipped" or
+	// "action-failed", or "" when the run returned err undecided.
+	Ended(outcome string, err error)
+}
+
+// Hooks is the Config's list of hooks, called in order; a nil list costs
+// nothing.
+type Hooks []Hook
+
+// Campaign tells every hook that a campaign began to run.
+func (hs Hooks) Campaign(name, backend string) {
+	for _, h := range hs {
+		h.Campaign(name, backend)
+	}
+}
+
+// Term tells every hook that a term began.
+func (hs Hooks) Term(ctx context.Context, e events.Event, backend string, ttl time.Duration) TermHook {
+	if len(hs) == 0 {
+		return noTermHooks
+	}
+	ts := make(termHooks, len(hs))
+	for i, h := range hs {
+		ts[i] = h.Term(ctx, e, backend, ttl)
+	}
+	return ts
+}
+
+// KeepAlive tells every hook how a renewal went.
+func (hs Hooks) KeepAlive(id, backend string, err error) {
+	for _, h := range hs {
+		h.KeepAlive(id, backend, err)
+	}
+}
+
+// Run tells every hook that a one-shot run began; the RunHook returned
+// is never nil.
+func (hs Hooks) Run(ctx context.Context, name, backend, id string) RunHook {
+	if len(hs) == 0 {
+		return noRunHooks
+	}
+	rs := make(runHooks, len(hs))
+	for i, h := range hs {
+		rs[i] = h.Run(ctx, name, backend, id)
+	}
+	return rs
+}
+
+type termHooks []TermHook
+
+// noTermHooks is the TermHook of a term no hook hears: an interface
+// holding a nil slice, which costs no allocation.
+var noTermHooks TermHook = termHooks(nil)
+
+func (ts termHooks) Context(ctx context.Context) context.Context {
+	for _, t := range ts {
+		ctx = t.Context(ctx)
+	}
+	return ctx
+}
+
+func (ts termHooks) Renewed(deadline time.Time) {
+	for _, t := range ts {
+		t.Renewed(deadline)
+	}
+}
+
+func (ts termHooks) Work() func() {
+	if len(ts) == 0 {
+		return nop
+	}
+	dones := make([]func(), len(ts))
+	for i, t := range ts {
+		dones[i] = t.Work()
+	}
+	return func() {
+		for _, d := range dones {
+			d()
+		}
+	}
+}
+
+func (ts termHooks) Ended(e events.Event) {
+	for _, t := range ts {
+		t.Ended(e)
+	}
+}
+
+type runHooks []RunHook
+
+// noRunHooks is the RunHook of a run no hook hears, free like noTermHooks.
+var noRunHooks RunHook = runHooks(nil)
+
+func (rs runHooks) Context(ctx context.Context) context.Context {
+	for _, r := range rs {
+		ctx = r.Context(ctx)
+	}
+	return ctx
+}
+
+func (rs runHooks) Work(slot int, token events.Token, deadline time.Time) func() {
+	if len(rs) == 0 {
+		return nop
+	}
+	dones := make([]func(), len(rs))
+	for i, r := range rs {
+		dones[i] = r.Work(slot, token, deadline)
+	}
+	return func() {
+		for _, d := range dones {
+			d()
+		}
+	}
+}
+
+func (rs runHooks) Ended(outcome string, err error) {
+	for _, r := range rs {
+		r.Ended(outcome, err)
+	}
+}
+
+func nop() {}
