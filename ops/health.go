@@ -1,0 +1,159 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/elector"
+)
+
+// Health tells whether the campaigns given WithHealth are stuck: Check
+// (and ServeHTTP, for /healthz) fails when
+//
+//   - work bound to a term (WhileLeader's function, work holding
+//     Campaign.Term, a RunIfLeader or Every function) is still running
+//     more than the grace after its term ended: its revocation, or its
+//     deadline if that came first (a one-shot run's term is its lease);
+//   - a campaign still believes it leads more than the grace past its
+//     term's deadline;
+//   - keep-alives of the session of a campaign that believes it leads
+//     have failed for longer than the TTL.
+//
+// It passes for followers, for leaders whose session renews, and for
+// work that returns within the grace of its term's end. A campaign
+// revokes its term at the deadline by itself; what Health catches is
+// what the campaign cannot stop: work that ignores its context, and a
+// process too starved to run its timers. The grace should cover how long
+// work takes to notice its context ended, and be at least WithGrace
+// (how long a graceful stop waits for the work) if you resign on purpose.
+type Health struct {
+	grace   time.Duration
+	mu      sync.Mutex
+	terms   map[*healthTerm]struct{} // in force, or ended with work still running
+	runs    map[*healthRun]struct{}  // one-shot functions running
+	failing map[session]time.Time    // since when each session's keep-alives fail
+}
+
+// NewHealth returns a Health that allows work grace past its term's end;
+// grace must be ≥ 0, else the error matches campaign.ErrInvalid.
+func NewHealth(grace time.Duration) (*Health, error) {
+	if grace < 0 {
+		return nil, fmt.Errorf("%w: ops: health grace %v must be ≥ 0", campaign.ErrInvalid, grace)
+	}
+	return &Health{grace: grace, terms: map[*healthTerm]struct{}{}, runs: map[*healthRun]struct{}{},
+		failing: map[session]time.Time{}}, nil
+}
+
+// WithHealth makes a campaign, group, session, RunIfLeader or Every
+// report its terms, work and keep-alives to h. Default: none.
+func WithHealth(h *Health) campaign.Option {
+	return elector.Opt("ops.WithHealth", uses, func(c *elector.Config) {
+		if h == nil {
+			c.Reject(errors.New("ops: nil Health"))
+			return
+		}
+		c.Hooks = append(c.Hooks, healthHook{h})
+	})
+}
+
+// Check returns nil when no campaign reported to h is stuck, else an
+// error matching ErrUnhealthy that lists each stuck one; ctx's error if
+// ctx has ended. It does not block.
+func (h *Health) Check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := time.Now()
+	h.mu.Lock()
+	var found []string
+	for t := range h.terms {
+		found = append(found, h.stuckTerm(t, now)...)
+	}
+	for r := range h.runs {
+		if over := now.Sub(r.deadline); over > h.grace {
+			found = append(found, fmt.Sprintf("the work of a one-shot run of %q (token %d) outlived its lease by %v (grace %v)", r.name, r.token, over.Round(time.Millisecond), h.grace))
+		}
+	}
+	h.mu.Unlock()
+	if len(found) == 0 {
+		return nil
+	}
+	slices.Sort(found) // one order for one state, whatever the maps did
+	errs := make([]error, len(found))
+	for i, f := range found {
+		errs[i] = fmt.Errorf("%w: %s", ErrUnhealthy, f)
+	}
+	return errors.Join(errs...)
+}
+
+// stuckTerm says what is wrong with t at now, if anything; h.mu held.
+func (h *Health) stuckTerm(t *healthTerm, now time.Time) []string {
+	var found []string
+	end := t.deadline
+	if !t.ended.IsZero() && t.ended.Before(end) {
+		end = t.ended
+	}
+	if over := now.Sub(end); t.work > 0 && over > h.grace {
+		found = append(found, fmt.Sprintf("the work of term %d of %s outlived the term by %v (grace %v)", t.token, t.lock(), over.Round(time.Millisecond), h.grace))
+	}
+	if !t.ended.IsZero() {
+		return found
+	}
+	if over := now.Sub(t.deadline); over > h.grace {
+		found = append(found, fmt.Sprintf("term %d of %s is believed in force %v past its deadline (grace %v)", t.token, t.lock(), over.Round(time.Millisecond), h.grace))
+	}
+	if since, ok := h.failing[t.sess]; ok && now.Sub(since) > t.ttl {
+		found = append(found, fmt.Sprintf("keep-alives of %s on %s have failed for %v, longer than the TTL %v, while it leads %s", t.sess.id, t.sess.backend, now.Sub(since).Round(time.Millisecond), t.ttl, t.lock()))
+	}
+	return found
+}
+
+// ServeHTTP answers a probe: 200 and "ok" when Check passes, 503 and
+// Check's error otherwise.
+func (h *Health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := h.Check(r.Context()); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, err)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+// healthHook feeds a Health from the engine.
+type healthHook struct{ h *Health }
+
+func (healthHook) Campaign(string, string) {}
+
+func (k healthHook) Term(_ context.Context, e events.Event, backend string, ttl time.Duration) elector.TermHook {
+	t := &healthTerm{h: k.h, name: e.Name, slot: e.Slot, token: e.Token, sess: session{e.Holder, backend}, ttl: ttl, deadline: e.Deadline}
+	k.h.mu.Lock()
+	k.h.terms[t] = struct{}{}
+	k.h.mu.Unlock()
+	return t
+}
+
+func (k healthHook) KeepAlive(id, backend string, err error) {
+	s := session{id, backend}
+	k.h.mu.Lock()
+	defer k.h.mu.Unlock()
+	if _, ok := k.h.failing[s]; err == nil || ok {
+		if err == nil {
+			delete(k.h.failing, s)
+		}
+		return
+	}
+	k.h.failing[s] = time.Now()
+}
+
+func (k healthHook) Run(_ context.Context, name, _, _ string) elector.RunHook {
+	return healthRunHook{k.h, name}
+}

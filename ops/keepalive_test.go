@@ -1,0 +1,56 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hustings/hustings/events"
+)
+
+// A campaign revokes its term at the deadline by itself, so keep-alives
+// failing for a TTL under a term in force are what a stuck process shows:
+// this drives the hooks the way such a campaign's engine would.
+func TestHealthFailsWhenKeepAlivesFailLongerThanTheTTLWhileLeading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 10 * time.Second
+		h, err := NewHealth(time.Hour) // the deadline check stays out of it
+		if err != nil {
+			t.Fatal(err)
+		}
+		hook := healthHook{h}
+		hook.KeepAlive("follower", "memory", errors.New("timeout")) // no term: never counts
+		e := events.Event{Kind: events.Elected, Name: "job", Holder: "a", Token: 7, Time: time.Now(), Deadline: time.Now().Add(ttl)}
+		term := hook.Term(context.Background(), e, "memory", ttl)
+		hook.KeepAlive("a", "memory", nil)
+		time.Sleep(ttl / 2)
+		hook.KeepAlive("a", "memory", errors.New("timeout"))
+		time.Sleep(ttl / 2)
+		hook.KeepAlive("a", "memory", errors.New("timeout")) // the first failure counts, not the last
+		time.Sleep(ttl / 2)
+		if err := h.Check(t.Context()); err != nil {
+			t.Fatalf("failing for a TTL exactly: Check = %v, want nil", err)
+		}
+		time.Sleep(time.Millisecond)
+		err = h.Check(t.Context())
+		if !errors.Is(err, ErrUnhealthy) || !strings.Contains(err.Error(), "keep-alives of a on memory") {
+			t.Fatalf("failing for over a TTL while leading: Check = %v, want ErrUnhealthy about a's keep-alives", err)
+		}
+		hook.KeepAlive("a", "memory", nil)
+		if err := h.Check(t.Context()); err != nil {
+			t.Fatalf("after a renewal: Check = %v, want nil", err)
+		}
+		hook.KeepAlive("a", "memory", errors.New("timeout"))
+		term.Ended(events.Event{Kind: events.Revoked, Time: time.Now()})
+		time.Sleep(2 * ttl)
+		if err := h.Check(t.Context()); err != nil {
+			t.Fatalf("failing while following: Check = %v, want nil", err)
+		}
+		if len(h.terms) != 0 {
+			t.Errorf("%d terms kept after the last ended", len(h.terms))
+		}
+	})
+}
