@@ -1,0 +1,166 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/elector"
+)
+
+// tracerName is the instrumentation scope of the spans.
+const tracerName = "github.com/hustings/hustings/ops"
+
+// The attributes of the spans.
+const (
+	attrName    = attribute.Key("hustings.lock.name")
+	attrSlot    = attribute.Key("hustings.lock.slot")
+	attrToken   = attribute.Key("hustings.token")
+	attrBackend = attribute.Key("hustings.backend")
+	attrID      = attribute.Key("hustings.candidate.id")
+	attrReason  = attribute.Key("hustings.revoke.reason")
+	attrOutcome = attribute.Key("hustings.outcome")
+)
+
+// WithTracerProvider makes a campaign, group, session, RunIfLeader or
+// Every record OpenTelemetry spans with a tracer of tp:
+//
+//   - "hustings.term", one per term, from its election to its revocation:
+//     attributes hustings.lock.name, hustings.lock.slot, hustings.token,
+//     hustings.backend and hustings.candidate.id; ended with
+//     hustings.revoke.reason (resigned, lease-expired, session-lost,
+//     lock-lost, unreachable, canceled), and an error status unless the
+//     term was resigned or canceled. Each keep-alive of its session that
+//     fails while the term is in force is a "keep-alive failed" event on
+//     it (one that hangs until after the term's end is not: give the
+//     backend's client short timeouts to see them). A term's span is a new trace
+//     (a term outlives any request), linked to the span of the context
+//     given to Run, if any; the term's context carries it, so spans of
+//     work bound to the term are its children.
+//   - "hustings.run", one per one-shot run, a child of the span of the
+//     context given to RunIfLeader: the lock's name, backend and candidate;
+//     slot and token once the lock is had; hustings.outcome (succeeded,
+//     skipped, action-failed, or error when the run returned an error) and
+//     an error status with the error when there is one. fn's context
+//     carries it.
+//
+// Default: no spans. tp is used as is (the program configures and shuts
+// down its SDK); a nil tp is refused with campaign.ErrInvalid.
+func WithTracerProvider(tp trace.TracerProvider) campaign.Option {
+	return elector.Opt("ops.WithTracerProvider", uses, func(c *elector.Config) {
+		if tp == nil {
+			c.Reject(errors.New("ops: nil trace.TracerProvider"))
+			return
+		}
+		c.Hooks = append(c.Hooks, &traceHook{tracer: tp.Tracer(tracerName)})
+	})
+}
+
+// traceHook records spans.
+type traceHook struct{ tracer trace.Tracer }
+
+// openTerms holds the term spans in force of each session, for its keep-alive
+// failures. It is one for the process because a campaign on a shared
+// Session has a hook of its own, not the Session's, which hears the
+// keep-alives.
+var openTerms = struct {
+	mu sync.Mutex
+	m  map[session]map[*traceTerm]struct{}
+}{m: map[session]map[*traceTerm]struct{}{}}
+
+func (*traceHook) Campaign(string, string) {}
+
+func (k *traceHook) Term(ctx context.Context, e events.Event, backend string, _ time.Duration) elector.TermHook {
+	opts := []trace.SpanStartOption{
+		trace.WithNewRoot(), trace.WithTimestamp(e.Time),
+		trace.WithAttributes(attrName.String(e.Name), attrSlot.Int(e.Slot), attrToken.Int64(int64(e.Token)),
+			attrBackend.String(backend), attrID.String(e.Holder)),
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+	}
+	_, span := k.tracer.Start(ctx, "hustings.term", opts...)
+	t := &traceTerm{span: span, sess: session{e.Holder, backend}}
+	openTerms.mu.Lock()
+	defer openTerms.mu.Unlock()
+	if openTerms.m[t.sess] == nil {
+		openTerms.m[t.sess] = map[*traceTerm]struct{}{}
+	}
+	openTerms.m[t.sess][t] = struct{}{}
+	return t
+}
+
+func (*traceHook) KeepAlive(id, backend string, err error) {
+	if err == nil {
+		return
+	}
+	openTerms.mu.Lock()
+	defer openTerms.mu.Unlock()
+	for t := range openTerms.m[session{id, backend}] {
+		t.span.AddEvent("keep-alive failed", trace.WithAttributes(attribute.String("exception.message", err.Error())))
+	}
+}
+
+func (k *traceHook) Run(ctx context.Context, name, backend, id string) elector.RunHook {
+	_, span := k.tracer.Start(ctx, "hustings.run",
+		trace.WithAttributes(attrName.String(name), attrBackend.String(backend), attrID.String(id)))
+	return traceRun{span}
+}
+
+// traceTerm is a term's span.
+type traceTerm struct {
+	span trace.Span
+	sess session
+}
+
+func (t *traceTerm) Context(ctx context.Context) context.Context {
+	return trace.ContextWithSpan(ctx, t.span)
+}
+
+func (t *traceTerm) Renewed(time.Time) {}
+func (t *traceTerm) Work() func()      { return func() {} }
+
+func (t *traceTerm) Ended(e events.Event) {
+	openTerms.mu.Lock()
+	delete(openTerms.m[t.sess], t)
+	if len(openTerms.m[t.sess]) == 0 {
+		delete(openTerms.m, t.sess)
+	}
+	openTerms.mu.Unlock()
+	t.span.SetAttributes(attrReason.String(elector.ReasonCode(e.Reason)))
+	if e.Reason != nil && !errors.Is(e.Reason, events.ErrResigned) && !errors.Is(e.Reason, events.ErrCanceled) {
+		t.span.SetStatus(codes.Error, e.Reason.Error())
+	}
+	t.span.End(trace.WithTimestamp(e.Time))
+}
+
+// traceRun is a one-shot run's span.
+type traceRun struct{ span trace.Span }
+
+func (r traceRun) Context(ctx context.Context) context.Context {
+	return trace.ContextWithSpan(ctx, r.span)
+}
+
+func (r traceRun) Work(slot int, token events.Token, _ time.Time) func() {
+	r.span.SetAttributes(attrSlot.Int(slot), attrToken.Int64(int64(token)))
+	return func() {}
+}
+
+func (r traceRun) Ended(outcome string, err error) {
+	if outcome == "" {
+		outcome = "error"
+	}
+	r.span.SetAttributes(attrOutcome.String(outcome))
+	if err != nil {
+		r.span.RecordError(err)
+		r.span.SetStatus(codes.Error, err.Error())
+	}
+	r.span.End()
+}
