@@ -15,7 +15,8 @@ import (
 // Registerer, and hand it to every campaign with WithMetrics. Each lock
 // name is a label value: for names with unbounded parts (a lock per
 // tenant), give those campaigns a Metrics of their own, or none. Safe for
-// concurrent use.
+// concurrent use. The leader_election_master_status gauge of client-go,
+// a health check and traces are in package ops.
 type Metrics struct {
 	attempts, acquired, won, actionFailures *prometheus.CounterVec
 	notAcquired, revoked                    *prometheus.CounterVec

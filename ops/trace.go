@@ -52,7 +52,10 @@ const (
 //     carries it.
 //
 // Default: no spans. tp is used as is (the program configures and shuts
-// down its SDK); a nil tp is refused with campaign.ErrInvalid.
+// down its SDK); a nil tp is refused with campaign.ErrInvalid. Spans start
+// and end in the campaign's callbacks: give the SDK a batching span
+// processor (sdktrace.WithBatcher), not a synchronous exporter, in
+// production.
 func WithTracerProvider(tp trace.TracerProvider) campaign.Option {
 	return elector.Opt("ops.WithTracerProvider", uses, func(c *elector.Config) {
 		if tp == nil {
