@@ -135,6 +135,9 @@ func TestMasterStatusRejectsBadInput(t *testing.T) {
 	if _, err := campaign.New(memory.New(), "x", ops.WithMasterStatus(nil)); !errors.Is(err, campaign.ErrInvalid) {
 		t.Errorf("WithMasterStatus(nil) = %v, want ErrInvalid", err)
 	}
+	if _, err := campaign.NewSession(memory.New(), ops.WithMasterStatus(m)); !errors.Is(err, campaign.ErrInvalid) {
+		t.Errorf("NewSession with WithMasterStatus = %v, want ErrInvalid", err)
+	}
 	_, err = campaign.RunIfLeader(t.Context(), memory.New(), "x", func(context.Context, events.Token) (int, error) { return 0, nil }, ops.WithMasterStatus(m))
 	if !errors.Is(err, campaign.ErrInvalid) {
 		t.Errorf("RunIfLeader with WithMasterStatus = %v, want ErrInvalid", err)
