@@ -54,3 +54,33 @@ func TestHealthFailsWhenKeepAlivesFailLongerThanTheTTLWhileLeading(t *testing.T)
 		}
 	})
 }
+
+// A term still in force past its deadline and the grace is a campaign
+// whose timers did not run: the probe fails until the term ends; a
+// renewal that moved the deadline keeps it passing.
+func TestHealthFailsForATermBelievedPastItsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl, grace = 10 * time.Second, 2 * time.Second
+		h, err := NewHealth(grace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := events.Event{Kind: events.Elected, Name: "job", Slot: 1, Holder: "a", Token: 7, Time: time.Now(), Deadline: time.Now().Add(ttl)}
+		term := healthHook{h}.Term(context.Background(), e, "memory", ttl)
+		time.Sleep(ttl / 2)
+		term.Renewed(time.Now().Add(ttl))
+		time.Sleep(ttl + grace)
+		if err := h.Check(t.Context()); err != nil {
+			t.Fatalf("at the renewed deadline + the grace: Check = %v, want nil", err)
+		}
+		time.Sleep(time.Millisecond)
+		err = h.Check(t.Context())
+		if !errors.Is(err, ErrUnhealthy) || !strings.Contains(err.Error(), `term 7 of "job" slot 1 is believed in force`) {
+			t.Fatalf("past the deadline + the grace: Check = %v, want ErrUnhealthy about term 7", err)
+		}
+		term.Ended(events.Event{Kind: events.Revoked, Time: time.Now()})
+		if err := h.Check(t.Context()); err != nil {
+			t.Fatalf("once revoked: Check = %v, want nil", err)
+		}
+	})
+}
