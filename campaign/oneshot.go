@@ -91,7 +91,7 @@ func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 }
 
 // runIfLeader is RunIfLeader for entry (RunIfLeader, or Every's runs).
-func runIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn func(ctx context.Context, token events.Token) (T, error), entry elector.Use, opts []Option) (Result[T], error) {
+func runIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn func(ctx context.Context, token events.Token) (T, error), entry elector.Use, opts []Option) (res Result[T], err error) {
 	cfg := elector.NewConfig(opts)
 	full, err := validateRun(ctx, &cfg, b, name, fn == nil, entry)
 	if err != nil {
@@ -100,47 +100,43 @@ func runIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	if err := ctx.Err(); err != nil {
 		return Result[T]{}, err
 	}
-	hook := cfg.Hooks.Run(ctx, full, elector.BackendLabel(b), cfg.ID)
-	res, err := lockAndRun(hook.Context(ctx), b, full, fn, &cfg, hook)
-	outcome := ""
-	if err == nil {
-		outcome = res.Outcome.String()
-	}
-	hook.Ended(outcome, cmp.Or(err, res.Err))
-	return res, err
-}
-
-// lockAndRun is a run past its validation: it takes the lock, runs fn
-// and releases the lock, or applies the failure mode.
-func lockAndRun[T any](ctx context.Context, b backends.Backend, full string, fn func(ctx context.Context, token events.Token) (T, error), cfg *elector.Config, hook elector.RunHook) (Result[T], error) {
-	var (
-		h   *elector.Held
-		err error
-	)
+	label := elector.BackendLabel(b)
+	hook := cfg.Hooks.Run(ctx, full, label, cfg.ID)
+	defer func() { hook.Ended(outcomeOf(res.Outcome, err), cmp.Or(err, res.Err)) }()
+	ctx = hook.Context(ctx)
+	var h *elector.Held
 	if cfg.Session != nil {
-		h, err = elector.LockOn(ctx, cfg.Session, full, elector.SlotNames(full, cfg.Slots), cfg)
+		h, err = elector.LockOn(ctx, cfg.Session, full, elector.SlotNames(full, cfg.Slots), &cfg)
 	} else {
-		h, err = elector.LockOnce(ctx, b, full, elector.SlotNames(full, cfg.Slots), cfg)
+		h, err = elector.LockOnce(ctx, b, full, elector.SlotNames(full, cfg.Slots), &cfg)
 	}
 	switch {
 	case h == nil && err == nil:
 		return Result[T]{Outcome: Skipped}, nil
 	case err != nil:
-		return onFailure(ctx, cfg, full, elector.BackendLabel(b), fn, err)
+		return onFailure(ctx, &cfg, full, label, fn, err)
 	}
 	fctx, cancel := h.Context(ctx)
 	worked := hook.Work(h.Slot, h.Token, h.Deadline)
 	began := time.Now()
 	v, ferr := fn(fctx, h.Token)
-	cfg.Observer.Action(full, elector.BackendLabel(b), time.Since(began), ferr)
+	cfg.Observer.Action(full, label, time.Since(began), ferr)
 	worked()
 	cancel()
-	h.Unlock(ctx, cfg)
-	res := Result[T]{Outcome: Succeeded, Value: v, Slot: h.Slot, Token: h.Token}
+	h.Unlock(ctx, &cfg)
+	res = Result[T]{Outcome: Succeeded, Value: v, Slot: h.Slot, Token: h.Token}
 	if ferr != nil {
 		res.Outcome, res.Err = ActionFailed, ferr
 	}
 	return res, nil
+}
+
+// outcomeOf names a run's outcome for its hooks: "" when it returned err.
+func outcomeOf(o Outcome, err error) string {
+	if err != nil {
+		return ""
+	}
+	return o.String()
 }
 
 // onFailure applies the failure mode to a backend error. Context errors and
