@@ -26,7 +26,13 @@
 // only OpenTelemetry's API (go.opentelemetry.io/otel/trace), never its
 // SDK: the program chooses and configures the SDK.
 //
-// Everything here is safe for concurrent use, starts no goroutine, and
-// never blocks a campaign: the hooks take a mutex for a few map
-// operations and return.
+// What is not guaranteed: Health sees only work bound to a term
+// (WhileLeader, Every, RunIfLeader, work holding Campaign.Term), not work
+// a program starts on its own from the Events channel; the spans are only
+// as complete as the SDK's sampler and exporter make them.
+//
+// Everything here is safe for concurrent use and starts no goroutine. The
+// hooks run in the campaigns' callbacks and take a mutex for a few map
+// operations; tracing also starts and ends spans there, which is why
+// WithTracerProvider asks for a batching span processor.
 package ops
