@@ -1,5 +1,6 @@
 // Package httpapi serves a read-only view of campaigns and groups over HTTP:
-// a JSON snapshot of each, and a Server-Sent Events stream of their events.
+// a JSON snapshot of each, a Server-Sent Events stream of their events, and
+// a live page that shows both to a person.
 //
 // # Read-only
 //
@@ -14,9 +15,35 @@
 //
 // Paths are relative to where the Handler is mounted (use http.StripPrefix).
 //
-//	GET /, GET /campaigns   JSON array of Snapshot, in registration order
+//	GET /                   the live page for a browser, JSON for anyone else
+//	GET /campaigns          JSON array of Snapshot, in registration order
 //	GET /events             text/event-stream of Event, one SSE event each:
 //	                        "event: elected\ndata: {json}\n\n"
+//
+// # The live page
+//
+// GET / is negotiated on the Accept header rather than given a path of its
+// own, so that the address that answers JSON is the one a person opens: a
+// request that names text/html with a higher quality than application/json
+// (a browser's navigation) gets an HTML page; any other (application/json,
+// */* as curl sends, no Accept at all) gets the JSON snapshot, as before the
+// page existed. Responses to / carry "Vary: Accept"; /campaigns is JSON
+// whatever the request accepts.
+//
+// The page is embedded in the binary: one HTML file with its style and
+// script inline, no build step, nothing fetched from elsewhere (its
+// Content-Security-Policy allows its own origin only), so it works offline.
+// It shows every registered campaign and group by lock name: the holder of
+// each lock and slot with its token and a countdown to the term's local
+// deadline; the candidates registered here, leading or waiting; and the
+// terms seen since the page opened (kept five minutes), on a timeline and in
+// a table, each with the reason it ended. It follows GET /events with an
+// EventSource, and reads /campaigns once a second for what events do not
+// carry (candidates that never led, deadlines moved on by keep-alives,
+// sources registered after its stream began, for which it reopens the
+// stream). Countdowns are on the browser's clock: they are right to within
+// the skew between the browser's and the server's clocks. A term that began
+// before the page opened shows from where the page first saw it.
 //
 // # Streams
 //

@@ -60,7 +60,13 @@ func (h *Handler) registered() []Source {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var serve func(http.ResponseWriter, *http.Request)
 	switch r.URL.Path {
-	case "/", "", "/campaigns":
+	case "/", "":
+		w.Header().Set("Vary", "Accept")
+		serve = h.serveSnapshot
+		if wantsHTML(r) {
+			serve = h.servePage
+		}
+	case "/campaigns":
 		serve = h.serveSnapshot
 	case "/events":
 		serve = h.serveEvents
