@@ -24,6 +24,7 @@ func TestRefusals(t *testing.T) {
 		{[]string{"show", "--backend", "MEMORY://x"}, "the memory backend takes no host"},
 		{[]string{"show", "--backend", ""}, "empty: write memory"},
 		{[]string{"show", "--dial-timeout", "0s"}, "--dial-timeout 0s must be more than 0"},
+		{[]string{"show", "--http", "127.0.0.1:99999"}, "--http 127.0.0.1:99999: listen tcp"},
 		{[]string{"show", "--ttl", "1s"}, "flag provided but not defined: -ttl"},
 		{[]string{"scenario", "batch", "extra"}, `demo scenario batch takes flags only, not "extra"`},
 		{[]string{"node", "--name", "n", "--id", "a"}, "demo node needs a server that every node shares, such as --backend redis://"},

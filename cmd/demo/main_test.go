@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 // and checks that the README's sample output tells the same story.
 func TestShow(t *testing.T) {
 	var out bytes.Buffer
-	if err := show(t.Context(), memory.New(), dial.Target{Scheme: "memory"}, &out); err != nil {
+	if err := show(t.Context(), memory.New(), dial.Target{Scheme: "memory"}, &out, nil); err != nil {
 		t.Fatalf("show: %v\n%s", err, out.String())
 	}
 	s := out.String()

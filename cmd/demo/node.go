@@ -20,6 +20,7 @@ import (
 	"github.com/hustings/hustings/internal/human"
 	"github.com/hustings/hustings/internal/validate"
 	"github.com/hustings/hustings/strategy"
+	"github.com/hustings/hustings/transport/httpapi"
 )
 
 // nodeFlags are the flags of "demo node".
@@ -27,6 +28,7 @@ type nodeFlags struct {
 	backend                backendFlags
 	target                 dial.Target
 	name, id, strategyName string
+	http                   string // --http: where to serve the live page
 	ttl, work              time.Duration
 	slots                  int
 	score, weight          float64
@@ -44,6 +46,7 @@ func parseNode(args []string, stdout io.Writer) (nodeFlags, error) {
 	fs.StringVar(&f.strategyName, "strategy", "", "group strategy: fifo, random, score or weighted")
 	fs.Float64Var(&f.score, "score", 0, "score, for --strategy score")
 	fs.Float64Var(&f.weight, "weight", 0, "weight, for --strategy weighted; more than 0")
+	registerHTTP(fs, &f.http)
 	fs.DurationVar(&f.work, "work", 0, "while leading, run a work loop that wakes every D and stops when the term ends; 0: no work")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return f, err
@@ -155,6 +158,19 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if f.http != "" {
+		page := httpapi.New()
+		page.Register(c.source)
+		live, err := serveLive(f.http, page)
+		if err != nil {
+			c.close()
+			return err
+		}
+		// Closed after the campaign has ended, which ends the page's streams.
+		defer live.close()
+		// On stderr: stdout is for JSON lines only.
+		fmt.Fprintf(stderr, "demo node: the live page is at %s\n", live.url)
+	}
 	if err := out.print(nodeEvent{TimeUnixNano: time.Now().UnixNano(), Node: f.id, Name: f.name, Event: "campaigning", Detail: f.describe()}); err != nil {
 		return err
 	}
@@ -195,6 +211,7 @@ type node struct {
 	run    func(context.Context) error
 	events <-chan events.Event
 	close  func()
+	source httpapi.Source // for the live page
 }
 
 // candidate builds the campaign or group.
@@ -206,7 +223,7 @@ func (f nodeFlags) candidate(b backends.Backend, out *lines) (node, error) {
 		if err != nil {
 			return node{}, err
 		}
-		n := node{run: c.Run, events: c.Events(), close: func() { c.Close() }}
+		n := node{run: c.Run, events: c.Events(), close: func() { c.Close() }, source: c}
 		if f.work > 0 {
 			n.run = func(ctx context.Context) error { return campaign.WhileLeader(ctx, c, work) }
 		}
@@ -226,7 +243,7 @@ func (f nodeFlags) candidate(b backends.Backend, out *lines) (node, error) {
 	if err != nil {
 		return node{}, err
 	}
-	n := node{run: g.Run, events: g.Events(), close: func() { g.Close() }}
+	n := node{run: g.Run, events: g.Events(), close: func() { g.Close() }, source: g}
 	if f.work > 0 {
 		n.run = func(ctx context.Context) error { return campaign.WhileLeader(ctx, g, work) }
 	}

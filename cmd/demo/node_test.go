@@ -2,12 +2,15 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -27,13 +30,33 @@ type nodeProc struct {
 	mu    sync.Mutex
 	lines []nodeEvent
 	read  chan struct{} // closed when stdout is drained
+	errs  lockedBuffer  // stderr
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func startNode(t *testing.T, args ...string) *nodeProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"--", "node"}, args...)...)
 	cmd.Env = append(os.Environ(), "HUSTINGS_DEMO_AS_MAIN=1")
-	cmd.Stderr = io.Discard
+	p := &nodeProc{id: args[len(args)-1], cmd: cmd, read: make(chan struct{})}
+	cmd.Stderr = &p.errs
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +64,6 @@ func startNode(t *testing.T, args ...string) *nodeProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &nodeProc{id: args[len(args)-1], cmd: cmd, read: make(chan struct{})}
 	go p.collect(out)
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill() // by PID; a no-op once it exited
@@ -194,4 +216,57 @@ func checkTokensGrow(t *testing.T, nodes []*nodeProc) {
 	if len(elected) < 2 {
 		t.Fatalf("only %d elections", len(elected))
 	}
+}
+
+// TestNodeServesLivePage: "demo node --http" serves its campaign through
+// transport/httpapi, the page to browsers and JSON to anyone else, and
+// says where on stderr (stdout stays JSON lines only).
+func TestNodeServesLivePage(t *testing.T) {
+	srv := redistest.Start(t)
+	name := fmt.Sprintf("demo-page-%x", time.Now().UnixNano())
+	n := startNode(t, "--backend", "redis://"+srv.Addr(), "--name", name, "--ttl", "1s", "--work", "50ms", "--http", "127.0.0.1:0", "--id", "n1")
+	at := regexp.MustCompile(`the live page is at (http://\S+)`)
+	waitNodes(t, "the node's page address on stderr", func() bool { return at.MatchString(n.errs.String()) })
+	waitNodes(t, "the node leading", n.leads)
+	url := at.FindStringSubmatch(n.errs.String())[1]
+	get := func(accept string) (*http.Response, []byte) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept", accept)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, body
+	}
+	resp, body := get("application/json")
+	var snaps []struct {
+		Name, ID string
+		Leader   bool
+	}
+	if err := json.Unmarshal(body, &snaps); err != nil || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET %s as JSON: %s %q (%v)", url, resp.Header.Get("Content-Type"), body, err)
+	}
+	if len(snaps) != 1 || snaps[0].Name != name || snaps[0].ID != "n1" {
+		t.Fatalf("snapshot %+v, want the node's one campaign", snaps)
+	}
+	if resp, body = get("text/html"); !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !bytes.Contains(body, []byte("<title>Hustings")) {
+		t.Fatalf("GET %s as a browser: %s %.80q, want the page", url, resp.Header.Get("Content-Type"), body)
+	}
+	if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-n.read
+	if err := n.cmd.Wait(); err != nil {
+		t.Fatalf("node with --http stopped by SIGTERM exited with %v, want 0\n%s", err, n.errs.String())
+	}
+	checkLines(t, n)
 }

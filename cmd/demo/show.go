@@ -15,10 +15,9 @@ import (
 	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
-	"github.com/hustings/hustings/group"
 	"github.com/hustings/hustings/internal/crash"
 	"github.com/hustings/hustings/internal/elector"
-	"github.com/hustings/hustings/strategy"
+	"github.com/hustings/hustings/transport/httpapi"
 )
 
 const (
@@ -29,8 +28,10 @@ const (
 // runShow runs "demo [show] [--backend URL] [--dial-timeout D]".
 func runShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var bf backendFlags
+	var addr string
 	fs := flag.NewFlagSet("demo show", flag.ContinueOnError)
 	bf.register(fs, "memory")
+	registerHTTP(fs, &addr)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -43,13 +44,26 @@ func runShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer closeBackend()
-	return show(ctx, b, target, stdout)
+	var page *httpapi.Handler
+	if addr != "" {
+		page = httpapi.New()
+		live, err := serveLive(addr, page)
+		if err != nil {
+			return err
+		}
+		defer live.close() // after the show has closed its campaigns
+		fmt.Fprintf(stderr, "demo: the live page is at %s\n", live.url)
+	}
+	return show(ctx, b, target, stdout, page)
 }
 
 // show is the scripted show: each act waits for what it shows, so it takes
-// as long as the backend needs, about 9 s on the memory backend.
-func show(ctx context.Context, b backends.Backend, target dial.Target, w io.Writer) error {
-	s := &stage{b: b, tl: newTimeline(w, target), elected: make(chan events.Event, 64),
+// as long as the backend needs, about 9 s on the memory backend. With a
+// page (--http), every campaign and group of the show is registered with
+// it, and the show holds its last scene until ctx ends, so that the page
+// can be looked at.
+func show(ctx context.Context, b backends.Backend, target dial.Target, w io.Writer, page *httpapi.Handler) error {
+	s := &stage{b: b, tl: newTimeline(w, target), elected: make(chan events.Event, 64), page: page,
 		prefix: fmt.Sprintf("demo-%x", time.Now().UnixNano()%0xffffff)}
 	defer s.tl.flush() // last: after the campaigns closed
 	defer s.closeAll()
@@ -64,6 +78,10 @@ func show(ctx context.Context, b backends.Backend, target dial.Target, w io.Writ
 	s.mu.Lock()
 	s.tl.note("fencing tokens of the reconcile lock only grew: %v", s.tokens)
 	s.mu.Unlock()
+	if page != nil {
+		s.tl.note("the show holds its last scene for the live page until Ctrl-C")
+		<-ctx.Done()
+	}
 	return nil
 }
 
@@ -71,6 +89,7 @@ func show(ctx context.Context, b backends.Backend, target dial.Target, w io.Writ
 type stage struct {
 	b            backends.Backend
 	tl           *timeline
+	page         *httpapi.Handler // nil without --http
 	prefix       string
 	elected      chan events.Event
 	cast         map[string]*actor
@@ -82,6 +101,13 @@ type stage struct {
 	printed      []events.Event // every event the followers printed
 	wg           sync.WaitGroup
 	closers      []closer
+}
+
+// register shows c on the live page, if there is one.
+func (s *stage) register(c *campaign.Campaign) {
+	if s.page != nil {
+		s.page.Register(c)
+	}
 }
 
 // closer closes one campaign; leading tells whether it leads now.
@@ -127,6 +153,7 @@ func (s *stage) enter(ctx context.Context, id string) error {
 	}
 	a := &actor{c: c, link: link}
 	s.cast[id] = a
+	s.register(c)
 	s.follow(ctx, c.Subscribe(ctx))
 	s.wg.Go(func() { _ = campaign.WhileLeader(ctx, c, a.reconcile) })
 	s.closers = append(s.closers, closer{func() bool { return c.State().Leader }, func() { c.Close() }})
@@ -260,6 +287,7 @@ func (s *stage) slowConsumer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.register(c)
 	s.wg.Go(func() { _ = c.Run(ctx) }) // nobody ever reads c.Events()
 	s.closers = append(s.closers, closer{func() bool { return c.State().Leader }, func() { c.Close() }})
 	if err := waitUntil(ctx, func() bool { return c.State().Leader }); err != nil {
@@ -278,70 +306,6 @@ func (s *stage) slowConsumer(ctx context.Context) error {
 		elector.ReasonCode(revoked.Reason), late.Round(100*time.Microsecond), (ttl/10 - late).Round(time.Millisecond))
 	s.tl.note("its unread channel keeps only the latest event (%d dropped): a slow reader never delays a revocation", st.Dropped)
 	return nil
-}
-
-// weightedGroup runs five candidates for a group of three slots, preferring
-// them by weighted rendezvous hashing. The two ranked last start first and
-// take two slots; when the others join, they hand their slots over to the
-// top three after the preemption delay.
-func (s *stage) weightedGroup(ctx context.Context) error {
-	name := s.prefix + "/rollups"
-	weights := map[string]float64{"golf": 1, "hotel": 2, "india": 3, "juliett": 4, "kilo": 5}
-	ranked, err := rankByWeight(name, weights)
-	if err != nil {
-		return err
-	}
-	top, last := slices.Sorted(slices.Values(ranked[:3])), slices.Sorted(slices.Values(ranked[3:]))
-	s.tl.group(name)
-	s.tl.note("a group of 3 slots for 5 candidates weighted 1 to 5 (golf … kilo); strategy weighted: this draw ranks them %v", ranked)
-	start := func(ids []string) error {
-		for _, id := range ids {
-			g, err := group.New(s.b, name, 3, campaign.WithID(id), campaign.WithTTL(ttl), campaign.WithRetry(retry),
-				group.WithStrategy(strategy.Weighted()), group.WithWeight(weights[id]), group.WithPreemption(ttl))
-			if err != nil {
-				return err
-			}
-			s.follow(ctx, g.Subscribe(ctx))
-			s.wg.Go(func() { _ = g.Run(ctx) })
-			s.closers = append(s.closers, closer{func() bool { return g.State().Leader }, func() { g.Close() }})
-		}
-		return nil
-	}
-	s.tl.note("%s and %s, ranked last, start first: alone, they top the ranking and take two slots", last[0], last[1])
-	if err := start(last); err != nil {
-		return err
-	}
-	if err := waitUntil(ctx, func() bool { return slices.Equal(s.printedLeaders(name), last) }); err != nil {
-		return fmt.Errorf("the group did not elect %v: %w", last, err)
-	}
-	s.tl.note("%s, %s and %s join: one takes the free slot; %s and %s, out-ranked, hand theirs over after the preemption delay (%v)",
-		top[0], top[1], top[2], last[0], last[1], ttl)
-	if err := start(top); err != nil {
-		return err
-	}
-	if err := waitUntil(ctx, func() bool { return slices.Equal(s.printedLeaders(name), top) }); err != nil {
-		return fmt.Errorf("the group did not settle on %v: %w", top, err)
-	}
-	s.tl.note("slots held by %v: the top 3 of the draw, the same on every node", top)
-	return nil
-}
-
-// rankByWeight ranks the candidates as every node does, epoch 0, and
-// returns their IDs in order.
-func rankByWeight(group string, weights map[string]float64) ([]string, error) {
-	var cs []strategy.Candidate
-	for id, w := range weights {
-		cs = append(cs, strategy.Candidate{ID: id, Weight: w})
-	}
-	ranked, err := strategy.Weighted().Rank(group, 0, cs)
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, c := range ranked {
-		ids = append(ids, c.ID)
-	}
-	return ids, nil
 }
 
 // closeAll ends the show. The crashed candidates' links refuse their calls
