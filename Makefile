@@ -1,6 +1,7 @@
 # make test: what CI runs (.ci/run) and what a newcomer runs first.
 # It installs the servers the backend tests start (redis-server, ZooKeeper,
-# PostgreSQL) when they are missing, builds kube-apiserver when it is
+# PostgreSQL) and the browser the live page's test drives (Chromium) when
+# they are missing, builds kube-apiserver when it is
 # missing (once per machine: minutes the first time), then vets and runs
 # every test with the race detector, in the library and in the bench/
 # module. No backend test is skipped.
@@ -67,17 +68,18 @@ kube-apiserver:
 tools-check:
 	cd tools/kube-apiserver && $(GO) vet ./... && $(GO) test ./...
 
-# deps installs redis-server, ZooKeeper and PostgreSQL from Debian when
+# deps installs redis-server, ZooKeeper, PostgreSQL and Chromium (for the
+# live page's browser test, cmd/demo/live_test.go) from Debian when
 # missing (as root); elsewhere it says what to install. The PostgreSQL
 # tests make clusters of their own (backends/postgres/pgtest): the
 # package's system cluster is never used.
 deps:
-	@if ! command -v redis-server >/dev/null 2>&1 || [ ! -x /usr/share/zookeeper/bin/zkServer.sh ] || ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then \
+	@if ! command -v redis-server >/dev/null 2>&1 || [ ! -x /usr/share/zookeeper/bin/zkServer.sh ] || ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "installing redis-server, zookeeper and postgresql"; \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server zookeeper postgresql >/dev/null; \
+			echo "installing redis-server, zookeeper, postgresql and chromium"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server zookeeper postgresql chromium >/dev/null; \
 		else \
-			echo "make test needs redis-server, ZooKeeper and PostgreSQL; on Debian: sudo apt-get install -y redis-server zookeeper postgresql" >&2; \
+			echo "make test needs redis-server, ZooKeeper, PostgreSQL and Chromium; on Debian: sudo apt-get install -y redis-server zookeeper postgresql chromium" >&2; \
 			exit 1; \
 		fi; \
 	fi
