@@ -19,6 +19,8 @@
 //	GET /campaigns          JSON array of Snapshot, in registration order
 //	GET /events             text/event-stream of Event, one SSE event each:
 //	                        "event: elected\ndata: {json}\n\n"
+//	GET /history            JSON array of Event: what Run recorded, oldest
+//	                        first; empty without Run
 //
 // # The live page
 //
@@ -36,14 +38,22 @@
 // It shows every registered campaign and group by lock name: the holder of
 // each lock and slot with its token and a countdown to the term's local
 // deadline; the candidates registered here, leading or waiting; and the
-// terms seen since the page opened (kept five minutes), on a timeline and in
-// a table, each with the reason it ended. It follows GET /events with an
-// EventSource, and reads /campaigns once a second for what events do not
+// terms of the last five minutes, on a timeline and in a table, each with
+// the reason it ended. It begins with GET /history, then follows GET
+// /events with an EventSource, and reads /campaigns once a second for what events do not
 // carry (candidates that never led, deadlines moved on by keep-alives,
 // sources registered after its stream began, for which it reopens the
 // stream). Countdowns are on the browser's clock: they are right to within
 // the skew between the browser's and the server's clocks. A term that began
-// before the page opened shows from where the page first saw it.
+// before what the page has of it shows as begun "before this page".
+//
+// # History
+//
+// Run records the events of every registered source (those registered
+// while it runs too) for GET /history: the last five minutes, at most 4096
+// events, each once. It costs one goroutine per source, ended with Run's
+// context, and Run waits for them. Without Run, the page knows only what
+// happens while it is open.
 //
 // # Streams
 //
@@ -59,6 +69,6 @@
 //
 // # Concurrency
 //
-// A Handler is safe for concurrent use: Register, Unregister and ServeHTTP
-// may be called from any goroutine, at any time.
+// A Handler is safe for concurrent use: Register, Unregister, Run and
+// ServeHTTP may be called from any goroutine, at any time.
 package httpapi

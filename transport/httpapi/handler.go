@@ -23,10 +23,11 @@ type Source interface {
 type Handler struct {
 	mu      sync.Mutex
 	sources []Source
+	hist    history // what Run records
 }
 
 // New returns a Handler with no sources.
-func New() *Handler { return &Handler{} }
+func New() *Handler { return &Handler{hist: history{added: make(chan struct{}, 1)}} }
 
 // Register adds s to the handler, after those already there. Registering
 // nil, or a source already registered, does nothing. s must be comparable
@@ -39,6 +40,10 @@ func (h *Handler) Register(s Source) {
 	defer h.mu.Unlock()
 	if !slices.Contains(h.sources, s) {
 		h.sources = append(h.sources, s)
+	}
+	select {
+	case h.hist.added <- struct{}{}: // Run subscribes to it
+	default: // Run has a signal pending already
 	}
 }
 
@@ -70,6 +75,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		serve = h.serveSnapshot
 	case "/events":
 		serve = h.serveEvents
+	case "/history":
+		serve = h.serveHistory
 	default:
 		http.NotFound(w, r)
 		return

@@ -237,6 +237,8 @@ func TestRoutes(t *testing.T) {
 		{http.MethodPost, "/campaigns", http.StatusMethodNotAllowed},
 		{http.MethodDelete, "/campaigns", http.StatusMethodNotAllowed},
 		{http.MethodPost, "/events", http.StatusMethodNotAllowed},
+		{http.MethodGet, "/history", http.StatusOK},
+		{http.MethodPost, "/history", http.StatusMethodNotAllowed},
 		{http.MethodGet, "/resign", http.StatusNotFound},
 	}
 	for _, tt := range tests {

@@ -1,13 +1,14 @@
 "use strict";
 // The live page of transport/httpapi: plain JavaScript, no dependencies.
-// Events come from the Handler's SSE stream (events); the JSON snapshot
+// It begins with the server's history (history: empty unless the Handler
+// runs), then follows the Handler's SSE stream (events); the JSON snapshot
 // (campaigns), read once a second, adds what events do not carry: every
 // registered candidate, renewed deadlines, sources registered after the
 // stream began (the stream is then reopened to include them). Terms are
-// kept from the moment the page opened, for the last WINDOW_MS.
+// kept for WINDOW_MS.
 (() => {
   const WINDOW_MS = 5 * 60 * 1000; // terms older than this are forgotten
-  const opened = Date.now();
+  let opened = Date.now(); // or the first event of the server's history
   const POLL_MS = 1000;
   const base = location.pathname.endsWith("/") ? location.pathname : location.pathname + "/";
 
@@ -309,8 +310,22 @@
     renderTerms(now);
   }
 
-  $("#window").textContent = "· seen since " + clock(opened) + ", kept for 5 minutes";
-  poll();
-  setInterval(poll, POLL_MS);
-  setInterval(render, 250);
+  async function start() {
+    try {
+      const r = await fetch(base + "history", { headers: { Accept: "application/json" }, cache: "no-store" });
+      if (r.ok) {
+        for (const e of await r.json()) {
+          opened = Math.min(opened, ms(e.time) ?? opened);
+          onEvent(e.kind, e);
+        }
+      }
+    } catch (err) {
+      // No history: the page shows what happens from now on.
+    }
+    $("#window").textContent = "· since " + clock(opened) + ", kept for 5 minutes";
+    await poll();
+    setInterval(poll, POLL_MS);
+    setInterval(render, 250);
+  }
+  start();
 })();

@@ -1,0 +1,99 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/transport/httpapi"
+)
+
+// history reads GET /history.
+func history(t *testing.T, h *httpapi.Handler) []httpapi.Event {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/history", nil))
+	var es []httpapi.Event
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /history = %d %q, want 200 application/json", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &es); err != nil || es == nil {
+		t.Fatalf("GET /history: %q, want a JSON array (%v)", rec.Body, err)
+	}
+	return es
+}
+
+func TestHistoryEmptyWithoutRun(t *testing.T) {
+	b := memory.New()
+	leader, _ := leaderAndWaiter(t, b)
+	h := httpapi.New()
+	h.Register(leader)
+	if es := history(t, h); len(es) != 0 {
+		t.Fatalf("history without Run = %+v, want none", es)
+	}
+}
+
+// TestRunRecordsHistory: Run records the terms of the sources registered
+// before it started and after, each event once, until its context ends.
+func TestRunRecordsHistory(t *testing.T) {
+	b := memory.New()
+	leader, waiting := leaderAndWaiter(t, b)
+	h := httpapi.New()
+	h.Register(leader)
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- h.Run(ctx) }()
+	h.Register(waiting) // while Run runs
+	want := []httpapi.Event{
+		{Kind: "elected", Holder: "a"},
+		{Kind: "revoked", Holder: "a", Reason: events.ErrResigned.Error()},
+		{Kind: "elected", Holder: "z"},
+	}
+	got := func() []httpapi.Event {
+		var es []httpapi.Event
+		for _, e := range history(t, h) {
+			es = append(es, httpapi.Event{Kind: e.Kind, Holder: e.Holder, Reason: e.Reason})
+		}
+		return es
+	}
+	// a's subscription is in place once its Elected is recorded. z's may
+	// begin after z is elected: it then begins with that state.
+	waitFor(t, "a's election in the history", func() bool { return slices.Equal(got(), want[:1]) })
+	if err := leader.Resign(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// The sources are recorded side by side: a's Revoked and z's Elected
+	// may be recorded in either order.
+	waitFor(t, "the handover in the history, each event once", func() bool {
+		es := got()
+		return len(es) == len(want) && !slices.ContainsFunc(want, func(w httpapi.Event) bool { return !slices.Contains(es, w) })
+	})
+	cancel()
+	select {
+	case err := <-ran:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run = %v, want context.Canceled", err)
+		}
+	case <-time.After(patience):
+		t.Fatal("Run still running after its context ended")
+	}
+}
+
+// waitFor polls cond until it holds, for up to patience.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	limit := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(limit) {
+			t.Fatalf("%s: not so within %v", what, patience)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
