@@ -18,15 +18,18 @@ func registerHTTP(fs *flag.FlagSet, addr *string) {
 }
 
 // liveServer serves a transport/httpapi Handler at the root of a server of
-// its own: a browser gets the live page at /, other clients JSON.
+// its own: a browser gets the live page at /, other clients JSON. The
+// Handler records its sources' events meanwhile (Run), so that a page
+// opened late shows the last minutes.
 type liveServer struct {
-	url    string // where a browser on this host finds the page
-	srv    *http.Server
-	cancel context.CancelFunc
-	served chan error
+	url      string // where a browser on this host finds the page
+	srv      *http.Server
+	cancel   context.CancelFunc
+	served   chan error
+	recorded chan struct{} // closed when h.Run has returned
 }
 
-// serveLive starts serving h on addr; close stops it.
+// serveLive starts serving h on addr, and h.Run; close stops both.
 func serveLive(addr string, h *httpapi.Handler) (*liveServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -34,9 +37,10 @@ func serveLive(addr string, h *httpapi.Handler) (*liveServer, error) {
 	}
 	base, cancel := context.WithCancel(context.Background())
 	l := &liveServer{
-		url:    pageURL(ln.Addr()),
-		cancel: cancel,
-		served: make(chan error, 1),
+		url:      pageURL(ln.Addr()),
+		cancel:   cancel,
+		served:   make(chan error, 1),
+		recorded: make(chan struct{}),
 		srv: &http.Server{
 			Handler:           h,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -44,13 +48,19 @@ func serveLive(addr string, h *httpapi.Handler) (*liveServer, error) {
 		},
 	}
 	go func() { l.served <- l.srv.Serve(ln) }()
+	go func() {
+		defer close(l.recorded)
+		_ = h.Run(base) // context.Canceled, once close is called
+	}()
 	return l, nil
 }
 
-// close ends the event streams (their requests' context), then the
-// server, waiting a few seconds at most for requests in flight.
+// close ends the recording and the event streams (their requests'
+// context), then the server, waiting a few seconds at most for requests in
+// flight.
 func (l *liveServer) close() error {
 	l.cancel()
+	<-l.recorded
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := l.srv.Shutdown(ctx)

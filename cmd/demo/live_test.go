@@ -28,8 +28,10 @@ const browserPatience = time.Minute
 // TestLivePageInBrowser serves the live page as "demo --http" does, with
 // two candidates for one lock, and reads it in a real headless Chromium:
 // the page shows the leader, then, after it resigns, the new leader and
-// the ended term with its reason; nothing reaches the console as an
-// error; a screenshot goes to the test's temporary folder.
+// the ended term with its reason; opened again, it shows that term whole
+// from the server's history; nothing reaches the console as an error
+// (an exception, a console.error, a failed request, a CSP violation); a
+// screenshot goes to the test's temporary folder.
 func TestLivePageInBrowser(t *testing.T) {
 	const lock = "demo/reconcile"
 	b := memory.New()
@@ -62,7 +64,9 @@ func TestLivePageInBrowser(t *testing.T) {
 	until := func(what, cond string) {
 		t.Helper()
 		within(what, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := chromedp.Poll[bool](cond, chromedp.WithPollingInterval(50*time.Millisecond))(ctx, tg)
+			// No timeout of its own (30 s by default): the context bounds it.
+			poll := chromedp.Poll[bool](cond, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(0))
+			_, err := poll(ctx, tg)
 			return err
 		}))
 	}
@@ -82,6 +86,11 @@ func TestLivePageInBrowser(t *testing.T) {
 	until("the timeline showing alpha's term ended by its resignation",
 		fmt.Sprintf(`document.querySelector('#terms tr.ended[data-holder="alpha"][data-token="%d"][data-reason="resigned"]') !== null`, won.Token))
 	until("the timeline drawing alpha's ended term", `[...document.querySelectorAll("#timeline .term.ended")].some((e) => e.textContent.startsWith("alpha #"))`)
+	// Opened again, the page shows alpha's term from the server's history.
+	within("loading the page again", chromedp.Navigate(live.url))
+	until("the page opened again showing alpha's whole term, from the history",
+		fmt.Sprintf(`((row) => row !== null && row.cells[4].textContent !== "before this page")(document.querySelector('#terms tr.ended[data-holder="alpha"][data-token="%d"][data-reason="resigned"]'))`, won.Token))
+	until("the page opened again showing bravo as the holder", holderIs("bravo"))
 
 	var shot []byte
 	within("taking a screenshot", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) (err error) {
