@@ -260,9 +260,14 @@
       const group = names.get(ts[0].name)?.group;
       lane.append(el("span", "name", group ? ts[0].name + " [" + ts[0].slot + "]" : ts[0].name));
       const track = el("div", "track");
+      ts.sort((a, b) => a.token - b.token);
+      let before = from; // terms of one lock or slot never overlap
       for (const t of ts) {
-        const start = Math.max(t.start ?? from, from), end = t.end ?? now;
-        const bar = el("span", "term" + (t.end !== null ? " ended" : ""), t.holder + " #" + t.token);
+        // A term whose election the page never saw begins, as far as it
+        // knows, where the one before it ended.
+        const start = Math.max(t.start ?? before, from), end = t.end ?? now;
+        before = Math.max(before, end);
+        const bar = el("span", "term" + (t.end !== null ? " ended" : "") + (t.start === null ? " unseen" : ""), t.holder + " #" + t.token);
         if (end < from) continue;
         bar.style.left = ((start - from) / scale) * 100 + "%";
         bar.style.width = (Math.max(0, end - start) / scale) * 100 + "%";
