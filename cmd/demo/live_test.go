@@ -76,6 +76,11 @@ func TestLivePageInBrowser(t *testing.T) {
 	within("loading the page", chromedp.Navigate(live.url))
 	until("the page showing alpha as the holder", holderIs("alpha"))
 	until("the page's event stream opening", `document.querySelector("#status").dataset.state === "live"`)
+	// A campaign registered after the page opened joins it.
+	late := runCandidate(t, b, "demo/nightly", "charlie")
+	awaitElected(t, late)
+	page.Register(late)
+	until("the page showing a campaign registered after it opened", `document.querySelector('[data-lock="demo/nightly|0"]')?.dataset.holder === "charlie"`)
 
 	rctx, cancel := context.WithTimeout(t.Context(), browserPatience)
 	defer cancel()

@@ -117,7 +117,9 @@
       onSnapshot(await r.json(), asked);
       reachable = true;
       const fresh = [...sources.keys()].some((k) => !streamKeys.has(k));
-      if (!stream || fresh || stream.readyState === EventSource.CLOSED) openStream();
+      // With no source, a stream would end at once: nothing to follow yet.
+      if (sources.size > 0 && (!stream || fresh || stream.readyState === EventSource.CLOSED)) openStream();
+      status();
     } catch (err) {
       reachable = false;
       status();
@@ -139,7 +141,7 @@
 
   function status() {
     const s = $("#status");
-    const state = !reachable ? "unreachable" : streamOpen ? "live" : "connecting";
+    const state = !reachable ? "unreachable" : streamOpen || sources.size === 0 ? "live" : "connecting";
     s.dataset.state = state;
     s.textContent = { live: "live", connecting: "connecting…", unreachable: "server unreachable: retrying" }[state];
   }
