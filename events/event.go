@@ -69,7 +69,8 @@ type Event struct {
 	Kind Kind
 	// Name is the full lock name, prefix included.
 	Name string
-	// Slot is the slot number within a group; 0 for a single lock.
+	// Slot is the slot number within a group, from 0 to its size less
+	// one; 0 for a single lock too.
 	Slot int
 	// Token is the fencing token of the term. For LeaderChanged it is the
 	// token of the new holder, or 0 when there is none.
