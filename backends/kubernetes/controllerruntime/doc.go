@@ -1,0 +1,81 @@
+// Package crleader elects a controller-runtime manager's leader on any
+// Hustings backend (Redis, etcd, ZooKeeper, PostgreSQL, Kubernetes Leases,
+// memory), and runs work only while a term is in force, with the term's
+// fencing token in the work's context.
+//
+// The package is named crleader, not after its directory: the root package
+// of sigs.k8s.io/controller-runtime is itself named controllerruntime, and
+// the two are imported side by side. It is a module of its own so that
+// the library's users never download controller-runtime.
+//
+// # Lock: the manager's leader election
+//
+// Lock is a resourcelock.Interface kept by a campaign.Campaign; Lock.Options
+// sets a manager's leader-election options to use it:
+//
+//	lock, err := crleader.NewLock(backend, "my-operator", 15*time.Second, campaign.WithID(pod))
+//	defer lock.Close()
+//	mgr, err := manager.New(cfg, lock.Options(manager.Options{Scheme: scheme}))
+//
+// client-go's LeaderElector still runs its loop and timers on top, calling
+// Get and Update; the campaign decides. Get blocks until the campaign is
+// elected (so a graceful handover reaches the next manager as fast as the
+// backend wakes its campaign), and Update grants client-go a renewal only
+// while the campaign's term is in force with its local deadline far enough
+// away. client-go goes on leading for at most RenewDeadline + RetryPeriod
+// after its last granted renewal, and Options sets those timers from the
+// TTL (a quarter and a tenth of it), so that Update stops granting before
+// the deadline is that close (about 0.42 TTL; renewals every third of the
+// TTL leave at least 0.55). Hence: when the backend cannot be reached, the
+// manager's leader election is lost, and its leader runnables are
+// cancelled, before the term's local deadline, which comes before any
+// other candidate can be elected.
+//
+// Once the term client-go was granted has ended, for whatever reason,
+// every Get and Update fails (ErrTermEnded): client-go's renewal fails,
+// and the manager's Start returns "leader election lost", as it always
+// does on a loss; the process should exit, as with client-go's own locks.
+// The lock does not campaign again. On a graceful stop the manager stops
+// its leader runnables, then client-go releases the lock (Options sets
+// LeaderElectionReleaseOnCancel) and Update releases it on the backend: the
+// next manager leads within the backend's wake-up time. Close, called when
+// Start returned, releases it too; called while the manager still leads,
+// it waits until client-go can no longer believe it leads.
+//
+// # Runnable: work bound to a term
+//
+// WhileLeader(c, fn) runs fn on a campaign of its own, elected apart from
+// the manager (one lock per shard, say), with campaign.WhileLeader's
+// guarantees. Lock.WhileLeader(fn) runs fn while the manager leads on the
+// lock. In both, fn's context ends the moment the term ends, and Term(ctx)
+// returns the term's Elected event: its Token fences fn's writes (package
+// fence, a backend's native fence), which is what controller-runtime's own
+// leader election cannot give (kubernetes-sigs/controller-runtime#1132).
+//
+// # What it cannot promise
+//
+//   - Controllers the manager runs itself (Builder, controller.New) are not
+//     told the term ends at once: they stop when client-go reports the loss,
+//     within RenewDeadline + RetryPeriod of the last renewal it was granted,
+//     which is before the term's deadline when the backend became
+//     unreachable, but possibly after another candidate was elected when
+//     the lock was taken from under the term (an operator deleted it, the
+//     backend evicted it). Work that must never overlap runs in a Runnable,
+//     whose context ends at once, and fences its writes with the token.
+//   - A paused process (GC, SIGSTOP) acts on a stale belief when it wakes:
+//     only the token, checked where the write lands, stops it.
+//   - Options must set the manager's timers: Update refuses a renewal under
+//     a longer RenewDeadline than the lock's (campaign.ErrInvalid), but a
+//     longer RetryPeriod it cannot see.
+//   - The manager's own LeaseDuration is not the lease: the backend's TTL
+//     is. Handover after a crash takes the backend's expiry (about the TTL)
+//     plus the campaign's retry, as for any campaign.
+//   - RecordEvent records nothing; the campaign's logger and metrics do.
+//
+// # Concurrency and goroutines
+//
+// Lock and Runnable are safe for concurrent use. NewLock starts nothing;
+// the first Get starts the campaign's goroutine, which Close (or
+// client-go's release) ends and waits for. Get blocks, Update never makes
+// a backend call.
+package crleader
