@@ -68,7 +68,10 @@ type term struct {
 // is controller-runtime's default LeaseDuration). opts are campaign.New's:
 // WithID (the manager's identity), WithLogger, WithMetrics, WithRetry,
 // WithSafetyMargin, WithGrace (default here: ttl); a WithTTL among them is
-// overridden by ttl. NewLock starts nothing: the manager's first Get does.
+// overridden by ttl. A safety margin over a quarter of the TTL (the
+// default is a tenth) leaves too little of a term between renewals for
+// Update to grant client-go its renewals. NewLock starts nothing: the
+// manager's first Get does.
 func NewLock(b backends.Backend, name string, ttl time.Duration, opts ...campaign.Option) (*Lock, error) {
 	opts = append(append([]campaign.Option{campaign.WithGrace(ttl)}, opts...), campaign.WithTTL(ttl))
 	c, err := campaign.New(b, name, opts...)
@@ -163,12 +166,12 @@ func (l *Lock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord
 // once the term client-go was granted has ended. An Update whose context
 // shows a longer RenewDeadline than Options sets is refused with
 // campaign.ErrInvalid. A record with no holder (client-go's release on
-// cancel) ends the campaign and releases the lock, returning once it is
-// released or ctx ends. Update makes no backend call of its own.
+// cancel) ends the campaign, which releases the lock on the backend
+// without Update waiting for it (Close does). Update makes no backend call.
 func (l *Lock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
 	switch {
 	case ler.HolderIdentity == "":
-		return l.release(ctx)
+		return l.release()
 	case ler.HolderIdentity != l.id:
 		return fmt.Errorf("%w: record names %q, the lock's identity is %q", campaign.ErrInvalid, ler.HolderIdentity, l.id)
 	}
@@ -270,24 +273,20 @@ func (l *Lock) hold(ctx context.Context, elected events.Event) error {
 	return nil
 }
 
-// release ends the campaign after client-go released the lock, and waits
-// for the release or ctx.
-func (l *Lock) release(ctx context.Context) error {
+// release ends the campaign after client-go released the lock. It does
+// not wait for the backend: client-go reports the end of its leadership
+// only once release returns, and a backend that does not answer must not
+// hold the manager's leader runnables past the term. Close waits.
+func (l *Lock) release() error {
 	l.mu.Lock()
 	l.released = true
-	cancel, ran := l.cancel, l.ran
+	cancel := l.cancel
 	l.notify()
 	l.mu.Unlock()
-	if cancel == nil {
-		return nil
+	if cancel != nil {
+		cancel()
 	}
-	cancel()
-	select {
-	case <-ran:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("crleader: releasing: %w", ctx.Err())
-	}
+	return nil
 }
 
 // stopped returns why the lock elects no more, or nil. l.mu is held.

@@ -16,7 +16,9 @@ func TestPinsAreTheLibrarys(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go mod edit -json ../../../go.mod: %v", err)
 	}
-	var lib struct{ Require []struct{ Path, Version string } }
+	var lib struct {
+		Require []struct{ Path, Version string }
+	}
 	if err := json.Unmarshal(out, &lib); err != nil {
 		t.Fatal(err)
 	}

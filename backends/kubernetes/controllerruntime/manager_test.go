@@ -1,0 +1,247 @@
+package crleader_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	goredis "github.com/redis/go-redis/v9"
+	clientset "k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/kubernetes"
+	"github.com/hustings/hustings/backends/kubernetes/controllerruntime"
+	"github.com/hustings/hustings/backends/redis"
+	"github.com/hustings/hustings/backends/redis/redistest"
+	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
+)
+
+// ttl is the replicas' TTL: client-go then renews every 300 ms and gives
+// a renewal up after 750 ms.
+const ttl = 3 * time.Second
+
+// backend makes one replica's backend, its connections through c.
+type backend func(t *testing.T, c *cut) backends.Backend
+
+// backendsUnderTest are the backends the managers elect on: Kubernetes
+// Leases in the apiserver the managers use, and Redis, to show the lock
+// is not tied to Leases.
+func backendsUnderTest(t *testing.T) map[string]backend {
+	ns := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	namespace(t, ns)
+	rs := redistest.Start(t)
+	return map[string]backend{
+		"kubernetes": func(t *testing.T, c *cut) backends.Backend {
+			cs, err := clientset.NewForConfig(config(c))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := kubernetes.New(cs, ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
+		"redis": func(t *testing.T, c *cut) backends.Backend {
+			opts := redistest.Options(rs.Addr())
+			opts.Dialer = c.dial
+			rdb := goredis.NewClient(opts)
+			t.Cleanup(func() { rdb.Close() })
+			b, err := redis.New(rdb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
+	}
+}
+
+// replica is one manager electing its leader on a crleader.Lock, with a
+// leader runnable (Lock.WhileLeader) that records when it ran and under
+// which term.
+type replica struct {
+	id   string
+	lock *crleader.Lock
+	link *cut
+
+	led    chan struct{} // closed when the runnable starts
+	ended  chan struct{} // closed when the runnable's context ended
+	exited chan struct{} // closed when the manager's Start returned
+
+	mu       sync.Mutex
+	token    events.Token
+	start    time.Time // the runnable started
+	end      time.Time // its context ended
+	exitedAt time.Time
+	err      error // Start's
+
+	cancel context.CancelFunc
+}
+
+// startReplica starts a manager for id on a backend of its own through
+// a cut of its own, electing on the lock name.
+func startReplica(t *testing.T, mk backend, name, id string) *replica {
+	t.Helper()
+	r := &replica{id: id, link: &cut{}, led: make(chan struct{}), ended: make(chan struct{}), exited: make(chan struct{})}
+	lock, err := crleader.NewLock(mk(t, r.link), name, ttl, campaign.WithID(id), campaign.WithRetry(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.lock = lock
+	probe, err := lock.WhileLeader(r.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := manager.New(config(nil), lock.Options(manager.Options{
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Logger:  logr.Discard(),
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Add(probe); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() {
+		err := mgr.Start(ctx)
+		r.mu.Lock()
+		r.err, r.exitedAt = err, time.Now()
+		r.mu.Unlock()
+		close(r.exited)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-r.exited
+		if r.link.isFrozen() {
+			r.link.Close() // so that the campaign's calls end
+		}
+		if err := lock.Close(); err != nil {
+			t.Errorf("%s: Close: %v", id, err)
+		}
+		r.link.Close()
+	})
+	return r
+}
+
+// run is the leader runnable: it records its term and waits for its end.
+func (r *replica) run(ctx context.Context) error {
+	elected, ok := crleader.Term(ctx)
+	r.mu.Lock()
+	r.start, r.token = time.Now(), elected.Token
+	r.mu.Unlock()
+	if !ok || elected.Token == 0 || elected.Holder != r.id {
+		return fmt.Errorf("%s: no term in the context: %v %v", r.id, elected, ok)
+	}
+	close(r.led)
+	<-ctx.Done()
+	r.mu.Lock()
+	r.end = time.Now()
+	r.mu.Unlock()
+	close(r.ended)
+	return nil
+}
+
+// snapshot returns what r recorded.
+func (r *replica) snapshot() (token events.Token, start, end, exitedAt time.Time, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.token, r.start, r.end, r.exitedAt, r.err
+}
+
+// wait waits for ch, failing t after d.
+func wait(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(d):
+		t.Fatalf("%s: not within %v", what, d)
+	}
+}
+
+// TestCrashFailover: the leading replica's backend stops answering (its
+// calls hang, as a SIGKILLed process's would); its client-go is refused
+// renewals once its term nears its local deadline, so its manager reports
+// the loss and cancels its leader runnable, all before the other
+// replica's manager leads, which it does once the backend has expired
+// the first one's session.
+func TestCrashFailover(t *testing.T) {
+	for name, mk := range backendsUnderTest(t) {
+		t.Run(name, func(t *testing.T) {
+			a := startReplica(t, mk, "crash", "a")
+			wait(t, a.led, 10*time.Second, "a leads")
+			b := startReplica(t, mk, "crash", "b")
+			select {
+			case <-b.led:
+				t.Fatal("b leads while a does")
+			case <-time.After(ttl / 2):
+			}
+
+			cutAt := time.Now()
+			a.link.freeze()
+			wait(t, a.ended, ttl, "a's runnable cancelled by its term's deadline")
+			wait(t, b.led, 3*ttl, "b leads after a's session expired")
+			wait(t, a.exited, ttl, "a's manager exits")
+
+			aTok, _, aEnd, aExit, aErr := a.snapshot()
+			bTok, bStart, _, _, _ := b.snapshot()
+			if aErr == nil || !strings.Contains(aErr.Error(), "leader election lost") {
+				t.Errorf("a's Start returned %v, want leader election lost", aErr)
+			}
+			if !aEnd.Before(bStart) || !aExit.Before(bStart) {
+				t.Errorf("a's runnable ended %v and its manager exited %v after the cut; b led %v after it",
+					aEnd.Sub(cutAt), aExit.Sub(cutAt), bStart.Sub(cutAt))
+			}
+			if bTok <= aTok {
+				t.Errorf("b's token %d is not above a's %d", bTok, aTok)
+			}
+			t.Logf("after the cut: a's runnable cancelled at %v, a's manager exited at %v, b led at %v (ttl %v)",
+				aEnd.Sub(cutAt).Round(time.Millisecond), aExit.Sub(cutAt).Round(time.Millisecond), bStart.Sub(cutAt).Round(time.Millisecond), ttl)
+		})
+	}
+}
+
+// TestGracefulHandover: the leading manager stops; it stops its leader
+// runnable, client-go releases the lock, and the other manager, whose Get
+// was waiting on its campaign, leads within milliseconds (asserted: well
+// under the TTL), after the first runnable returned.
+func TestGracefulHandover(t *testing.T) {
+	for name, mk := range backendsUnderTest(t) {
+		t.Run(name, func(t *testing.T) {
+			a := startReplica(t, mk, "graceful", "a")
+			wait(t, a.led, 10*time.Second, "a leads")
+			b := startReplica(t, mk, "graceful", "b")
+			select {
+			case <-b.led:
+				t.Fatal("b leads while a does")
+			case <-time.After(ttl / 2):
+			}
+
+			a.cancel()
+			wait(t, a.exited, 10*time.Second, "a's manager stops")
+			wait(t, b.led, ttl/2, "b leads")
+
+			aTok, _, aEnd, aExit, aErr := a.snapshot()
+			bTok, bStart, _, _, _ := b.snapshot()
+			if aErr != nil {
+				t.Errorf("a's Start: %v", aErr)
+			}
+			if !aEnd.Before(bStart) {
+				t.Errorf("b led %v before a's runnable ended", aEnd.Sub(bStart))
+			}
+			if bTok <= aTok {
+				t.Errorf("b's token %d is not above a's %d", bTok, aTok)
+			}
+			t.Logf("handover: b led %v after a's runnable ended, %v after a's manager returned",
+				bStart.Sub(aEnd).Round(time.Microsecond), bStart.Sub(aExit).Round(time.Microsecond))
+		})
+	}
+}
