@@ -103,9 +103,14 @@ func timers(ttl time.Duration) (renewDeadline, retryPeriod time.Duration) {
 // on (a graceful stop hands over at once), and client-go's timers derived
 // from the TTL: LeaseDuration the TTL, RenewDeadline a quarter of it,
 // RetryPeriod a tenth. Values o had there are replaced: l's safety rests
-// on them. Everything else in o is left as it is.
+// on them. An empty LeaderElectionID (client-go's name for the election,
+// in its logs and metrics) becomes the lock name; everything else in o is
+// left as it is.
 func (l *Lock) Options(o manager.Options) manager.Options {
 	renew, retry := timers(l.ttl)
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = l.name
+	}
 	o.LeaderElection = true
 	o.LeaderElectionResourceLockInterface = l
 	o.LeaderElectionReleaseOnCancel = true
@@ -221,8 +226,8 @@ func (l *Lock) Close() error {
 func (l *Lock) start() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return fmt.Errorf("crleader: %w", campaign.ErrClosed)
+	if err := l.stopped(); err != nil {
+		return err
 	}
 	if l.cancel != nil {
 		return nil

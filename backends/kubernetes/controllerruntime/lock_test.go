@@ -152,6 +152,15 @@ func TestUpdateRefuses(t *testing.T) {
 			t.Errorf("Update: %v, want ErrInvalid", err)
 		}
 	})
+	t.Run("after client-go's release", func(t *testing.T) {
+		a := newLock(t, memory.New(), "a")
+		if err := a.Update(ctx, resourcelock.LeaderElectionRecord{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := a.Get(ctx); !errors.Is(err, crleader.ErrTermEnded) {
+			t.Errorf("Get: %v, want ErrTermEnded", err)
+		}
+	})
 	t.Run("after Close", func(t *testing.T) {
 		a := newLock(t, memory.New(), "a")
 		if err := a.Close(); err != nil {

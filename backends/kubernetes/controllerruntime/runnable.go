@@ -52,10 +52,11 @@ func WhileLeader(c *campaign.Campaign, fn func(ctx context.Context) error) (*Run
 }
 
 // WhileLeader returns a Runnable that the manager runs while it leads on l
-// (NeedLeaderElection is true): fn's context ends when the manager stops
-// it or, at once, when l's term ends, whichever comes first, and carries
-// that term. An error from fn stops the manager, as any runnable's does.
-// A nil fn returns an error matching campaign.ErrInvalid.
+// (NeedLeaderElection is true; l must be the manager's lock, see Options):
+// fn's context ends when the manager stops it or, at once, when l's term
+// ends, whichever comes first, and carries that term. An error from fn
+// stops the manager, as any runnable's does. A nil fn returns an error
+// matching campaign.ErrInvalid.
 func (l *Lock) WhileLeader(fn func(ctx context.Context) error) (*Runnable, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("%w: nil function", campaign.ErrInvalid)
