@@ -8,12 +8,12 @@
 
 GO ?= go
 
-.PHONY: test test-busy deps kube-apiserver vet demo chaos bench bench-quick bench-check tools-check
+.PHONY: test test-busy deps kube-apiserver vet demo chaos bench bench-quick bench-check tools-check crleader-check
 
 # The chaos suite runs after the other packages, on its own: its failover
 # bounds are about the library, not about sharing two cores with a
 # ZooKeeper JVM and another package's race-detected tests.
-test: deps kube-apiserver vet bench-check tools-check
+test: deps kube-apiserver vet bench-check tools-check crleader-check
 	$(GO) test -race $$($(GO) list ./... | grep -v '/chaos$$')
 	$(GO) test -race ./chaos
 
@@ -67,6 +67,13 @@ kube-apiserver:
 # Kubernetes' own (no upgrade beneath it). A second.
 tools-check:
 	cd tools/kube-apiserver && $(GO) vet ./... && $(GO) test ./...
+
+# crleader-check vets and tests the controller-runtime module
+# (backends/kubernetes/controllerruntime, its own go.mod so that
+# controller-runtime stays out of the library's): real managers against
+# kube-apiserver, on Leases and on Redis; about 30 s.
+crleader-check: deps kube-apiserver
+	cd backends/kubernetes/controllerruntime && $(GO) vet ./... && $(GO) test -race ./...
 
 # deps installs redis-server, ZooKeeper, PostgreSQL and Chromium (for the
 # live page's browser test, cmd/demo/live_test.go) from Debian when
