@@ -24,12 +24,14 @@
 // while the campaign's term is in force with its local deadline far enough
 // away. client-go goes on leading for at most RenewDeadline + RetryPeriod
 // after its last granted renewal, and Options sets those timers from the
-// TTL (a quarter and a tenth of it), so that Update stops granting before
-// the deadline is that close (about 0.42 TTL; renewals every third of the
-// TTL leave at least 0.55). Hence: when the backend cannot be reached, the
-// manager's leader election is lost, and its leader runnables are
-// cancelled, before the term's local deadline, which comes before any
-// other candidate can be elected.
+// TTL (a fifth and a tenth of it), so that Update stops granting while the
+// deadline is further away than that and a tenth of the TTL more (0.42
+// TTL; renewals every third of the TTL leave at least 0.57). Hence: when
+// the backend cannot be reached, the manager's leader election is lost,
+// and its leader runnables are cancelled, before the term's local
+// deadline, which comes before any other candidate can be elected. The
+// price: the manager loses its leadership when the backend has been out
+// of reach for about half the TTL, where a campaign alone would last 0.9.
 //
 // Once the term client-go was granted has ended, for whatever reason,
 // every Get and Update fails (ErrTermEnded): client-go's renewal fails,

@@ -78,36 +78,44 @@ func NewLock(b backends.Backend, name string, ttl time.Duration, opts ...campaig
 	if err != nil {
 		return nil, err
 	}
-	renew, retry := timers(ttl)
+	_, _, guard := timers(ttl)
 	st := c.State()
 	return &Lock{
 		c:       c,
 		id:      st.ID,
 		name:    st.Name,
 		ttl:     ttl,
-		guard:   renew + time.Duration(leaderelection.JitterFactor*float64(retry)) + ttl/20,
+		guard:   guard,
 		changed: make(chan struct{}),
 	}, nil
 }
 
-// timers returns client-go's RenewDeadline and RetryPeriod for a TTL:
-// short enough that client-go gives up a renewal it cannot make well
-// before the term's deadline (see Lock.Update), long enough for the
-// campaign's renewals, which client-go's calls never wait for.
-func timers(ttl time.Duration) (renewDeadline, retryPeriod time.Duration) {
-	return ttl / 4, ttl / 10
+// timers returns client-go's RenewDeadline and RetryPeriod for a TTL, and
+// the guard: how much of a term must be left for Update to grant a
+// renewal. After its last granted renewal client-go goes on leading for
+// at most RetryPeriod (jittered, to be safe) + RenewDeadline; the guard
+// adds a tenth of the TTL for client-go's timers running late and the
+// manager stopping its runnables. RenewDeadline can be short, since
+// Update never waits for the backend: it only bounds how long client-go
+// is refused before it gives up. With renewals every third of the TTL and
+// the default margin of a tenth, a term has at least 0.57 TTL left, over
+// the guard's 0.42.
+func timers(ttl time.Duration) (renewDeadline, retryPeriod, guard time.Duration) {
+	renewDeadline, retryPeriod = ttl/5, ttl/10
+	guard = renewDeadline + time.Duration(leaderelection.JitterFactor*float64(retryPeriod)) + ttl/10
+	return renewDeadline, retryPeriod, guard
 }
 
 // Options returns o made to elect the manager's leader on l: LeaderElection
 // on, l as LeaderElectionResourceLockInterface, LeaderElectionReleaseOnCancel
 // on (a graceful stop hands over at once), and client-go's timers derived
-// from the TTL: LeaseDuration the TTL, RenewDeadline a quarter of it,
+// from the TTL: LeaseDuration the TTL, RenewDeadline a fifth of it,
 // RetryPeriod a tenth. Values o had there are replaced: l's safety rests
 // on them. An empty LeaderElectionID (client-go's name for the election,
 // in its logs and metrics) becomes the lock name; everything else in o is
 // left as it is.
 func (l *Lock) Options(o manager.Options) manager.Options {
-	renew, retry := timers(l.ttl)
+	renew, retry, _ := timers(l.ttl)
 	if o.LeaderElectionID == "" {
 		o.LeaderElectionID = l.name
 	}
@@ -181,7 +189,7 @@ func (l *Lock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord
 		return fmt.Errorf("%w: record names %q, the lock's identity is %q", campaign.ErrInvalid, ler.HolderIdentity, l.id)
 	}
 	if dl, ok := ctx.Deadline(); ok {
-		if renew, _ := timers(l.ttl); time.Until(dl) > renew {
+		if renew, _, _ := timers(l.ttl); time.Until(dl) > renew {
 			return fmt.Errorf("%w: client-go's RenewDeadline is longer than the lock's %v: make the manager's options with Lock.Options", campaign.ErrInvalid, renew)
 		}
 	}

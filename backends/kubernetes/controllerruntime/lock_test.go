@@ -139,7 +139,7 @@ func TestUpdateRefuses(t *testing.T) {
 		if _, _, err := a.Get(ctx); err != nil {
 			t.Fatal(err)
 		}
-		poll, cancel := context.WithTimeout(ctx, time.Second) // the lock's is 250 ms
+		poll, cancel := context.WithTimeout(ctx, time.Second) // the lock's is 200 ms
 		defer cancel()
 		if err := a.Update(poll, mine(a)); !errors.Is(err, campaign.ErrInvalid) {
 			t.Errorf("Update: %v, want ErrInvalid", err)

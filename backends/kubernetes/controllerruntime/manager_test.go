@@ -24,7 +24,7 @@ import (
 )
 
 // ttl is the replicas' TTL: client-go then renews every 300 ms and gives
-// a renewal up after 750 ms.
+// a renewal up after 600 ms.
 const ttl = 3 * time.Second
 
 // backend makes one replica's backend, its connections through c.

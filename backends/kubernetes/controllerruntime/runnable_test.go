@@ -2,6 +2,7 @@ package crleader_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +99,74 @@ func receive(t *testing.T, ch <-chan worked) worked {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no work started within 10 s")
 		return worked{}
+	}
+}
+
+// TestLockTakenFromUnderTheTerm: when the lock is deleted behind the
+// leader's back, Lock.WhileLeader's work is cancelled as soon as the
+// campaign notices, before client-go reports the loss and the manager
+// exits.
+func TestLockTakenFromUnderTheTerm(t *testing.T) {
+	b := memory.New()
+	lock, err := crleader.NewLock(b, "taken", time.Second, campaign.WithID("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	led, ended := make(chan events.Event, 1), make(chan time.Time, 1)
+	work, err := lock.WhileLeader(func(ctx context.Context) error {
+		term, _ := crleader.Term(ctx)
+		led <- term
+		<-ctx.Done()
+		ended <- time.Now()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !work.NeedLeaderElection() {
+		t.Error("Lock.WhileLeader's Runnable does not wait for the manager's election")
+	}
+	mgr, err := manager.New(config(nil), lock.Options(manager.Options{Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Add(work); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exited, exitedAt := make(chan error, 1), make(chan time.Time, 1)
+	go func() {
+		err := mgr.Start(ctx)
+		exitedAt <- time.Now()
+		exited <- err
+	}()
+
+	var term events.Event
+	select {
+	case term = <-led:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the manager does not lead")
+	}
+	b.Delete(term.Name)
+	var endedAt time.Time
+	select {
+	case endedAt = <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the work goes on 5 s after its lock was deleted")
+	}
+	select {
+	case err := <-exited:
+		if err == nil || !strings.Contains(err.Error(), "leader election lost") {
+			t.Errorf("Start returned %v, want leader election lost", err)
+		}
+		if at := <-exitedAt; !endedAt.Before(at) {
+			t.Errorf("the work was cancelled %v after the manager exited", endedAt.Sub(at))
+		} else {
+			t.Logf("the work was cancelled %v before the manager exited", at.Sub(endedAt).Round(time.Millisecond))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the manager still leads 5 s after its lock was deleted")
 	}
 }
