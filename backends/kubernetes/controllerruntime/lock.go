@@ -53,6 +53,7 @@ type Lock struct {
 	released  bool               // client-go released the lock
 	over      bool               // client-go's term ended: the lock elects no more
 	closed    bool
+	failed    error         // why the campaign ended by itself, if it did
 	changed   chan struct{} // closed and replaced whenever term or over changes
 }
 
@@ -143,7 +144,8 @@ func (l *Lock) RecordEvent(string) {}
 // elected or ctx ends: a graceful handover reaches the next manager as soon
 // as the backend wakes its campaign, not at client-go's next retry. Once
 // the term client-go was granted has ended, Get returns ErrTermEnded at
-// once; after Close, campaign.ErrClosed.
+// once; after Close, campaign.ErrClosed; and if the campaign ended by
+// itself (the backend refused its session: no retry cures that), why.
 func (l *Lock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	if err := l.start(); err != nil {
 		return nil, nil, err
@@ -244,7 +246,13 @@ func (l *Lock) start() error {
 	l.cancel, l.ran = cancel, make(chan struct{})
 	go func() {
 		defer close(l.ran)
-		_ = campaign.WhileLeader(ctx, l.c, l.hold)
+		err := campaign.WhileLeader(ctx, l.c, l.hold)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if ctx.Err() == nil { // not stopped by the lock: the backend refused the session
+			l.failed = fmt.Errorf("crleader: the campaign ended: %w", err)
+			l.notify()
+		}
 	}()
 	return nil
 }
@@ -309,6 +317,8 @@ func (l *Lock) stopped() error {
 		return fmt.Errorf("crleader: %w", campaign.ErrClosed)
 	case l.over || l.released:
 		return ErrTermEnded
+	case l.failed != nil:
+		return l.failed
 	}
 	return nil
 }

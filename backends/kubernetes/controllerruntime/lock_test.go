@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/kubernetes"
 	"github.com/hustings/hustings/backends/kubernetes/controllerruntime"
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/campaign"
@@ -198,5 +201,29 @@ func TestBadInput(t *testing.T) {
 	l := newLock(t, b, "a")
 	if _, err := l.WhileLeader(nil); !errors.Is(err, campaign.ErrInvalid) {
 		t.Errorf("Lock.WhileLeader(nil): %v", err)
+	}
+}
+
+// TestGetReportsARefusedSession: a campaign whose backend refuses its
+// session (here: a namespace that does not exist) ends, and Get says why
+// instead of waiting for an election that cannot come.
+func TestGetReportsARefusedSession(t *testing.T) {
+	cs, err := clientset.NewForConfig(config(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := kubernetes.New(cs, "no-such-namespace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := crleader.NewLock(b, "lock", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, _, err := l.Get(ctx); !errors.Is(err, backends.ErrInvalid) {
+		t.Errorf("Get: %v, want the backend's ErrInvalid", err)
 	}
 }
