@@ -33,7 +33,9 @@
 // price: the manager loses its leadership when the backend has been out
 // of reach for about half the TTL, where a campaign alone would last 0.9.
 //
-// Once the term client-go was granted has ended, for whatever reason,
+// Once the term client-go was granted has ended, for whatever reason, the
+// context of every runnable of the manager (controllers included: Options
+// sets BaseContext) is cancelled at once, with the cause ErrTermEnded, and
 // every Get and Update fails (ErrTermEnded): client-go's renewal fails,
 // and the manager's Start returns "leader election lost", as it always
 // does on a loss; the process should exit, as with client-go's own locks.
@@ -56,14 +58,14 @@
 //
 // # What it cannot promise
 //
-//   - Controllers the manager runs itself (Builder, controller.New) are not
-//     told the term ends at once: they stop when client-go reports the loss,
-//     within RenewDeadline + RetryPeriod of the last renewal it was granted,
-//     which is before the term's deadline when the backend became
-//     unreachable, but possibly after another candidate was elected when
-//     the lock was taken from under the term (an operator deleted it, the
-//     backend evicted it). Work that must never overlap runs in a Runnable,
-//     whose context ends at once, and fences its writes with the token.
+//   - A cancelled context stops only code that looks at it: a reconcile
+//     that has already sent its write, or ignores its context, finishes it
+//     after the term ended, and a lock taken from under the term (an
+//     operator deleted it, the backend evicted it) may already be someone
+//     else's. client-go itself believes it leads until it reports the loss,
+//     within RenewDeadline + RetryPeriod of its last granted renewal. Work
+//     that must never overlap fences its writes with the token: run it in
+//     a Runnable, whose context carries it.
 //   - A paused process (GC, SIGSTOP) acts on a stale belief when it wakes:
 //     only the token, checked where the write lands, stops it.
 //   - Options must set the manager's timers: Update refuses a renewal under

@@ -44,6 +44,11 @@ type Lock struct {
 	ttl   time.Duration
 	guard time.Duration // how long client-go may go on leading after a renewal it was granted, and some slack
 
+	// base is the manager's runnables' base context (see Options),
+	// cancelled when a term client-go was granted ends.
+	base       context.Context
+	cancelBase context.CancelCauseFunc
+
 	mu        sync.Mutex
 	cancel    context.CancelFunc // ends the campaign's Run; nil until the first Get
 	ran       chan struct{}      // closed when the campaign's Run returned
@@ -81,13 +86,16 @@ func NewLock(b backends.Backend, name string, ttl time.Duration, opts ...campaig
 	}
 	_, _, guard := timers(ttl)
 	st := c.State()
+	base, cancelBase := context.WithCancelCause(context.Background())
 	return &Lock{
-		c:       c,
-		id:      st.ID,
-		name:    st.Name,
-		ttl:     ttl,
-		guard:   guard,
-		changed: make(chan struct{}),
+		c:          c,
+		id:         st.ID,
+		name:       st.Name,
+		ttl:        ttl,
+		guard:      guard,
+		base:       base,
+		cancelBase: cancelBase,
+		changed:    make(chan struct{}),
 	}, nil
 }
 
@@ -112,19 +120,37 @@ func timers(ttl time.Duration) (renewDeadline, retryPeriod, guard time.Duration)
 // on (a graceful stop hands over at once), and client-go's timers derived
 // from the TTL: LeaseDuration the TTL, RenewDeadline a fifth of it,
 // RetryPeriod a tenth. Values o had there are replaced: l's safety rests
-// on them. An empty LeaderElectionID (client-go's name for the election,
-// in its logs and metrics) becomes the lock name; everything else in o is
-// left as it is.
+// on them. BaseContext, the parent of every runnable's context, is
+// wrapped (or set) so that it is cancelled the moment a term the manager
+// led under ends, before client-go reports the loss, with the cause
+// ErrTermEnded (context.Cause tells it from the manager's stop). An empty
+// LeaderElectionID (client-go's name for the election, in its logs and
+// metrics) becomes the lock name; everything else in o is left as it is.
 func (l *Lock) Options(o manager.Options) manager.Options {
 	renew, retry, _ := timers(l.ttl)
 	if o.LeaderElectionID == "" {
 		o.LeaderElectionID = l.name
 	}
+	o.BaseContext = l.baseContext(o.BaseContext)
 	o.LeaderElection = true
 	o.LeaderElectionResourceLockInterface = l
 	o.LeaderElectionReleaseOnCancel = true
 	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = &l.ttl, &renew, &retry
 	return o
+}
+
+// baseContext returns a manager.BaseContextFunc whose contexts are
+// parent's (context.Background if nil), cancelled also when l.base is,
+// with its cause.
+func (l *Lock) baseContext(parent manager.BaseContextFunc) manager.BaseContextFunc {
+	if parent == nil {
+		return func() context.Context { return l.base }
+	}
+	return func() context.Context {
+		ctx, cancel := context.WithCancelCause(parent())
+		context.AfterFunc(l.base, func() { cancel(context.Cause(l.base)) })
+		return ctx
+	}
 }
 
 // Identity returns the campaign's candidate ID (campaign.WithID).
@@ -258,10 +284,11 @@ func (l *Lock) start() error {
 }
 
 // hold is the campaign's work for one term. Client-go's leadership is the
-// work bound to the term: when the term ends, hold returns only once
-// client-go released the lock or can no longer believe it leads (it is
-// refused every renewal from then on), so that a graceful stop releases
-// the lock after that, not before. A term client-go was granted ends the
+// work bound to the term: when a term client-go was granted ends, hold
+// cancels the manager's runnables (their base context) at once, and
+// returns only once client-go released the lock or can no longer believe
+// it leads (it is refused every renewal from then on), so that a graceful
+// stop releases the lock after that, not before. Such a term ends the
 // campaign: the manager exits on its loss, so this lock elects no more.
 func (l *Lock) hold(ctx context.Context, elected events.Event) error {
 	l.mu.Lock()
@@ -285,6 +312,7 @@ func (l *Lock) hold(ctx context.Context, elected events.Event) error {
 	if !granted {
 		return nil
 	}
+	l.cancelBase(ErrTermEnded)
 	cancel()
 	if !released && wait > 0 {
 		t := time.NewTimer(wait)

@@ -8,6 +8,7 @@ import (
 
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/kubernetes"
@@ -225,5 +226,44 @@ func TestGetReportsARefusedSession(t *testing.T) {
 	defer cancel()
 	if _, _, err := l.Get(ctx); !errors.Is(err, backends.ErrInvalid) {
 		t.Errorf("Get: %v, want the backend's ErrInvalid", err)
+	}
+}
+
+// TestOptionsBaseContext: the runnables' base context keeps the caller's
+// values, and is cancelled with ErrTermEnded when a term the manager was
+// granted ends (here: client-go's release).
+func TestOptionsBaseContext(t *testing.T) {
+	type key struct{}
+	a := newLock(t, memory.New(), "a")
+	o := a.Options(manager.Options{BaseContext: func() context.Context {
+		return context.WithValue(context.Background(), key{}, "mine")
+	}})
+	if o.LeaderElectionResourceLockInterface != a || !o.LeaderElection || !o.LeaderElectionReleaseOnCancel {
+		t.Errorf("Options = %+v", o)
+	}
+	base := o.BaseContext()
+	if base.Value(key{}) != "mine" {
+		t.Error("the base context lost the caller's values")
+	}
+	ctx := context.Background()
+	if _, _, err := a.Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Update(ctx, mine(a)); err != nil {
+		t.Fatal(err)
+	}
+	if base.Err() != nil {
+		t.Fatal("the base context ended while the manager leads")
+	}
+	if err := a.Update(ctx, resourcelock.LeaderElectionRecord{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-base.Done():
+		if cause := context.Cause(base); !errors.Is(cause, crleader.ErrTermEnded) {
+			t.Errorf("the base context ended with %v, want ErrTermEnded", cause)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the base context lives on 5 s after the term ended")
 	}
 }

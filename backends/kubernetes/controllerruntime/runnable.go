@@ -54,7 +54,8 @@ func WhileLeader(c *campaign.Campaign, fn func(ctx context.Context) error) (*Run
 // WhileLeader returns a Runnable that the manager runs while it leads on l
 // (NeedLeaderElection is true; l must be the manager's lock, see Options):
 // fn's context ends when the manager stops it or, at once, when l's term
-// ends, whichever comes first, and carries that term. An error from fn
+// ends (context.Cause is then ErrTermEnded), whichever comes first, and
+// carries that term. An error from fn
 // stops the manager, as any runnable's does. A nil fn returns an error
 // matching campaign.ErrInvalid.
 func (l *Lock) WhileLeader(fn func(ctx context.Context) error) (*Runnable, error) {
@@ -95,9 +96,9 @@ func (r *Runnable) startOnLock(ctx context.Context) error {
 	if !granted {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(context.WithValue(ctx, termKey{}, t.elected))
-	defer cancel()
-	stop := context.AfterFunc(t.ctx, cancel)
+	ctx, cancel := context.WithCancelCause(context.WithValue(ctx, termKey{}, t.elected))
+	defer cancel(nil)
+	stop := context.AfterFunc(t.ctx, func() { cancel(ErrTermEnded) })
 	defer stop()
 	return r.fn(ctx)
 }

@@ -2,6 +2,7 @@ package crleader_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,12 @@ func TestWhileLeaderOwnCampaign(t *testing.T) {
 	}
 }
 
+// ending is when a runnable's context ended, and why.
+type ending struct {
+	at    time.Time
+	cause error
+}
+
 // receive waits for a term's work to start.
 func receive(t *testing.T, ch <-chan worked) worked {
 	t.Helper()
@@ -103,7 +110,8 @@ func receive(t *testing.T, ch <-chan worked) worked {
 }
 
 // TestLockTakenFromUnderTheTerm: when the lock is deleted behind the
-// leader's back, Lock.WhileLeader's work is cancelled as soon as the
+// leader's back, Lock.WhileLeader's work and the manager's other leader
+// runnables (a controller would be one) are cancelled as soon as the
 // campaign notices, before client-go reports the loss and the manager
 // exits.
 func TestLockTakenFromUnderTheTerm(t *testing.T) {
@@ -113,12 +121,12 @@ func TestLockTakenFromUnderTheTerm(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lock.Close()
-	led, ended := make(chan events.Event, 1), make(chan time.Time, 1)
+	led, ended := make(chan events.Event, 1), make(chan ending, 1)
 	work, err := lock.WhileLeader(func(ctx context.Context) error {
 		term, _ := crleader.Term(ctx)
 		led <- term
 		<-ctx.Done()
-		ended <- time.Now()
+		ended <- ending{time.Now(), context.Cause(ctx)}
 		return nil
 	})
 	if err != nil {
@@ -132,6 +140,14 @@ func TestLockTakenFromUnderTheTerm(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := mgr.Add(work); err != nil {
+		t.Fatal(err)
+	}
+	other := make(chan ending, 1)
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		other <- ending{time.Now(), context.Cause(ctx)}
+		return nil
+	})); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -150,9 +166,9 @@ func TestLockTakenFromUnderTheTerm(t *testing.T) {
 		t.Fatal("the manager does not lead")
 	}
 	b.Delete(term.Name)
-	var endedAt time.Time
+	var work0 ending
 	select {
-	case endedAt = <-ended:
+	case work0 = <-ended:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the work goes on 5 s after its lock was deleted")
 	}
@@ -161,11 +177,13 @@ func TestLockTakenFromUnderTheTerm(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "leader election lost") {
 			t.Errorf("Start returned %v, want leader election lost", err)
 		}
-		if at := <-exitedAt; !endedAt.Before(at) {
-			t.Errorf("the work was cancelled %v after the manager exited", endedAt.Sub(at))
-		} else {
-			t.Logf("the work was cancelled %v before the manager exited", at.Sub(endedAt).Round(time.Millisecond))
+		at, other0 := <-exitedAt, <-other
+		for what, e := range map[string]ending{"the work": work0, "the other runnable": other0} {
+			if !errors.Is(e.cause, crleader.ErrTermEnded) || !e.at.Before(at) {
+				t.Errorf("%s's context ended %v before the manager exited, for %v; want ErrTermEnded", what, at.Sub(e.at), e.cause)
+			}
 		}
+		t.Logf("the runnables were cancelled %v before the manager exited", at.Sub(work0.at).Round(time.Millisecond))
 	case <-time.After(5 * time.Second):
 		t.Fatal("the manager still leads 5 s after its lock was deleted")
 	}
