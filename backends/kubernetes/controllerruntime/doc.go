@@ -37,8 +37,9 @@
 // context of every runnable of the manager (controllers included: Options
 // sets BaseContext) is cancelled at once, with the cause ErrTermEnded, and
 // every Get and Update fails (ErrTermEnded): client-go's renewal fails,
-// and the manager's Start returns "leader election lost", as it always
-// does on a loss; the process should exit, as with client-go's own locks.
+// and the manager's Start returns an error ("leader election lost", or
+// that of a runnable the cancellation made fail), as it always does on a
+// loss; the process should exit, as with client-go's own locks.
 // The lock does not campaign again. On a graceful stop the manager stops
 // its leader runnables, then client-go releases the lock (Options sets
 // LeaderElectionReleaseOnCancel) and Update releases it on the backend: the
