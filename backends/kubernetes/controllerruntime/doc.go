@@ -76,6 +76,9 @@
 //     is. Handover after a crash takes the backend's expiry (about the TTL)
 //     plus the campaign's retry, as for any campaign.
 //   - RecordEvent records nothing; the campaign's logger and metrics do.
+//     client-go still sets leader_election_master_status{name} (name: the
+//     LeaderElectionID, the lock name by default) in controller-runtime's
+//     metrics registry: do not register ops.MasterStatus there too.
 //
 // # Concurrency and goroutines
 //

@@ -241,9 +241,11 @@ func (l *Lock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord
 	return nil
 }
 
-// Close ends the campaign: a term in force ends once client-go has
-// released it or can no longer believe it leads, and the lock is released.
-// Call it after the manager's Start returned. Calling it again is fine.
+// Close ends the campaign: a term in force ends at once (Revoked; the
+// manager's runnables are cancelled if it led under it), and the lock is
+// released on the backend once client-go released it or can no longer
+// believe it leads. Close returns when the lock is released. Call it after
+// the manager's Start returned. Calling it again is fine.
 func (l *Lock) Close() error {
 	l.mu.Lock()
 	l.closed = true
