@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,9 @@ import (
 // a renewal up after 600 ms.
 const ttl = 3 * time.Second
 
+// runs numbers the namespaces of the tests' runs.
+var runs atomic.Int64
+
 // backend makes one replica's backend, its connections through c.
 type backend func(t *testing.T, c *cut) backends.Backend
 
@@ -34,7 +38,7 @@ type backend func(t *testing.T, c *cut) backends.Backend
 // Leases in the apiserver the managers use, and Redis, to show the lock
 // is not tied to Leases.
 func backendsUnderTest(t *testing.T) map[string]backend {
-	ns := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	ns := fmt.Sprintf("%s-%d", strings.ToLower(t.Name()), runs.Add(1)) // -count=N runs again
 	namespace(t, ns)
 	rs := redistest.Start(t)
 	return map[string]backend{
