@@ -11,7 +11,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/hustings/hustings/backends/kubernetes/controllerruntime"
+	crleader "github.com/hustings/hustings/backends/kubernetes/controllerruntime"
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/campaign"
 )

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/kubernetes"
-	"github.com/hustings/hustings/backends/kubernetes/controllerruntime"
+	crleader "github.com/hustings/hustings/backends/kubernetes/controllerruntime"
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/campaign"
 )

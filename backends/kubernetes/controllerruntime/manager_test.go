@@ -18,7 +18,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/kubernetes"
-	"github.com/hustings/hustings/backends/kubernetes/controllerruntime"
+	crleader "github.com/hustings/hustings/backends/kubernetes/controllerruntime"
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/redis/redistest"
 	"github.com/hustings/hustings/campaign"

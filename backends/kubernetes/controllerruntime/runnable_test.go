@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/hustings/hustings/backends/kubernetes/controllerruntime"
+	crleader "github.com/hustings/hustings/backends/kubernetes/controllerruntime"
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
