@@ -3,8 +3,8 @@
 # PostgreSQL) and the browser the live page's test drives (Chromium) when
 # they are missing, builds kube-apiserver when it is
 # missing (once per machine: minutes the first time), then vets and runs
-# every test with the race detector, in the library and in the bench/
-# module. No backend test is skipped.
+# every test with the race detector, in the library, the bench/ module
+# and the controller-runtime module. No backend test is skipped.
 
 GO ?= go
 
