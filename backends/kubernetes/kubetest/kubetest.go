@@ -23,7 +23,9 @@
 //
 // Start is for tests (it stops the server when the test ends); StartServer
 // and Stop are for code without a testing.TB, such as benchmarks in
-// another module. A Server is safe for concurrent use.
+// another module. Kill and Restart crash and restart the apiserver on the
+// same port, files and etcd, for fault-injection tests; Etcd reaches its
+// storage. A Server is safe for concurrent use.
 package kubetest
 
 import (
@@ -67,9 +69,12 @@ type Server struct {
 	token  string
 	client *http.Client // trusts the CA, sends the token
 
-	mu   sync.Mutex
+	bin  string
 	etcd *etcdtest.Server
-	proc *testserver.Process // nil once stopped
+
+	mu      sync.Mutex
+	proc    *testserver.Process // nil while killed or stopped
+	stopped bool
 }
 
 // Binary returns the path of the kube-apiserver binary: $HUSTINGS_KUBE_APISERVER
@@ -117,13 +122,13 @@ func StartServer() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubetest: %w", err)
 	}
-	s := &Server{dir: dir}
+	s := &Server{dir: dir, bin: bin}
 	if s.etcd, err = etcdtest.StartServer(filepath.Join(dir, etcdDir)); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	for range 3 { // the free port may be taken before the server binds it
-		if err = s.start(bin); err == nil {
+		if err = s.start(); err == nil {
 			return s, nil
 		}
 	}
@@ -134,7 +139,7 @@ func StartServer() (*Server, error) {
 
 // start writes the server's files for a free port, runs the apiserver on
 // it and waits until it is ready; s is not yet shared.
-func (s *Server) start(bin string) error {
+func (s *Server) start() error {
 	port, err := testserver.FreePort()
 	if err != nil {
 		return err
@@ -146,7 +151,13 @@ func (s *Server) start(bin string) error {
 	if s.client, err = newClient(s.CAFile(), s.token); err != nil {
 		return err
 	}
-	p, err := testserver.Start(s.dir, bin, s.args()...)
+	return s.launch()
+}
+
+// launch runs the apiserver on s's port and files and waits until it is
+// ready; the caller holds s.mu, or s is not yet shared.
+func (s *Server) launch() error {
+	p, err := testserver.Start(s.dir, s.bin, s.args()...)
 	if err != nil {
 		return err
 	}
@@ -236,16 +247,57 @@ func (s *Server) Log() string {
 	return s.proc.Log()
 }
 
+// Etcd returns the etcd the apiserver stores in, embedded in this
+// process: its Stop and Restart take the storage away and back while the
+// apiserver runs (requests fail or wait meanwhile).
+func (s *Server) Etcd() *etcdtest.Server { return s.etcd }
+
+// Kill ends the apiserver with SIGKILL (by PID), as a crash: clients get
+// errors until Restart; etcd and the server's files stay. Killing a
+// killed server does nothing.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kill()
+}
+
+// kill kills the apiserver if it runs; the caller holds s.mu.
+func (s *Server) kill() {
+	if s.proc != nil {
+		s.proc.Kill()
+		s.proc = nil
+	}
+}
+
+// Restart kills the apiserver if it runs, and starts it again on the same
+// port, files and token, on the same etcd (which it starts if it was
+// stopped): Leases and their resourceVersions survive. It returns once
+// the new apiserver is ready (/readyz).
+func (s *Server) Restart() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return fmt.Errorf("kubetest: server on %s is stopped", s.URL())
+	}
+	s.kill()
+	if !s.etcd.Running() {
+		if err := s.etcd.Restart(); err != nil {
+			return err
+		}
+	}
+	return s.launch()
+}
+
 // Stop kills the apiserver (SIGKILL, by PID), stops its etcd and removes
 // the server's directory. Calling it again does nothing.
 func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.proc == nil {
+	if s.stopped {
 		return
 	}
-	s.proc.Kill()
-	s.proc = nil
+	s.stopped = true
+	s.kill()
 	s.client.CloseIdleConnections()
 	s.etcd.Stop()
 	_ = os.RemoveAll(s.dir)

@@ -82,6 +82,48 @@ func TestLeaseLifecycle(t *testing.T) {
 	t.Fatalf("watch ended without the update to resourceVersion %s: %v", updated.Metadata.ResourceVersion, ctx.Err())
 }
 
+// TestKillRestart: a killed apiserver answers nothing; restarted, on
+// the same URL and token, it serves the Leases written before, at the
+// same resourceVersion, and again after its etcd was stopped and the
+// restart started that too.
+func TestKillRestart(t *testing.T) {
+	srv := kubetest.Start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": metadata{Name: namespace}}
+	call(ctx, t, srv, http.MethodPost, "/api/v1/namespaces", ns, http.StatusCreated, nil)
+	var created lease
+	call(ctx, t, srv, http.MethodPost, leases, newLease("a", 10), http.StatusCreated, &created)
+	url := srv.URL()
+
+	srv.Kill()
+	srv.HTTPClient().CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+leases+"/a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := srv.HTTPClient().Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("GET from a killed apiserver: %s, want an error", resp.Status)
+	}
+	for _, stopEtcd := range []bool{false, true} {
+		if stopEtcd {
+			srv.Etcd().Stop()
+		}
+		if err := srv.Restart(); err != nil {
+			t.Fatalf("restart (etcd stopped: %v): %v", stopEtcd, err)
+		}
+		if srv.URL() != url {
+			t.Fatalf("restarted on %s, was %s", srv.URL(), url)
+		}
+		var got lease
+		call(ctx, t, srv, http.MethodGet, leases+"/a", nil, http.StatusOK, &got)
+		if got.Metadata.ResourceVersion != created.Metadata.ResourceVersion {
+			t.Fatalf("after restart (etcd stopped: %v): Lease at %s, was %s", stopEtcd, got.Metadata.ResourceVersion, created.Metadata.ResourceVersion)
+		}
+	}
+}
+
 // TestTokenRequired: a request without the bearer token is refused; the
 // kubeconfig names the server and carries the token.
 func TestTokenRequired(t *testing.T) {
