@@ -1,8 +1,10 @@
 // Package chaos is Hustings' fault-injection suite; it has tests only.
 //
-// For each real backend (Redis, etcd, ZooKeeper, PostgreSQL) TestChaos starts the
-// server, a fenced resource, 5 candidate processes on one lock and 8 on a
-// group of 3 slots (3 and 5 in make test's short profile). Each candidate is this test binary re-run as a node
+// For each real backend (Redis, etcd, ZooKeeper, PostgreSQL, Kubernetes
+// Leases on a kube-apiserver) TestChaos starts the server, a fenced
+// resource, 5 candidate processes on one lock and 8 on a group of 3 slots
+// (3 and 5 in make test's short profile). Each candidate is this test
+// binary re-run as a node
 // (see node_test.go): a campaign or group campaign that prints its events
 // as JSON lines, writes to the fenced resource with its token while it
 // leads, and reports its own stalls. Each reaches the server through its

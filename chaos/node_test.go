@@ -20,7 +20,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/fence"
@@ -103,7 +102,7 @@ func runNode(args []string) int {
 
 // run campaigns until ctx ends.
 func (f nodeFlags) run(ctx context.Context, out *printer) error {
-	b, closeBackend, err := dial.Open(ctx, f.backend)
+	b, closeBackend, err := open(ctx, f.backend)
 	if err != nil {
 		return err
 	}

@@ -24,8 +24,9 @@ import (
 // server is one real backend server for a run, started by the test.
 type server struct {
 	addr string
-	// url is the backend URL (package dial) for a client reaching the
-	// server at addr: the server's own, or a link's.
+	// url is the backend URL (package dial's, or kubeScheme's: see open)
+	// for a client reaching the server at addr: the server's own, or a
+	// link's.
 	url func(addr string) string
 	// down stops the server abruptly; up starts it again on the same port
 	// and data, waiting until it serves.
@@ -56,6 +57,7 @@ var backendsUnderTest = []backend{
 	{name: "etcd", start: startEtcd, slack: 800 * time.Millisecond, pushed: true},
 	{name: "zookeeper", start: startZooKeeper, slack: 300 * time.Millisecond, pushed: true},
 	{name: "postgres", start: startPostgres, slack: 300 * time.Millisecond},
+	{name: "kubernetes", start: startKubernetes, slack: 300 * time.Millisecond, pushed: true},
 }
 
 // startRedis runs a durable redis-server: a restart loses nothing it
