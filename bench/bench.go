@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hustings/hustings/backends/kubernetes/kubetest"
 )
 
 // config sizes a run.
@@ -37,7 +39,11 @@ func fullConfig() config {
 		// keep-alives (100 multis of 1,000 checks; one UPDATE of 100,000
 		// rows) outlast the 3 s TTL and every term is revoked
 		// (bench/README.md, finding 6).
-		ScaleMax:    map[string]int{"zookeeper": 10000, "postgres": 10000},
+		// Kubernetes: every lock is a Lease object in the apiserver's etcd,
+		// and every acquire a GET, a create on first use and an update
+		// through the apiserver; 1,000 already show the keep-alive's cost
+		// beside client-go's.
+		ScaleMax:    map[string]int{"zookeeper": 10000, "postgres": 10000, "kubernetes": 1000},
 		FailoverTTL: time.Second, FailoverTry: 100 * time.Millisecond, ScaleTTL: 3 * time.Second,
 	}
 }
@@ -162,19 +168,21 @@ func newReport(cfg config, args []string) *Report {
 // settings states how every subject was configured, for the report.
 func settings(cfg config) map[string]string {
 	return map[string]string{
-		"hustings RunIfLeader":   fmt.Sprintf("lease %v; on a free lock without WithWait; contended: WithWait(%v), retry %v (woken by the backend's watch first); on a session: the same with WithSession, each candidate keeping a campaign.Session of its own (TTL %v, keep-alive TTL/3, Run in a goroutine) for all its runs", hustingsLease, contendedWait, hustingsRetry, hustingsLease),
-		"hustings campaigns":     fmt.Sprintf("handover: TTL 10 s, retry %v; failover: TTL %v, retry %v (+ jitter, a fifth); scale: TTL %v, keep-alive TTL/3, one shared session (NewSession + WithSession)", handoverRetry, cfg.FailoverTTL, cfg.FailoverTry, cfg.ScaleTTL),
-		"redislock":              fmt.Sprintf("TTL %v; a waiting candidate calls Obtain with LinearBackoff(%v) in a loop", peerTTL, redislockRetry),
-		"redislock handover":     fmt.Sprintf("the waiter retries every %v (LinearBackoff)", redislockRetry),
-		"redsync":                redsyncNote + "; a waiting candidate loops on Lock",
-		"etcd concurrency":       fmt.Sprintf("Mutex and Election on a session (lease TTL %v) per candidate", peerTTL),
-		"zk Lock":                fmt.Sprintf("go-zookeeper Lock, a conn per candidate, session timeout %v", zkSessionTimeout),
-		"ZooKeeper server":       "tickTime 200 ms (zktest), fsync on",
-		"etcd server":            "embedded, one member, tick 50 ms, election 500 ms (etcdtest), fsync on",
-		"Redis server":           "redis-server, no persistence (redistest)",
-		"PostgreSQL server":      "PostgreSQL 15, its own cluster (pgtest), fsync on",
-		"scale: redislock peers": fmt.Sprintf("N locks with TTL %v refreshed every TTL/3 by one loop, one Refresh each; up to %s", cfg.ScaleTTL, fmtNum(redislockScaleMax)),
-		"scale: points":          scalePointsSetting(cfg),
+		"hustings RunIfLeader":     fmt.Sprintf("lease %v; on a free lock without WithWait; contended: WithWait(%v), retry %v (woken by the backend's watch first); on a session: the same with WithSession, each candidate keeping a campaign.Session of its own (TTL %v, keep-alive TTL/3, Run in a goroutine) for all its runs", hustingsLease, contendedWait, hustingsRetry, hustingsLease),
+		"hustings campaigns":       fmt.Sprintf("handover: TTL 10 s, retry %v; failover: TTL %v, retry %v (+ jitter, a fifth); scale: TTL %v, keep-alive TTL/3, one shared session (NewSession + WithSession)", handoverRetry, cfg.FailoverTTL, cfg.FailoverTry, cfg.ScaleTTL),
+		"redislock":                fmt.Sprintf("TTL %v; a waiting candidate calls Obtain with LinearBackoff(%v) in a loop", peerTTL, redislockRetry),
+		"redislock handover":       fmt.Sprintf("the waiter retries every %v (LinearBackoff)", redislockRetry),
+		"redsync":                  redsyncNote + "; a waiting candidate loops on Lock",
+		"etcd concurrency":         fmt.Sprintf("Mutex and Election on a session (lease TTL %v) per candidate", peerTTL),
+		"zk Lock":                  fmt.Sprintf("go-zookeeper Lock, a conn per candidate, session timeout %v", zkSessionTimeout),
+		"ZooKeeper server":         "tickTime 200 ms (zktest), fsync on",
+		"etcd server":              "embedded, one member, tick 50 ms, election 500 ms (etcdtest), fsync on",
+		"Redis server":             "redis-server, no persistence (redistest)",
+		"PostgreSQL server":        "PostgreSQL 15, its own cluster (pgtest), fsync on",
+		"Kubernetes server":        "kube-apiserver " + kubetest.Version + " (kubetest) over an embedded etcd (etcdtest, fsync on); every client unthrottled (QPS -1; client-go's default is 5 a second), on connections of its own",
+		"client-go leaderelection": fmt.Sprintf("LeaderElector on a resourcelock.LeaseLock, ReleaseOnCancel, a clientset per candidate; defaults: %v; tuned: %v for the lock workloads, %v for failover", clientGoDefaults, tunedTiming(peerTTL, hustingsRetry), tunedTiming(cfg.FailoverTTL, cfg.FailoverTry)),
+		"scale: redislock peers":   fmt.Sprintf("N locks with TTL %v refreshed every TTL/3 by one loop, one Refresh each; up to %s", cfg.ScaleTTL, fmtNum(redislockScaleMax)),
+		"scale: points":            scalePointsSetting(cfg),
 	}
 }
 

@@ -292,6 +292,9 @@ func handoverFailoverFigure(rep *Report) figure {
 	var backends []string
 	var fp50, fp99, ttl []float64
 	for _, r := range rep.Select("failover") {
+		if r.Subject != "hustings crash → Elected" { // client-go's rows: in the table only
+			continue
+		}
 		backends = append(backends, r.Backend)
 		fp50, fp99 = append(fp50, ms(int64(r.Latency.P50))), append(fp99, ms(int64(r.Latency.P99)))
 		ttl = append(ttl, r.Values["ttl_ns"]/1e6)
@@ -349,6 +352,10 @@ func handoverLabel(subject string) string {
 		return fmt.Sprintf("redislock, %v retry", strings.Replace(redislockRetry.String(), "ms", " ms", 1))
 	case name == "redsync":
 		return "redsync, 50–250 ms retry"
+	case name == clientGoName:
+		return "client-go, " + strings.Replace(clientGoDefaults.retry.String(), "s", " s", 1) + " retry"
+	case name == clientGoTuned:
+		return "client-go, " + strings.Replace(hustingsRetry.String(), "ms", " ms", 1) + " retry"
 	}
 	return name
 }

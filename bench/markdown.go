@@ -88,7 +88,8 @@ var sections = []section{
 		"Hustings: from the holder's `Resign` to the next candidate's `Elected` event on its channel, two campaigns each on a client of its own. Peers: from the end of the holder's critical section (then unlock) to the start of the waiter's (its lock returned): etcd Election is Resign → Campaign returns; redislock's waiter loops on Obtain, so its retry interval bounds the handover.",
 		renderLatencyBaseline},
 	{"failover", "Crash failover",
-		"The holder's backend calls start to hang (backendtest.Crashable: no keep-alive, no release) while its process lives; a waiting candidate on a client of its own. From the crash to the waiter's `Elected` event. Overlaps counts waiters elected before the crashed holder had revoked its own term (the safety contract: always 0).",
+		"The holder's backend calls start to hang (backendtest.Crashable: no keep-alive, no release) while its process lives; a waiting candidate on a client of its own. From the crash to the waiter's `Elected` event. Overlaps counts waiters elected before the crashed holder had revoked its own term (the safety contract: always 0). " +
+			"On Kubernetes also client-go's `leaderelection` on a `LeaseLock`, its holder's requests hanging from the crash: from the crash to the waiter's `OnStartedLeading`, with client-go's defaults (samples side by side, each on a Lease of its own) and tuned to the same TTL and retry (lease = TTL, renew deadline ⅔ of it); overlaps counts waiters that started leading before the holder's `OnStoppedLeading`; p99 / TTL is to its lease duration.",
 		renderFailover},
 	{"events", "Event latency",
 		"From the start of the write that changes the holder (a plain session's Acquire or Release, on another client) to the `campaign.Observe` consumer receiving the event.",
@@ -96,7 +97,8 @@ var sections = []section{
 	{"scale", "Scale: campaigns held by one process",
 		"N campaigns on one shared session (`NewSession` + `WithSession`), started all at once: how many were elected, and when the last one was, within a limit of " + electLimitText + " (a point that misses it is reported as it is, with the count, not retried or started in batches). " +
 			"Then, while they hold: the live heap + goroutine stacks and the goroutines they add, per campaign, each measured after GC against a baseline taken right before the point started, once the process had settled; and the server's requests per second over the hold (Redis INFO commandstats, etcd gRPC requests counted by a client interceptor, ZooKeeper mntr packets received, which include the conn's pings). " +
-			"At a point not all elected, the memory and requests are those of the campaigns still trying, not of held ones. redislock: N locks refreshed by one loop every TTL/3, up to 10,000 (the note gives the loop's longest round; at 100,000 a round would outlast the interval).\n\n" +
+			"At a point not all elected, the memory and requests are those of the campaigns still trying, not of held ones. redislock: N locks refreshed by one loop every TTL/3, up to 10,000 (the note gives the loop's longest round; at 100,000 a round would outlast the interval). " +
+			"On Kubernetes the requests are the writes the bench's clients send (the keep-alive's LIST of the session's locks is a read and not counted), and client-go LeaseLock holds N Leases with a LeaderElector each (its defaults) on one clientset, up to 1,000: each renews with one write per retry period.\n\n" +
 			"The rows of 1 and 100 campaigns are within the process's noise: goroutine stacks are counted in whole 32 KiB spans (one campaign's stack column is 0 or 32,768), and the rest of the process's heap moves by a few KB between two measurements (on etcd also the embedded server's, which runs in this process). Only that noise can make a figure negative. Read the rows of 1,000 and more. With the memory and etcd backends the store is in this process too, and counted.",
 		renderScale},
 }
@@ -146,10 +148,10 @@ func renderContended(rows []Row) string {
 func renderFailover(rows []Row) string {
 	var out [][]string
 	for _, r := range rows {
-		cells := append([]string{r.Backend, r.Param}, latencyCells(r.Latency)...)
+		cells := append([]string{r.Backend, r.Subject, r.Param}, latencyCells(r.Latency)...)
 		out = append(out, append(cells, fmtRatio(r.Ratio), fmtNum(r.Values["overlaps"])))
 	}
-	return table([]string{"backend", "settings", "n", "p50", "p99", "max", "p99 / TTL", "overlaps"}, out)
+	return table([]string{"backend", "subject", "settings", "n", "p50", "p99", "max", "p99 / TTL", "overlaps"}, out)
 }
 
 func renderScale(rows []Row) string {

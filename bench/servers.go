@@ -56,7 +56,10 @@ type system struct {
 	// redisClient is the main client of the Redis system, for redislock's
 	// refresh loop in the scale workload.
 	redisClient *goredis.Client
-	peers       []peer
+	// kube makes clients of the Kubernetes system, for client-go's
+	// failover and scale; nil elsewhere.
+	kube  *kubeClients
+	peers []peer
 	// closers run in reverse order by stop.
 	closers []func()
 }
@@ -70,7 +73,7 @@ func (s *system) stop() {
 }
 
 // startSystems starts a server for each name (memory, redis, etcd,
-// zookeeper) under dir. On error it stops what it started.
+// zookeeper, postgres, kubernetes) under dir. On error it stops what it started.
 func startSystems(ctx context.Context, dir string, names []string, logf func(string, ...any)) ([]*system, error) {
 	var out []*system
 	for _, n := range names {
@@ -104,6 +107,8 @@ func startSystem(ctx context.Context, dir, name string) (*system, error) {
 		s, err = startZooKeeper(dir)
 	case "postgres":
 		s, err = startPostgres()
+	case "kubernetes":
+		s, err = startKubernetes()
 	default:
 		return nil, fmt.Errorf("unknown backend %q", name)
 	}

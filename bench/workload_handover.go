@@ -229,6 +229,9 @@ func (b *bench) failover(ctx context.Context, s *system) error {
 		Values:   map[string]float64{"ttl_ns": float64(b.cfg.FailoverTTL), "overlaps": float64(unsafe)},
 		Baseline: "TTL", Ratio: ratio(float64(d.P99), float64(b.cfg.FailoverTTL))})
 	b.logf("  crash → Elected p50 %-9s p99 %s (TTL %v); elected before the holder's Revoked: %d", fmtDur(d.P50), fmtDur(d.P99), b.cfg.FailoverTTL, unsafe)
+	if s.kube != nil {
+		return b.clientGoFailovers(ctx, s)
+	}
 	return nil
 }
 

@@ -47,6 +47,9 @@ func (b *bench) scale(ctx context.Context, s *system) error {
 		b.logf("  hustings  %7d campaigns: %s elected in %v; %s B and %.2f goroutines each, %s requests/s", n, fmtNum(v["elected"]),
 			time.Duration(v["elect_ns"]).Round(time.Millisecond), fmtNum(v["bytes_per_campaign"]), v["goroutines_per_campaign"], fmtNum(v["requests_per_s"]))
 	}
+	if s.kube != nil {
+		return b.scaleLeaseLocks(ctx, s)
+	}
 	if s.redisClient == nil {
 		return nil
 	}
