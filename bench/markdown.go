@@ -85,7 +85,7 @@ var sections = []section{
 		"Eight candidates, each with a client (and session) of its own, take turns on one lock: completed critical sections per second, and how long a candidate waited from asking to holding. `hustings RunIfLeader on a session`: each candidate's turns on a session it keeps.",
 		renderContended},
 	{"handover", "Graceful handover",
-		"Hustings: from the holder's `Resign` to the next candidate's `Elected` event on its channel, two campaigns each on a client of its own. Peers: from the end of the holder's critical section (then unlock) to the start of the waiter's (its lock returned): etcd Election is Resign → Campaign returns; redislock's waiter loops on Obtain, so its retry interval bounds the handover.",
+		"Hustings: from the holder's `Resign` to the next candidate's `Elected` event on its channel, two campaigns each on a client of its own. Peers: from the end of the holder's critical section (then unlock) to the start of the waiter's (its lock returned): etcd Election is Resign → Campaign returns; redislock's waiter loops on Obtain, so its retry interval bounds the handover; client-go's LeaderElector (its `ReleaseOnCancel` release, then the waiter's next try) tries every retry period stretched by up to 2.2×, and the holder lets go at a random moment within that gap.",
 		renderLatencyBaseline},
 	{"failover", "Crash failover",
 		"The holder's backend calls start to hang (backendtest.Crashable: no keep-alive, no release) while its process lives; a waiting candidate on a client of its own. From the crash to the waiter's `Elected` event. Overlaps counts waiters elected before the crashed holder had revoked its own term (the safety contract: always 0). " +

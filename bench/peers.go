@@ -40,6 +40,11 @@ type peer struct {
 	note string // its settings, for the report
 	// open returns a new candidate: a client (and session) of its own.
 	open func(ctx context.Context) (locker, error)
+	// gap is the longest a waiting candidate of a library that polls on a
+	// slow timer sleeps between its tries (0: woken by the server, or
+	// polls within milliseconds): the handover workload releases the lock
+	// at a random moment within it.
+	gap time.Duration
 }
 
 // The Hustings subjects of the throughput and contended workloads: runs

@@ -23,6 +23,12 @@ type leTiming struct {
 	lease, renewDeadline, retry time.Duration
 }
 
+// gap is the longest a waiting candidate sleeps between two tries: the
+// retry period stretched by client-go's JitterFactor.
+func (t leTiming) gap() time.Duration {
+	return time.Duration(float64(t.retry) * (1 + leaderelection.JitterFactor))
+}
+
 func (t leTiming) String() string {
 	return fmt.Sprintf("lease %v, renew deadline %v, retry %v", t.lease, t.renewDeadline, t.retry)
 }
@@ -36,7 +42,7 @@ var clientGoDefaults = leTiming{lease: 15 * time.Second, renewDeadline: 10 * tim
 // ratio, and where a Hustings session's last keep-alive before its
 // deadline falls), the retry its retry interval.
 func tunedTiming(ttl, retry time.Duration) leTiming {
-	return leTiming{lease: ttl, renewDeadline: ttl * 2 / 3, retry: retry}
+	return leTiming{lease: ttl, renewDeadline: (ttl * 2 / 3).Round(time.Millisecond), retry: retry}
 }
 
 // The client-go subjects' names.
@@ -52,8 +58,10 @@ const (
 func kubePeers(k *kubeClients) []peer {
 	tuned := tunedTiming(peerTTL, hustingsRetry)
 	return []peer{
-		{name: clientGoName, note: clientGoNote(clientGoDefaults), open: func(context.Context) (locker, error) { return openLeaseLocker(k, clientGoDefaults) }},
-		{name: clientGoTuned, note: clientGoNote(tuned), open: func(context.Context) (locker, error) { return openLeaseLocker(k, tuned) }},
+		{name: clientGoName, note: clientGoNote(clientGoDefaults), gap: clientGoDefaults.gap(),
+			open: func(context.Context) (locker, error) { return openLeaseLocker(k, clientGoDefaults) }},
+		{name: clientGoTuned, note: clientGoNote(tuned), gap: tuned.gap(),
+			open: func(context.Context) (locker, error) { return openLeaseLocker(k, tuned) }},
 	}
 }
 

@@ -190,6 +190,7 @@ var missNotes = map[string]string{
 	goalContended + "/postgres":    "each section is two commits waiting for an fsync, serialised further by the NOTIFY lock, against an advisory lock that writes nothing",
 	goalBytes:                      "a held campaign is about 2.8 KB of heap and no goroutine; what is over it is the backend's: on ZooKeeper an exists watch per lock; on etcd the embedded server's own index and lease entries of each key (about 340 B) count too",
 	goalHandover:                   "the release and the waiter's acquire each wait for a write (and an fsync on etcd and ZooKeeper), plus the watch's delivery",
+	goalHandover + "/kubernetes":   "the release is a read and an update of the lock Lease, the waiter's acquire a read and an update (and a read of the holder's session Lease while it still names one), each through the apiserver to etcd and its fsync, plus the apiserver's watch delivering the release to the waiter: four to five round trips of a few milliseconds each",
 	goalFailover + "/etcd":         "etcd frees an expired lease only at its next expiry check (every 500 ms), so the lock outlives the TTL by up to that",
 	goalFailover:                   "the waiter sees an expired session only when it next polls (retry interval + jitter)",
 	goalTraffic + "/redis":         "each renewal also confirms the session's locks, in the same round trip: the keep-alive sends a PEXPIRE and one script, but the script's reads count too (one MGET per 1,000 locks)",

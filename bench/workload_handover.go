@@ -159,7 +159,7 @@ func (b *bench) peerHandovers(ctx context.Context, p peer) ([]time.Duration, err
 	}
 	var out []time.Duration
 	for i := range b.cfg.Handovers {
-		d, err := handOnce(ctx, ls[i%2], ls[(i+1)%2])
+		d, err := handOnce(ctx, ls[i%2], ls[(i+1)%2], p.gap)
 		if err != nil {
 			return nil, err
 		}
@@ -169,8 +169,8 @@ func (b *bench) peerHandovers(ctx context.Context, p peer) ([]time.Duration, err
 }
 
 // handOnce: holder takes the lock, waiter asks for it, and after a pause
-// the holder lets go.
-func handOnce(ctx context.Context, holder, waiter locker) (time.Duration, error) {
+// (longer by up to gap) the holder lets go.
+func handOnce(ctx context.Context, holder, waiter locker, gap time.Duration) (time.Duration, error) {
 	rctx, cancel := context.WithTimeout(ctx, eventTimeout)
 	defer cancel()
 	held, release := make(chan struct{}), make(chan struct{})
@@ -192,7 +192,7 @@ func handOnce(ctx context.Context, holder, waiter locker) (time.Duration, error)
 	wg.Go(func() { errs <- waiter.run(rctx, "handover", func() { got = time.Now() }) })
 	// The waiter is now in its retry loop or on its watch; a random pause
 	// samples every phase of a retry loop.
-	sleep(ctx, 50*time.Millisecond+time.Duration(rand.N(20))*time.Millisecond)
+	sleep(ctx, 50*time.Millisecond+time.Duration(rand.N(int64(max(20*time.Millisecond, gap)))))
 	close(release)
 	wg.Wait()
 	close(errs)
