@@ -10,8 +10,8 @@ import (
 
 // The harness watches itself and the server while a run goes, so that a
 // missed liveness bound can be told apart: the nodes' library, the test
-// process that carries every node's link (and, for etcd, the server), or
-// the server itself.
+// process that carries every node's link (and, for etcd, the server; for
+// Kubernetes, the apiserver's etcd), or the server itself.
 const (
 	// probeEvery is how often the harness reads the backend directly (no
 	// link); a read slower than probeSlow is recorded.

@@ -9,7 +9,8 @@ import (
 // candidate's: the harness records them (see Stall).
 const (
 	// Harness is the test process, which carries every node's link to the
-	// server (and, for etcd, the server itself): its own clock jumped.
+	// server (and, for etcd, the server itself; for Kubernetes, the
+	// apiserver's etcd): its own clock jumped.
 	Harness = "harness"
 	// Server is the backend server as the harness's direct reads (no link)
 	// found it: a read that failed or was slow.
