@@ -27,6 +27,9 @@ func (b *Backend) call(ctx context.Context, what string, f func() error) error {
 	if st := b.conn.State(); st != zk.StateHasSession {
 		return fmt.Errorf("%w: zookeeper: %s: connection has no session (%v)", backends.ErrUnavailable, what, st)
 	}
+	if b.onCall != nil {
+		b.onCall(what)
+	}
 	return f()
 }
 

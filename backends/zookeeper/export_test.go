@@ -2,6 +2,7 @@ package zookeeper
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 
@@ -17,4 +18,13 @@ func FenceThen(ctx context.Context, b *Backend, name string, token events.Token,
 	}
 	between(check.Path)
 	return b.fencedMulti(ctx, name, token, check, ops)
+}
+
+// CountCalls counts b's calls from now on (most make one request; a
+// KeepAlive or a Close beyond 1,000 locks makes more). Call it before
+// using b.
+func CountCalls(b *Backend) *atomic.Int64 {
+	var n atomic.Int64
+	b.onCall = func(string) { n.Add(1) }
+	return &n
 }

@@ -58,7 +58,11 @@ func (b *Backend) lookOnce(ctx context.Context, name string, s *session, l *lock
 		return verdict{kind: none(l)}, nil
 	}
 	kids, hold := queue(names)
-	return b.walk(ctx, parent, kids, hold, s, l, now)
+	v, err := b.walk(ctx, parent, kids, hold, s, l, now)
+	if err == nil && v.kind != held && v.kind != relist {
+		b.seen.forget(parent) // no other session holds it
+	}
+	return v, err
 }
 
 // walk goes through the children of parent, oldest first (see lookOnce).
@@ -118,14 +122,29 @@ func (b *Backend) checkHold(ctx context.Context, parent string, now *int64) (ver
 // judge decides whether child c of parent is alive: its session node
 // exists and was renewed less than its TTL ago, and its lease, if any, is
 // not over. A dead child is deleted (with its session node, if that
-// expired) and the verdict is free.
+// expired) and the verdict is free. What was read of a child judged alive
+// before, and of its session, is used again without a request while it
+// shows the child alive (see seen).
 func (b *Backend) judge(ctx context.Context, parent string, c child, now *int64) (verdict, error) {
-	p := parent + "/" + c.name
-	var d lockData
-	st, err := b.get(ctx, p, &d)
-	if err != nil || st == nil {
-		return verdict{kind: relist}, err
+	n, ok := b.seen.child(parent, c.name)
+	if !ok {
+		var d lockData
+		st, err := b.get(ctx, parent+"/"+c.name, &d)
+		if err != nil || st == nil {
+			return verdict{kind: relist}, err
+		}
+		n = seenChild{name: c.name, data: d, ctime: st.Ctime, czxid: st.Czxid, version: st.Version}
 	}
+	if sn, ok := b.seen.session(c.sid); ok && b.before(holder(n, sn), *now) {
+		return holder(n, sn).verdict, nil
+	}
+	return b.judgeRead(ctx, parent, c, n, now)
+}
+
+// judgeRead judges c, whose node n was read, on a fresh read of its
+// session's node.
+func (b *Backend) judgeRead(ctx context.Context, parent string, c child, n seenChild, now *int64) (verdict, error) {
+	p := parent + "/" + c.name
 	sp := b.sessionsPath() + "/" + c.sid
 	var sd sessionData
 	sst, err := b.get(ctx, sp, &sd)
@@ -133,22 +152,35 @@ func (b *Backend) judge(ctx context.Context, parent string, c child, now *int64)
 	case err != nil:
 		return verdict{}, err
 	case sst == nil: // its session was closed or expired
-		return b.deleted(b.deleteNode(ctx, p, st.Version))
+		return b.deleted(b.deleteNode(ctx, p, n.version))
 	}
-	alive := holder(d, st, sst, sd)
-	if up, ok := b.clock.upper(); *now == 0 && ok && up < alive.until {
-		return alive.verdict, nil // not expired yet: no need to read the clock (a write)
+	sn := seenSession{data: sd, mtime: sst.Mtime, version: sst.Version}
+	alive := holder(n, sn)
+	if !b.before(alive, *now) { // it may have expired: judge it on the server's clock (a write)
+		if err := b.readClock(ctx, parent, now); err != nil {
+			return verdict{}, err
+		}
+		switch {
+		case n.data.Lease > 0 && *now >= n.ctime+n.data.Lease:
+			return b.deleted(b.deleteNode(ctx, p, n.version))
+		case *now >= sn.mtime+sd.TTL:
+			return b.deleted(b.deleteNodes(ctx, sp, sn.version, p, n.version))
+		}
 	}
-	if err := b.readClock(ctx, parent, now); err != nil {
-		return verdict{}, err
-	}
-	switch {
-	case d.Lease > 0 && *now >= st.Ctime+d.Lease:
-		return b.deleted(b.deleteNode(ctx, p, st.Version))
-	case *now >= sst.Mtime+sd.TTL:
-		return b.deleted(b.deleteNodes(ctx, sp, sst.Version, p, st.Version))
-	}
+	b.seen.alive(parent, n, c.sid, sn, &b.clock)
 	return alive.verdict, nil
+}
+
+// before reports whether the server's clock has not reached alive's
+// deadline: now, if the look read the clock already, else a recent
+// sample of it, padded (a deadline the sample cannot show ahead is
+// judged on a fresh read).
+func (b *Backend) before(alive live, now int64) bool {
+	if now != 0 {
+		return now < alive.until
+	}
+	up, ok := b.clock.upper()
+	return ok && up < alive.until
 }
 
 // live is the verdict on a holder that is alive until the server's clock
@@ -158,14 +190,14 @@ type live struct {
 	until   int64
 }
 
-// holder is the verdict on the lock node st holding d, whose session node
-// sst holds sd, while neither has expired.
-func holder(d lockData, st *zk.Stat, sst *zk.Stat, sd sessionData) live {
-	until := sst.Mtime + sd.TTL
-	if d.Lease > 0 {
-		until = min(until, st.Ctime+d.Lease)
+// holder is the verdict on the lock child n, whose session node is sn,
+// while neither has expired.
+func holder(n seenChild, sn seenSession) live {
+	until := sn.mtime + sn.data.TTL
+	if n.data.Lease > 0 {
+		until = min(until, n.ctime+n.data.Lease)
 	}
-	return live{verdict{kind: held, holder: backends.Holder{ID: d.ID, Token: events.Token(st.Czxid)}}, until}
+	return live{verdict{kind: held, holder: backends.Holder{ID: n.data.ID, Token: events.Token(n.czxid)}}, until}
 }
 
 // deleted is the verdict after deleting a dead node: free to go on if the

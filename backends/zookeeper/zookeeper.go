@@ -71,6 +71,9 @@ type Backend struct {
 	mu    sync.Mutex
 	mine  map[string]map[string]struct{} // lock name → child nodes of this Backend's sessions
 	clock serverClock                    // the newest sample of the server's clock
+	seen  seen                           // holders judged alive, and their sessions
+
+	onCall func(what string) // set by tests before any call, to count requests
 }
 
 // New returns a Backend that keeps its locks under the root (see WithRoot)
