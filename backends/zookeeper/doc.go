@@ -122,7 +122,11 @@
 // Backend implements backends.Watcher. A Watch sets one ZooKeeper watch at
 // a time: on the predecessor of the oldest node this Backend's sessions have
 // queued on the name, else on the holder, the hold marker, or the parent,
-// so each waiter is woken by its predecessor only, not by every change. A
+// so each waiter is woken by its predecessor only, not by every change. It
+// picks that node from the latest listing of the lock's children a call of
+// the Backend made (the waiter's own Acquire, usually), so setting a watch
+// is one request, as zk's Lock's; after a signal, from the listing of the
+// receiver's next Acquire or Holder, or of its own after 20 ms. A
 // release, a Close, or the server expiring a ZooKeeper session deletes the
 // watched node and wakes the waiter at once. A hold ending, a lease ending
 // or a session's TTL running out changes no node until someone looks:

@@ -1,6 +1,7 @@
 package zookeeper_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -61,4 +62,66 @@ func TestRememberedHolderStillExpires(t *testing.T) {
 	if next <= int64(tok) {
 		t.Fatalf("token %d after the expiry, want > %d", next, tok)
 	}
+}
+
+// TestWaiterWatchesFromItsListing: a waiter's Watch, right after its
+// Acquire found the lock held, sets its watch from that Acquire's listing
+// (one request); once woken and granted, the waiter's Acquire is one
+// listing, and the watch, ended by then, sets no new one.
+func TestWaiterWatchesFromItsListing(t *testing.T) {
+	const timeout = 4 * time.Second
+	srv := server(t)
+	wb := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
+	calls := zookeeper.CountCalls(wb)
+	h := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "holder", timeout)
+	w := open(t, wb, "waiter", timeout)
+	tok := acquire(t, h, "job")
+	wantHeld(t, w, "job")
+	calls.Store(0)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ch, err := wb.Watch(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("Watch made %d requests, want 1 (the watch on the holder)", n)
+	}
+	if err := h.Release(t.Context(), "job", tok, 0); err != nil {
+		t.Fatal(err)
+	}
+	woken(t, ch, "the waiter after the release")
+	acquire(t, w, "job")
+	cancel()
+	for range ch { // until the watch's goroutine returns
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("Watch, wake-up and Acquire made %d requests, want 2 (the watch, the listing)", n)
+	}
+}
+
+// TestWatchWithoutReactionWakesAgain: a watch whose receiver does not
+// look through the watching Backend sets its next watch from a listing of
+// its own, and still wakes the receiver for what changed since the signal
+// it took: here another candidate's acquire and release.
+func TestWatchWithoutReactionWakesAgain(t *testing.T) {
+	const timeout = 4 * time.Second
+	srv := server(t)
+	ob := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
+	a := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "a", timeout)
+	b := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "b", timeout)
+	tok := acquire(t, a, "job")
+	ch, err := ob.Watch(t.Context(), "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(t.Context(), "job", tok, 0); err != nil {
+		t.Fatal(err)
+	}
+	woken(t, ch, "the observer after a's release")
+	tok = acquire(t, b, "job")
+	if err := b.Release(t.Context(), "job", tok, 0); err != nil {
+		t.Fatal(err)
+	}
+	woken(t, ch, "the observer after b's release")
 }

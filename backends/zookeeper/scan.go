@@ -57,6 +57,7 @@ func (b *Backend) lookOnce(ctx context.Context, name string, s *session, l *lock
 	case !found:
 		return verdict{kind: none(l)}, nil
 	}
+	b.listed(name, names)
 	kids, hold := queue(names)
 	v, err := b.walk(ctx, parent, kids, hold, s, l, now)
 	if err == nil && v.kind != held && v.kind != relist {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -11,13 +12,28 @@ import (
 	"github.com/hustings/hustings/internal/validate"
 )
 
+// relistAfter bounds how long a watch that fired waits for its
+// receiver's reaction (an Acquire or Holder of the name through this
+// Backend, which lists the lock's children) to set its next watch from
+// that listing instead of making one of its own.
+const relistAfter = 20 * time.Millisecond
+
 // Watch returns a channel that receives a value (coalesced, buffer of one)
 // when the node it watches changes: the predecessor of the oldest node
 // that a session of this Backend has queued on name, else the oldest child
 // (the holder), else the hold marker; with no child, the children of the
 // lock's parent; with no parent, its creation. So each waiter is woken by
-// its predecessor only, not by every change (no herd effect). After each
-// signal it watches again, one round trip or two.
+// its predecessor only, not by every change (no herd effect).
+//
+// It picks the node from the latest listing of the children that a call
+// of this Backend made (an Acquire that found the lock held, usually),
+// if that listing shows every node of the Backend's sessions on name, and
+// the node is still there when the watch is set: one round trip. Else it
+// lists the children first: two. After each signal it waits up to
+// relistAfter for the receiver's Acquire or Holder to list the children
+// again, and watches from that listing; else it lists them itself and
+// signals once more (the receiver may have looked, through another
+// Backend, before a change that listing shows).
 //
 // A hold ending, or a holder whose session or lease ran out while its
 // process lives on, changes no node until someone looks: receivers must
@@ -29,8 +45,10 @@ func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, erro
 	if err := validate.Name(name); err != nil {
 		return nil, err
 	}
-	ev, err := b.arm(ctx, name)
+	b.watching(name, true)
+	ev, err := b.arm(ctx, name, true)
 	if err != nil {
+		b.watching(name, false)
 		return nil, err
 	}
 	ch := make(chan struct{}, 1)
@@ -42,6 +60,7 @@ func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, erro
 // after each, until ctx ends or the watch breaks; then it closes ch.
 func (b *Backend) follow(ctx context.Context, name string, ev <-chan zk.Event, ch chan struct{}) {
 	defer close(ch)
+	defer b.watching(name, false)
 	for {
 		select {
 		case <-ctx.Done():
@@ -50,63 +69,86 @@ func (b *Backend) follow(ctx context.Context, name string, ev <-chan zk.Event, c
 			if !ok || e.Type == zk.EventNotWatching {
 				return
 			}
-			select {
-			case ch <- struct{}{}:
-			default: // a signal is already pending; they coalesce
-			}
 		}
-		next, err := b.arm(ctx, name)
+		_, gen, _ := b.latest(name)
+		signal(ch)
+		next, own, err := b.rearm(ctx, name, gen)
 		if err != nil {
 			return
+		}
+		if own {
+			// The receiver may have looked through another Backend
+			// before a change this listing shows: wake it again.
+			signal(ch)
 		}
 		ev = next
 	}
 }
 
-// arm sets one ZooKeeper watch on what decides name's holder next.
-func (b *Backend) arm(ctx context.Context, name string) (<-chan zk.Event, error) {
-	parent := b.lockPath(name)
-	for range maxRounds {
-		var names []string
-		err := b.call(ctx, "watch "+name, func() error {
-			var err error
-			names, _, err = b.conn.Children(parent)
-			return err
-		})
-		if errors.Is(err, zk.ErrNoNode) {
-			ev, ok, err := b.watchCreation(ctx, parent)
-			if err != nil || ok {
-				return ev, err
+// signal sends on ch unless a signal is already pending: they coalesce.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// rearm sets the next watch on name after one fired, when the listing
+// numbered gen was the latest: from the listing the receiver's reaction
+// makes, if one comes within relistAfter, else from a listing of its own
+// (own is true). If the receiver's listing shows a node of this Backend's
+// at the head (its session is taking the lock) it waits out relistAfter
+// first: the receiver, a waiter that has just won, usually ends the watch
+// by then.
+func (b *Backend) rearm(ctx context.Context, name string, gen uint64) (ev <-chan zk.Event, own bool, err error) {
+	start := time.Now()
+	fresh := b.awaitListing(ctx, name, gen, relistAfter)
+	if names, _, ok := b.latest(name); fresh && ok {
+		if _, head := b.target(name, names); head {
+			t := time.NewTimer(time.Until(start.Add(relistAfter)))
+			select {
+			case <-ctx.Done():
+			case <-t.C:
 			}
-			continue
+			t.Stop()
 		}
-		if err != nil {
-			return nil, fail(ctx, "watch "+name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	ev, err = b.arm(ctx, name, fresh)
+	return ev, !fresh, err
+}
+
+// arm sets one ZooKeeper watch on what decides name's holder next, from
+// the latest listing of its children if fromLatest is set and there is
+// one, else from a new one.
+func (b *Backend) arm(ctx context.Context, name string, fromLatest bool) (<-chan zk.Event, error) {
+	parent := b.lockPath(name)
+	for round := range maxRounds {
+		names, _, ok := b.latest(name)
+		if round > 0 || !fromLatest || !ok {
+			var err error
+			names, ok, err = b.children(ctx, name, parent)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				ev, ok, err := b.watchCreation(ctx, parent)
+				if err != nil || ok {
+					return ev, err
+				}
+				continue
+			}
+			b.listed(name, names)
 		}
-		ev, ok, err := b.watchNode(ctx, parent, b.target(name, names))
+		node, _ := b.target(name, names)
+		ev, ok, err := b.watchNode(ctx, parent, node)
 		if err != nil || ok {
 			return ev, err
 		}
 	}
 	return nil, fmt.Errorf("%w: zookeeper: lock %q changed %d times while we set a watch", backends.ErrUnavailable, name, maxRounds)
-}
-
-// target picks the child of name to watch from its children's names: ""
-// for none.
-func (b *Backend) target(name string, names []string) string {
-	kids, hold := queue(names)
-	switch {
-	case hold:
-		return holdNode
-	case len(kids) == 0:
-		return ""
-	}
-	for i := 1; i < len(kids); i++ {
-		if b.tracked(name, kids[i].name) {
-			return kids[i-1].name
-		}
-	}
-	return kids[0].name
 }
 
 // watchCreation watches the creation of the missing parent; ok is false

@@ -68,10 +68,10 @@ type Backend struct {
 	sessionTimeout time.Duration
 	acl            []zk.ACL
 
-	mu    sync.Mutex
-	mine  map[string]map[string]struct{} // lock name → child nodes of this Backend's sessions
-	clock serverClock                    // the newest sample of the server's clock
-	seen  seen                           // holders judged alive, and their sessions
+	mu     sync.Mutex
+	queues map[string]*queueState // lock name → what is known of its queue; guarded by mu
+	clock  serverClock            // the newest sample of the server's clock
+	seen   seen                   // holders judged alive, and their sessions
 
 	onCall func(what string) // set by tests before any call, to count requests
 }
@@ -87,7 +87,7 @@ func New(conn *zk.Conn, opts ...Option) (*Backend, error) {
 		root:           DefaultRoot,
 		sessionTimeout: DefaultSessionTimeout,
 		acl:            zk.WorldACL(zk.PermAll),
-		mine:           make(map[string]map[string]struct{}),
+		queues:         make(map[string]*queueState),
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -158,34 +158,3 @@ func (b *Backend) lockPath(name string) string { return b.root + "/locks/" + enc
 
 // groupPath is the parent node of the registry entries of group.
 func (b *Backend) groupPath(group string) string { return b.root + "/groups/" + encodeName(group) }
-
-// track records child, a node of one of b's sessions queued on name, so
-// that Watch watches its predecessor.
-func (b *Backend) track(name, child string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	set := b.mine[name]
-	if set == nil {
-		set = make(map[string]struct{})
-		b.mine[name] = set
-	}
-	set[child] = struct{}{}
-}
-
-// untrack forgets child of name.
-func (b *Backend) untrack(name, child string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.mine[name], child)
-	if len(b.mine[name]) == 0 {
-		delete(b.mine, name)
-	}
-}
-
-// tracked reports whether child of name is a node of one of b's sessions.
-func (b *Backend) tracked(name, child string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	_, ok := b.mine[name][child]
-	return ok
-}

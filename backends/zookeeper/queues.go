@@ -1,0 +1,165 @@
+package zookeeper
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// queueState is what a Backend knows of one lock name's queue: the nodes
+// its sessions have in it, the Watches that follow it, and the latest
+// listing of its children that one of its calls made, which Watch sets
+// its watch from instead of listing again. It is kept while the Backend
+// has a node in the queue or a Watch on it.
+type queueState struct {
+	mine    []string // child nodes of this Backend's sessions
+	watches int      // Watches running on the name
+	names   []string // the latest listing of the children, if gen > 0
+	gen     uint64   // counts the listings
+	// listed is closed at the next listing; nil until a Watch waits for
+	// one.
+	listed chan struct{}
+}
+
+// queueOf returns the state of name's queue, made if create is set; nil
+// if there is none. b.mu must be held.
+func (b *Backend) queueOf(name string, create bool) *queueState {
+	q := b.queues[name]
+	if q == nil && create {
+		q = &queueState{}
+		b.queues[name] = q
+	}
+	return q
+}
+
+// dropIdle forgets the queue of name once nothing needs it. b.mu must be
+// held.
+func (b *Backend) dropIdle(name string, q *queueState) {
+	if len(q.mine) == 0 && q.watches == 0 {
+		delete(b.queues, name)
+	}
+}
+
+// track records child, a node of one of b's sessions queued on name, so
+// that Watch watches its predecessor.
+func (b *Backend) track(name, child string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queueOf(name, true)
+	q.mine = append(q.mine, child)
+}
+
+// untrack forgets child of name.
+func (b *Backend) untrack(name, child string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q := b.queueOf(name, false); q != nil {
+		q.mine = slices.DeleteFunc(q.mine, func(c string) bool { return c == child })
+		b.dropIdle(name, q)
+	}
+}
+
+// listed records names, a listing of name's children just made, if the
+// Backend has a node in the queue or a Watch on it, and wakes the Watches
+// waiting for it.
+func (b *Backend) listed(name string, names []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queueOf(name, false)
+	if q == nil {
+		return
+	}
+	q.names, q.gen = names, q.gen+1
+	if q.listed != nil {
+		close(q.listed)
+		q.listed = nil
+	}
+}
+
+// latest returns the latest listing of name's children and its number;
+// ok is false if there is none, or if it misses a node of the Backend's
+// (made after it), so that it cannot tell what to watch.
+func (b *Backend) latest(name string) (names []string, gen uint64, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queueOf(name, false)
+	switch {
+	case q == nil:
+		return nil, 0, false
+	case q.gen == 0:
+		return nil, 0, false
+	}
+	for _, c := range q.mine {
+		if !slices.Contains(q.names, c) {
+			return nil, q.gen, false
+		}
+	}
+	return q.names, q.gen, true
+}
+
+// watching counts a Watch of name as running (on is true) or ended.
+func (b *Backend) watching(name string, on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queueOf(name, true)
+	if on {
+		q.watches++
+		return
+	}
+	q.watches--
+	b.dropIdle(name, q)
+}
+
+// awaitListing waits until a listing of name newer than gen is made, for
+// at most d, and reports whether one was.
+func (b *Backend) awaitListing(ctx context.Context, name string, gen uint64, d time.Duration) bool {
+	b.mu.Lock()
+	q := b.queueOf(name, false)
+	if q == nil {
+		b.mu.Unlock()
+		return false
+	}
+	if q.gen > gen {
+		b.mu.Unlock()
+		return true
+	}
+	if q.listed == nil {
+		q.listed = make(chan struct{})
+	}
+	ch := q.listed
+	b.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// target picks the child of name to watch from its children's names: ""
+// for none. head is true when it is a node of the Backend's own, the
+// oldest: its session holds the lock, or is about to.
+func (b *Backend) target(name string, names []string) (node string, head bool) {
+	kids, hold := queue(names)
+	switch {
+	case hold:
+		return holdNode, false
+	case len(kids) == 0:
+		return "", false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var mine []string
+	if q := b.queueOf(name, false); q != nil {
+		mine = q.mine
+	}
+	for i := 1; i < len(kids); i++ {
+		if slices.Contains(mine, kids[i].name) {
+			return kids[i-1].name, false
+		}
+	}
+	return kids[0].name, slices.Contains(mine, kids[0].name)
+}
