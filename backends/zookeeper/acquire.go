@@ -133,7 +133,7 @@ func (s *session) create(ctx context.Context, name string, lease time.Duration, 
 	}
 	p, st := res[0].String, res[1].Stat
 	s.b.clock.sample(st.Mtime, sent)
-	l := &lock{name: name, child: path.Base(p), path: p, token: events.Token(st.Mzxid), lease: lease, start: start}
+	l := &lock{name: name, child: path.Base(p), path: p, token: events.Token(st.Mzxid), lease: lease, start: start, judged: start}
 	if err := s.adopt(ctx, l); err != nil {
 		return nil, nil, err
 	}
@@ -171,7 +171,7 @@ func (s *session) contend(ctx context.Context, l *lock, lease time.Duration, sta
 			if l.lease > 0 {
 				s.drop(ctx, l) // a lease counts from the Acquire that wins: no queueing
 			}
-			return 0, fmt.Errorf("%w: %q by %s (token %d)", backends.ErrHeld, l.name, v.holder.ID, v.holder.Token)
+			return 0, heldErr(l.name, v)
 		case gone: // deleted by others: the session or the lease had ended
 			s.forget(l)
 			var st *zk.Stat
@@ -182,6 +182,14 @@ func (s *session) contend(ctx context.Context, l *lock, lease time.Duration, sta
 		}
 	}
 	return 0, fmt.Errorf("%w: %q changed %d times while this candidate looked", backends.ErrHeld, l.name, maxRounds)
+}
+
+// heldErr is contend's error for the verdict v, held, on name.
+func heldErr(name string, v verdict) error {
+	if v.holder.ID == "" {
+		return fmt.Errorf("%w: %q: %d nodes ahead in its queue", backends.ErrHeld, name, v.ahead)
+	}
+	return fmt.Errorf("%w: %q by %s (token %d)", backends.ErrHeld, name, v.holder.ID, v.holder.Token)
 }
 
 // Release deletes the session's node of name, which wakes the next

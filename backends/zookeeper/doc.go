@@ -51,7 +51,16 @@
 // creates the session's node in a transaction that also writes the lock's
 // parent, whose stat gives the node's czxid, the server's time and the
 // number of children: a free lock costs one round trip. Under contention it
-// lists the children and reads the older ones and their sessions. Without a
+// lists the children and reads the older ones and their sessions, deleting
+// the dead. A Backend reads a holder it found alive again only once the
+// deadline it read may have passed on the server's clock (a session
+// node's mtime only moves forward, so what it remembers ends no later than
+// the truth; a session node deleted before its lock nodes, which Close
+// does only when its transaction fails, is seen at that deadline). A
+// waiter queued behind another waiter judges the nodes ahead of it at most
+// every 50 ms (at each of its polls, not at its first try nor at the try
+// right after it set its watch); the waiter next in line judges the holder
+// at every try. Without a
 // lease a node that does not win stays queued (FIFO, as Curator's
 // LeaderLatch), so a waiter becomes the holder when the nodes before it go,
 // before it calls Acquire again: Holder reports it then, and its next

@@ -3,6 +3,7 @@ package zookeeper
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -19,6 +20,10 @@ func FenceThen(ctx context.Context, b *Backend, name string, token events.Token,
 	between(check.Path)
 	return b.fencedMulti(ctx, name, token, check, ops)
 }
+
+// JudgeEvery sets how often b's looks for a node queued behind another
+// waiter judge the nodes ahead of it. Call it before using b.
+func JudgeEvery(b *Backend, d time.Duration) { b.judgeEvery = d }
 
 // CountCalls counts b's calls from now on (most make one request; a
 // KeepAlive or a Close beyond 1,000 locks makes more). Call it before

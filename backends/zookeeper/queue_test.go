@@ -8,6 +8,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/zookeeper"
+	"github.com/hustings/hustings/events"
 )
 
 // wantHeld fails the test unless s's Acquire of name finds it held.
@@ -50,16 +51,16 @@ func TestRememberedHolderStillExpires(t *testing.T) {
 	tok := acquire(t, h, "job")
 	wantHeld(t, w, "job")
 	wantHeld(t, w, "job") // judged from what it read
-	var next int64
+	var next events.Token
 	waitUntil(t, "the waiter takes the lock of the expired holder", func() bool {
-		got, err := w.Acquire(t.Context(), "job", 0)
+		var err error
+		next, err = w.Acquire(t.Context(), "job", 0)
 		if err != nil && !errors.Is(err, backends.ErrHeld) {
 			t.Fatalf("Acquire: %v", err)
 		}
-		next = int64(got)
 		return err == nil
 	})
-	if next <= int64(tok) {
+	if next <= tok {
 		t.Fatalf("token %d after the expiry, want > %d", next, tok)
 	}
 }
@@ -124,4 +125,54 @@ func TestWatchWithoutReactionWakesAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	woken(t, ch, "the observer after b's release")
+}
+
+// TestWaiterBehindWaiterListsOnly: a candidate that joins a queue behind
+// another waiter finds the lock held without reading the holder (the
+// waiter next in line judges it): its node's creation and one listing;
+// its next try, before judgeEvery has passed, is one listing.
+func TestWaiterBehindWaiterListsOnly(t *testing.T) {
+	const timeout = 4 * time.Second
+	srv := server(t)
+	wb := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
+	zookeeper.JudgeEvery(wb, time.Hour) // however slow the machine
+	calls := zookeeper.CountCalls(wb)
+	h := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "holder", timeout)
+	next := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "next", timeout)
+	w := open(t, wb, "waiter", timeout)
+	acquire(t, h, "job")
+	wantHeld(t, next, "job")
+	calls.Store(0)
+	wantHeld(t, w, "job")
+	wantHeld(t, w, "job")
+	if n := calls.Load(); n != 3 {
+		t.Fatalf("the waiter's two tries made %d requests, want 3 (its node, two listings)", n)
+	}
+}
+
+// TestWaiterBehindDeadNodesTakesOver: a waiter queued behind a holder and
+// a waiter whose sessions both stop renewing judges them at its later
+// tries, deletes both once their TTL has passed, and takes the lock.
+func TestWaiterBehindDeadNodesTakesOver(t *testing.T) {
+	const timeout = 4 * time.Second
+	const ttl = 500 * time.Millisecond
+	srv := server(t)
+	h := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "holder", ttl)
+	d := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "next", ttl)
+	w := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "waiter", timeout)
+	tok := acquire(t, h, "job")
+	wantHeld(t, d, "job")
+	wantHeld(t, w, "job")
+	var got events.Token
+	waitUntil(t, "the waiter takes the lock behind two expired sessions", func() bool {
+		var err error
+		got, err = w.Acquire(t.Context(), "job", 0)
+		if err != nil && !errors.Is(err, backends.ErrHeld) {
+			t.Fatalf("Acquire: %v", err)
+		}
+		return err == nil
+	})
+	if got <= tok {
+		t.Fatalf("token %d after the expiries, want > %d", got, tok)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -25,8 +27,15 @@ const (
 // verdict is the outcome of one look.
 type verdict struct {
 	kind   kind
-	holder backends.Holder // for held
+	holder backends.Holder // for held, if the holder was judged
+	ahead  int             // for held, unjudged: the nodes ahead of the caller's
 }
+
+// judgeEvery is how often a look for a node queued behind another waiter
+// judges the nodes ahead of it (see walk): the Backend's default.
+// Shorter than the retry interval of the waiters' polls, so that each
+// poll judges them.
+const judgeEvery = 50 * time.Millisecond
 
 // look returns who holds name, listing the children again as long as they
 // change under it (at most maxRounds times).
@@ -67,7 +76,21 @@ func (b *Backend) lookOnce(ctx context.Context, name string, s *session, l *lock
 }
 
 // walk goes through the children of parent, oldest first (see lookOnce).
+// A queued node l (without a lease) that is not next in line, whose nodes
+// ahead were judged less than judgeEvery ago (or which was made less than
+// that ago), is held without judging them: one listing. The node next in
+// line judges the holder at each look, and each waiter's poll, at its
+// retry interval, judges and deletes whatever is dead ahead of it; a
+// waiter that has just joined the queue, or is trying again at once after
+// setting its watch, need not.
 func (b *Backend) walk(ctx context.Context, parent string, kids []child, hold bool, s *session, l *lock, now *int64) (verdict, error) {
+	if l != nil && l.lease == 0 {
+		t := time.Now()
+		if i := slices.IndexFunc(kids, func(c child) bool { return c.name == l.child }); i >= 2 && t.Sub(l.judged) < b.judgeEvery {
+			return verdict{kind: held, ahead: i}, nil
+		}
+		l.judged = t
+	}
 	if hold {
 		v, err := b.checkHold(ctx, parent, now)
 		if err != nil || v.kind != free {

@@ -52,6 +52,7 @@ type lock struct {
 	token   events.Token // the node's czxid
 	lease   time.Duration
 	start   time.Time // start of the Acquire that made the node, local clock
+	judged  time.Time // the last look that judged the nodes ahead (see walk); start at first
 	granted bool      // an Acquire returned it as the holder; set under the session's mu
 }
 

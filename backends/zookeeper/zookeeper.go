@@ -73,7 +73,8 @@ type Backend struct {
 	clock  serverClock            // the newest sample of the server's clock
 	seen   seen                   // holders judged alive, and their sessions
 
-	onCall func(what string) // set by tests before any call, to count requests
+	judgeEvery time.Duration     // see walk; judgeEvery unless a test sets it
+	onCall     func(what string) // set by tests before any call, to count requests
 }
 
 // New returns a Backend that keeps its locks under the root (see WithRoot)
@@ -88,6 +89,7 @@ func New(conn *zk.Conn, opts ...Option) (*Backend, error) {
 		sessionTimeout: DefaultSessionTimeout,
 		acl:            zk.WorldACL(zk.PermAll),
 		queues:         make(map[string]*queueState),
+		judgeEvery:     judgeEvery,
 	}
 	for _, o := range opts {
 		if o != nil {
