@@ -185,8 +185,10 @@
 // server clock that jumps forward ends sessions, leases and holds early. A
 // lock whose holder's process lives on but stops renewing is freed only when
 // someone looks after its TTL, not by an event. A lock node deleted behind
-// its holder's back is noticed at the holder's next KeepAlive (or Acquire),
-// not pushed: no watch is kept on held nodes. A Close that cannot reach the
+// its holder's back is noticed at the holder's next KeepAlive (or Acquire);
+// it is pushed only once the session's Losses was called (campaigns do),
+// by an exists watch on each held node, set 5 ms after the grant (a lock
+// released by then gets none). A Close that cannot reach the
 // server leaves the session's nodes behind: its lock nodes and registry
 // entries are deleted by whoever finds them expired, its session node (if
 // nothing leads to it) stays until the conn's ZooKeeper session ends. Each

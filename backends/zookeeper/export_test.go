@@ -25,6 +25,10 @@ func FenceThen(ctx context.Context, b *Backend, name string, token events.Token,
 // waiter judge the nodes ahead of it. Call it before using b.
 func JudgeEvery(b *Backend, d time.Duration) { b.judgeEvery = d }
 
+// GrantSettle sets how long the loss watch of b's sessions lets a grant
+// settle before it watches the lock's node. Call it before using b.
+func GrantSettle(b *Backend, d time.Duration) { b.grantSettle = d }
+
 // CountCalls counts b's calls from now on (most make one request; a
 // KeepAlive or a Close beyond 1,000 locks makes more). Call it before
 // using b.

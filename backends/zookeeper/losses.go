@@ -141,6 +141,9 @@ func (s *session) watchLosses(ctx context.Context, w *lossWatch) {
 		case <-ctx.Done():
 			return
 		case <-w.granted:
+			if !settle(ctx, s.b.grantSettle) {
+				return
+			}
 		case <-pause:
 		case <-f.wake:
 			for _, l := range f.take() {
@@ -151,6 +154,26 @@ func (s *session) watchLosses(ctx context.Context, w *lossWatch) {
 				}
 			}
 		}
+	}
+}
+
+// grantSettle is how long the loss watch lets a grant settle before it
+// watches the lock's node: a lock released by then (a short one-shot run
+// on a session) needs no watch, which would cost a round trip sent just
+// before the release; grants that come meanwhile are watched together.
+// A node deleted meanwhile is found gone when the watch is set, so a loss
+// is still noticed within milliseconds. The Backend's default.
+const grantSettle = 5 * time.Millisecond
+
+// settle waits d; it returns false if ctx ended first.
+func settle(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

@@ -176,3 +176,29 @@ func TestWaiterBehindDeadNodesTakesOver(t *testing.T) {
 		t.Fatalf("token %d after the expiries, want > %d", got, tok)
 	}
 }
+
+// TestShortHoldSetsNoLossWatch: a lock released before the loss watch's
+// settling pause is over costs its session no exists watch: the
+// acquire, the release and the Close are the only requests.
+func TestShortHoldSetsNoLossWatch(t *testing.T) {
+	const timeout = 4 * time.Second
+	b := newBackend(t, dial(t, server(t).Addr(), timeout), timeout)
+	zookeeper.GrantSettle(b, time.Hour) // however slow the machine
+	s := open(t, b, "a", timeout)
+	tok := acquire(t, s, "job") // creates the lock's parent
+	if err := s.Release(t.Context(), "job", tok, 0); err != nil {
+		t.Fatal(err)
+	}
+	calls := zookeeper.CountCalls(b)
+	s.(backends.LossNotifier).Losses() // starts the loss watch
+	tok = acquire(t, s, "job")
+	if err := s.Release(t.Context(), "job", tok, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(t.Context()); err != nil { // waits for the loss watch
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 3 {
+		t.Fatalf("acquire, release and Close made %d requests, want 3", n)
+	}
+}

@@ -73,8 +73,9 @@ type Backend struct {
 	clock  serverClock            // the newest sample of the server's clock
 	seen   seen                   // holders judged alive, and their sessions
 
-	judgeEvery time.Duration     // see walk; judgeEvery unless a test sets it
-	onCall     func(what string) // set by tests before any call, to count requests
+	judgeEvery  time.Duration     // see walk; judgeEvery unless a test sets it
+	grantSettle time.Duration     // see watchLosses; grantSettle unless a test sets it
+	onCall      func(what string) // set by tests before any call, to count requests
 }
 
 // New returns a Backend that keeps its locks under the root (see WithRoot)
@@ -90,6 +91,7 @@ func New(conn *zk.Conn, opts ...Option) (*Backend, error) {
 		acl:            zk.WorldACL(zk.PermAll),
 		queues:         make(map[string]*queueState),
 		judgeEvery:     judgeEvery,
+		grantSettle:    grantSettle,
 	}
 	for _, o := range opts {
 		if o != nil {
