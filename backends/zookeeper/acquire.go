@@ -50,6 +50,8 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 		return s.join(ctx, name, lease, start)
 	case l.granted:
 		return s.reacquire(ctx, l, lease, start)
+	case s.b.confirmedHeld(name, l.child):
+		return 0, fmt.Errorf("%w: %q: the node ahead of its own is still there", backends.ErrHeld, name)
 	}
 	return s.contend(ctx, l, lease, start, 0)
 }

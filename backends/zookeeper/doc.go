@@ -135,7 +135,13 @@
 // picks that node from the latest listing of the lock's children a call of
 // the Backend made (the waiter's own Acquire, usually), so setting a watch
 // is one request, as zk's Lock's; after a signal, from the listing of the
-// receiver's next Acquire or Holder, or of its own after 20 ms. A
+// receiver's next Acquire or Holder, or of its own after 20 ms. A watch
+// set on the node ahead of one of the Backend's own, found still there,
+// answers that node's next Acquire (a waiter's try right after it set
+// its watch, lest a release before it be missed) without a request; its
+// tries after that look again. So each turn of a candidate in a loop of
+// contended runs is five requests, two of them writes, as with zk's Lock:
+// its node, a listing, the watch, a listing once woken, the release. A
 // release, a Close, or the server expiring a ZooKeeper session deletes the
 // watched node and wakes the waiter at once. A hold ending, a lease ending
 // or a session's TTL running out changes no node until someone looks:

@@ -202,3 +202,36 @@ func TestShortHoldSetsNoLossWatch(t *testing.T) {
 		t.Fatalf("acquire, release and Close made %d requests, want 3", n)
 	}
 }
+
+// TestTryAfterWatchIsAnswered: the try a waiter makes right after setting
+// its watch (so as not to miss a release before it) is answered by the
+// watch, which found the node ahead still there: no request. The try
+// after that looks at the queue again.
+func TestTryAfterWatchIsAnswered(t *testing.T) {
+	const timeout = 4 * time.Second
+	srv := server(t)
+	wb := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
+	calls := zookeeper.CountCalls(wb)
+	h := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "holder", timeout)
+	w := open(t, wb, "waiter", timeout)
+	tok := acquire(t, h, "job")
+	wantHeld(t, w, "job")
+	ch, err := wb.Watch(t.Context(), "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls.Store(0)
+	wantHeld(t, w, "job")
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the try right after the watch made %d requests, want 0", n)
+	}
+	wantHeld(t, w, "job")
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the next try made %d requests, want 1 (the listing)", n)
+	}
+	if err := h.Release(t.Context(), "job", tok, 0); err != nil {
+		t.Fatal(err)
+	}
+	woken(t, ch, "the waiter after the release")
+	acquire(t, w, "job")
+}

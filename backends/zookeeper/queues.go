@@ -19,6 +19,11 @@ type queueState struct {
 	// listed is closed at the next listing; nil until a Watch waits for
 	// one.
 	listed chan struct{}
+	// confirmed is a node of the Backend's whose predecessor a Watch found
+	// still there, after the listing it picked it from, and watches; ""
+	// for none. The node's next Acquire takes it as its answer (see
+	// confirmedHeld).
+	confirmed string
 }
 
 // queueOf returns the state of name's queue, made if create is set; nil
@@ -55,6 +60,9 @@ func (b *Backend) untrack(name, child string) {
 	defer b.mu.Unlock()
 	if q := b.queueOf(name, false); q != nil {
 		q.mine = slices.DeleteFunc(q.mine, func(c string) bool { return c == child })
+		if q.confirmed == child {
+			q.confirmed = ""
+		}
 		b.dropIdle(name, q)
 	}
 }
@@ -107,7 +115,37 @@ func (b *Backend) watching(name string, on bool) {
 		return
 	}
 	q.watches--
+	q.confirmed = "" // no watch may be left to clear it
 	b.dropIdle(name, q)
+}
+
+// confirm records that a Watch watches the predecessor of child, a node
+// of the Backend's, which was still there after the listing it was
+// picked from; "" clears it (the watch fired).
+func (b *Backend) confirm(name, child string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q := b.queueOf(name, false); q != nil {
+		q.confirmed = child
+	}
+}
+
+// confirmedHeld reports whether child, a queued node of the Backend's, has
+// a predecessor that a Watch found there after the latest listing and
+// that has not changed since (its watch has not fired): then child is
+// not the oldest, and an Acquire can say so without a request. It
+// answers one Acquire per watch set, the try right after the watch was
+// set, so that the waiter's later tries (its polls) look at the queue and
+// judge what is ahead.
+func (b *Backend) confirmedHeld(name, child string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queueOf(name, false)
+	if q == nil || q.confirmed != child {
+		return false
+	}
+	q.confirmed = ""
+	return true
 }
 
 // awaitListing waits until a listing of name newer than gen is made, for
@@ -140,15 +178,17 @@ func (b *Backend) awaitListing(ctx context.Context, name string, gen uint64, d t
 }
 
 // target picks the child of name to watch from its children's names: ""
-// for none. head is true when it is a node of the Backend's own, the
-// oldest: its session holds the lock, or is about to.
-func (b *Backend) target(name string, names []string) (node string, head bool) {
+// for none. of is the Backend's own node whose turn it decides: the node
+// right after it, or the node itself when the Backend's node is the
+// oldest (its session holds the lock, or is about to); "" if the Backend
+// has no node in the queue.
+func (b *Backend) target(name string, names []string) (node, of string) {
 	kids, hold := queue(names)
 	switch {
 	case hold:
-		return holdNode, false
+		return holdNode, ""
 	case len(kids) == 0:
-		return "", false
+		return "", ""
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -158,8 +198,11 @@ func (b *Backend) target(name string, names []string) (node string, head bool) {
 	}
 	for i := 1; i < len(kids); i++ {
 		if slices.Contains(mine, kids[i].name) {
-			return kids[i-1].name, false
+			return kids[i-1].name, kids[i].name
 		}
 	}
-	return kids[0].name, slices.Contains(mine, kids[0].name)
+	if slices.Contains(mine, kids[0].name) {
+		return kids[0].name, kids[0].name
+	}
+	return kids[0].name, ""
 }

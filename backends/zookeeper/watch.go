@@ -71,6 +71,7 @@ func (b *Backend) follow(ctx context.Context, name string, ev <-chan zk.Event, c
 			}
 		}
 		_, gen, _ := b.latest(name)
+		b.confirm(name, "")
 		signal(ch)
 		next, own, err := b.rearm(ctx, name, gen)
 		if err != nil {
@@ -104,7 +105,7 @@ func (b *Backend) rearm(ctx context.Context, name string, gen uint64) (ev <-chan
 	start := time.Now()
 	fresh := b.awaitListing(ctx, name, gen, relistAfter)
 	if names, _, ok := b.latest(name); fresh && ok {
-		if _, head := b.target(name, names); head {
+		if node, of := b.target(name, names); node != "" && node == of {
 			t := time.NewTimer(time.Until(start.Add(relistAfter)))
 			select {
 			case <-ctx.Done():
@@ -142,8 +143,11 @@ func (b *Backend) arm(ctx context.Context, name string, fromLatest bool) (<-chan
 			}
 			b.listed(name, names)
 		}
-		node, _ := b.target(name, names)
+		node, of := b.target(name, names)
 		ev, ok, err := b.watchNode(ctx, parent, node)
+		if ok && of != "" && of != node {
+			b.confirm(name, of)
+		}
 		if err != nil || ok {
 			return ev, err
 		}
