@@ -229,19 +229,22 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	return s.release(ctx, l, hold)
 }
 
+// release deletes l's node: a plain delete, or with a hold a
+// transaction that also creates the hold marker.
 func (s *session) release(ctx context.Context, l *lock, hold time.Duration) error {
-	ops := []any{&zk.DeleteRequest{Path: l.path, Version: -1}}
+	del := func() error { return s.b.conn.Delete(l.path, -1) }
 	if hold > 0 {
-		ops = append(ops, &zk.CreateRequest{
+		marker := &zk.CreateRequest{
 			Path: s.b.lockPath(l.name) + "/" + holdNode,
 			Data: encode(holdData{ID: s.id, Token: uint64(l.token), Hold: millis(hold)}),
 			Acl:  s.b.acl,
-		})
+		}
+		del = func() error {
+			_, err := s.b.conn.Multi(&zk.DeleteRequest{Path: l.path, Version: -1}, marker)
+			return err
+		}
 	}
-	err := s.b.call(ctx, "release "+l.name, func() error {
-		_, err := s.b.conn.Multi(ops...)
-		return err
-	})
+	err := s.b.call(ctx, "release "+l.name, del)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		s.forget(l)

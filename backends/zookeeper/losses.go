@@ -17,8 +17,11 @@ const rewatchPause = time.Second
 // lossWatch is the state a session's loss watch shares with Acquire.
 type lossWatch struct {
 	cancel  context.CancelFunc
-	granted chan struct{} // signalled (buffer 1) when an Acquire grants a lock
+	granted chan struct{} // signalled (buffer 1) grantSettle after an Acquire granted a lock
 	done    chan struct{} // closed when the watch's goroutine returns
+	// settle signals granted once the grants since it was set have
+	// settled; nil when none is pending. Guarded by the session's mu.
+	settle *time.Timer
 }
 
 // Losses returns the channel of backends.LossNotifier. Its first call
@@ -39,22 +42,32 @@ func (s *session) Losses() <-chan struct{} {
 	return s.ledger.Losses()
 }
 
-// granted tells the loss watch, if any, of a lock just granted. s.mu must
-// be held.
+// tellGranted tells the loss watch, if any, of a lock just granted, once
+// grantSettle has passed (see grantSettle): a timer, so that the grant
+// wakes no goroutine. s.mu must be held.
 func (s *session) tellGranted() {
-	if s.watch == nil {
+	w := s.watch
+	if w == nil || w.settle != nil {
 		return
 	}
-	select {
-	case s.watch.granted <- struct{}{}:
-	default:
-	}
+	w.settle = time.AfterFunc(s.b.grantSettle, func() {
+		s.mu.Lock()
+		w.settle = nil
+		s.mu.Unlock()
+		select {
+		case w.granted <- struct{}{}:
+		default:
+		}
+	})
 }
 
 // stopWatch stops the loss watch, if any, and waits for its goroutine.
 func (s *session) stopWatch() {
 	s.mu.Lock()
 	w := s.watch
+	if w != nil && w.settle != nil {
+		w.settle.Stop()
+	}
 	s.mu.Unlock()
 	if w != nil {
 		w.cancel()
@@ -141,9 +154,6 @@ func (s *session) watchLosses(ctx context.Context, w *lossWatch) {
 		case <-ctx.Done():
 			return
 		case <-w.granted:
-			if !settle(ctx, s.b.grantSettle) {
-				return
-			}
 		case <-pause:
 		case <-f.wake:
 			for _, l := range f.take() {
@@ -164,18 +174,6 @@ func (s *session) watchLosses(ctx context.Context, w *lossWatch) {
 // A node deleted meanwhile is found gone when the watch is set, so a loss
 // is still noticed within milliseconds. The Backend's default.
 const grantSettle = 5 * time.Millisecond
-
-// settle waits d; it returns false if ctx ended first.
-func settle(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
 
 // runShard waits on the watches placed in sh until ctx ends.
 func (s *session) runShard(ctx context.Context, sh *shard, f *fired) {
