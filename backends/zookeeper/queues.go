@@ -16,8 +16,11 @@ type queueState struct {
 	watches int      // Watches running on the name
 	names   []string // the latest listing of the children, if gen > 0
 	gen     uint64   // counts the listings
-	// listed is closed at the next listing; nil until a Watch waits for
-	// one.
+	// woke is the number of the latest listing that does not show a node
+	// of the Backend's at the head, which ends a Watch's wait for one.
+	woke uint64
+	// listed is closed at the next such listing; nil until a Watch waits
+	// for one.
 	listed chan struct{}
 	// confirmed is a node of the Backend's whose predecessor a Watch found
 	// still there, after the listing it picked it from, and watches; ""
@@ -69,7 +72,9 @@ func (b *Backend) untrack(name, child string) {
 
 // listed records names, a listing of name's children just made, if the
 // Backend has a node in the queue or a Watch on it, and wakes the Watches
-// waiting for it.
+// waiting for it, unless it shows a node of the Backend's at the head:
+// then its session is taking the lock, and its waiter, about to end its
+// watch, is best left undisturbed (see rearm).
 func (b *Backend) listed(name string, names []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -78,6 +83,10 @@ func (b *Backend) listed(name string, names []string) {
 		return
 	}
 	q.names, q.gen = names, q.gen+1
+	if kids, hold := queue(names); !hold && len(kids) > 0 && slices.Contains(q.mine, kids[0].name) {
+		return
+	}
+	q.woke = q.gen
 	if q.listed != nil {
 		close(q.listed)
 		q.listed = nil
@@ -148,18 +157,15 @@ func (b *Backend) confirmedHeld(name, child string) bool {
 	return true
 }
 
-// awaitListing waits until a listing of name newer than gen is made, for
-// at most d, and reports whether one was.
-func (b *Backend) awaitListing(ctx context.Context, name string, gen uint64, d time.Duration) bool {
+// awaitListing waits, for at most d or until ctx ends, until a listing of
+// name newer than gen is made that does not show a node of the Backend's
+// at the head (see listed).
+func (b *Backend) awaitListing(ctx context.Context, name string, gen uint64, d time.Duration) {
 	b.mu.Lock()
 	q := b.queueOf(name, false)
-	if q == nil {
+	if q == nil || q.woke > gen {
 		b.mu.Unlock()
-		return false
-	}
-	if q.gen > gen {
-		b.mu.Unlock()
-		return true
+		return
 	}
 	if q.listed == nil {
 		q.listed = make(chan struct{})
@@ -170,11 +176,9 @@ func (b *Backend) awaitListing(ctx context.Context, name string, gen uint64, d t
 	defer t.Stop()
 	select {
 	case <-ch:
-		return true
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	return false
 }
 
 // target picks the child of name to watch from its children's names: ""

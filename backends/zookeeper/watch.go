@@ -97,26 +97,17 @@ func signal(ch chan struct{}) {
 // rearm sets the next watch on name after one fired, when the listing
 // numbered gen was the latest: from the listing the receiver's reaction
 // makes, if one comes within relistAfter, else from a listing of its own
-// (own is true). If the receiver's listing shows a node of this Backend's
-// at the head (its session is taking the lock) it waits out relistAfter
-// first: the receiver, a waiter that has just won, usually ends the watch
-// by then.
+// (own is true). A listing that shows a node of this Backend's at the
+// head (its session is taking the lock) is used only once relistAfter
+// has passed: the receiver, a waiter that has just won, usually ends the
+// watch by then.
 func (b *Backend) rearm(ctx context.Context, name string, gen uint64) (ev <-chan zk.Event, own bool, err error) {
-	start := time.Now()
-	fresh := b.awaitListing(ctx, name, gen, relistAfter)
-	if names, _, ok := b.latest(name); fresh && ok {
-		if node, of := b.target(name, names); node != "" && node == of {
-			t := time.NewTimer(time.Until(start.Add(relistAfter)))
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
-			t.Stop()
-		}
-	}
+	b.awaitListing(ctx, name, gen, relistAfter)
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
+	_, latest, ok := b.latest(name)
+	fresh := ok && latest > gen
 	ev, err = b.arm(ctx, name, fresh)
 	return ev, !fresh, err
 }
