@@ -61,13 +61,20 @@ func (s *session) tellGranted() {
 	})
 }
 
+// settled stops the loss watch's settling timer, if one is pending: the
+// locks it was set for are all released already. s.mu must be held.
+func (s *session) settled() {
+	if w := s.watch; w != nil && w.settle != nil {
+		w.settle.Stop()
+		w.settle = nil
+	}
+}
+
 // stopWatch stops the loss watch, if any, and waits for its goroutine.
 func (s *session) stopWatch() {
 	s.mu.Lock()
 	w := s.watch
-	if w != nil && w.settle != nil {
-		w.settle.Stop()
-	}
+	s.settled()
 	s.mu.Unlock()
 	if w != nil {
 		w.cancel()

@@ -81,6 +81,20 @@ func queue(names []string) (kids []child, hold bool) {
 	return kids, hold
 }
 
+// oldest returns the oldest lock child among names ("" for none) and
+// whether a hold marker is among them; queue without its allocations.
+func oldest(names []string) (name string, hold bool) {
+	var first child
+	for _, n := range names {
+		if n == holdNode {
+			hold = true
+		} else if c, ok := parseChild(n); ok && (first.name == "" || c.seq < first.seq) {
+			first = c
+		}
+	}
+	return first.name, hold
+}
+
 // sessionData is a session node's data.
 type sessionData struct {
 	ID  string `json:"id"`

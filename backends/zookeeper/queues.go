@@ -83,7 +83,7 @@ func (b *Backend) listed(name string, names []string) {
 		return
 	}
 	q.names, q.gen = names, q.gen+1
-	if kids, hold := queue(names); !hold && len(kids) > 0 && slices.Contains(q.mine, kids[0].name) {
+	if first, hold := oldest(names); !hold && first != "" && slices.Contains(q.mine, first) {
 		return
 	}
 	q.woke = q.gen

@@ -29,14 +29,15 @@ type session struct {
 	data      []byte // the session node's data
 	zkSession int64  // the ZooKeeper session the node belongs to
 
-	mu      sync.Mutex
-	busy    map[string]chan struct{} // lock names with an Acquire or Release in progress; closed when it ends
-	expires time.Time                // start of the last successful Open or KeepAlive + ttl, local clock
-	closed  bool
-	lost    error             // set once the session is known to be lost
-	locks   map[string]*lock  // the session's nodes, queued or holding: what it holds
-	entries map[string]string // group → the path of the session's registry entry
-	watch   *lossWatch        // nil until Losses
+	mu       sync.Mutex
+	busy     map[string]chan struct{} // lock names with an Acquire or Release in progress; closed when it ends
+	expires  time.Time                // start of the last successful Open or KeepAlive + ttl, local clock
+	closed   bool
+	lost     error             // set once the session is known to be lost
+	locks    map[string]*lock  // the session's nodes, queued or holding: what it holds
+	nGranted int               // how many of locks an Acquire granted
+	entries  map[string]string // group → the path of the session's registry entry
+	watch    *lossWatch        // nil until Losses
 
 	// ledger reports Lost: it is fed from locks as Acquire grants them,
 	// Release and Dequeue give them up, and KeepAlive or Acquire finds
@@ -220,6 +221,7 @@ func (s *session) takeNodes() []string {
 		nodes = append(nodes, p)
 	}
 	s.locks = make(map[string]*lock)
+	s.nGranted = 0
 	s.entries = make(map[string]string)
 	return nodes
 }
@@ -255,8 +257,14 @@ func (s *session) forget(l *lock) {
 func (s *session) unrecord(l *lock) {
 	if s.locks[l.name] == l {
 		delete(s.locks, l.name)
+		if l.granted {
+			s.nGranted--
+		}
 	}
 	s.b.untrack(l.name, l.child)
+	if s.nGranted == 0 {
+		s.settled() // nothing left for the loss watch to watch
+	}
 }
 
 // grant marks l as held: an Acquire returns its token. If l was found
@@ -265,6 +273,9 @@ func (s *session) unrecord(l *lock) {
 func (s *session) grant(l *lock) events.Token {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !l.granted && s.locks[l.name] == l {
+		s.nGranted++
+	}
 	l.granted = true
 	s.ledger.Granted(l.name, l.token)
 	s.tellGranted()
