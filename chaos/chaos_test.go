@@ -87,6 +87,9 @@ func (p profile) bounds(b backend) history.Config {
 		// renewal confirms the session's locks; then its round trip.
 		Tamper: p.ttl/3 + 300*time.Millisecond,
 	}
+	if b.handover > 0 {
+		c.Graceful = b.handover
+	}
 	if b.pushed {
 		// The session's watch pushes the delete: milliseconds, and room
 		// for the node's scheduling.

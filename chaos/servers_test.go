@@ -44,6 +44,10 @@ type backend struct {
 	// slack is how much later than TTL + retry a crashed leader's
 	// successor may be elected: the server's expiry granularity.
 	slack time.Duration
+	// handover is how long after a leader's graceful stop the next may be
+	// elected in the long profile, if not the design's 50 ms: the time a
+	// backend's own writes take when they cannot fit in it.
+	handover time.Duration
 	// pushed: the backend's sessions push a lock's loss (a watch on their
 	// own keys), so a tampered leader learns of it at once, not at its
 	// next renewal.
@@ -57,7 +61,12 @@ var backendsUnderTest = []backend{
 	{name: "etcd", start: startEtcd, slack: 800 * time.Millisecond, pushed: true},
 	{name: "zookeeper", start: startZooKeeper, slack: 300 * time.Millisecond, pushed: true},
 	{name: "postgres", start: startPostgres, slack: 300 * time.Millisecond},
-	{name: "kubernetes", start: startKubernetes, slack: 300 * time.Millisecond, pushed: true},
+	// A handover is a read and an update of the lock Lease to release it,
+	// the watch's delivery, and a read and an update to take it, each
+	// write through the apiserver to etcd and its fsync: bench's p99 for
+	// one lock is 21.6 ms; the long profile at 2efdb00 saw group slots
+	// handed over in 55 and 66 ms.
+	{name: "kubernetes", start: startKubernetes, slack: 300 * time.Millisecond, handover: 100 * time.Millisecond, pushed: true},
 }
 
 // startRedis runs a durable redis-server: a restart loses nothing it
