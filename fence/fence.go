@@ -53,8 +53,14 @@ type Guard struct {
 // entry is one lock's state: writes under the highest token hold rw
 // shared; raising the token holds it exclusively.
 type entry struct {
+	// raising serializes raises, so that only a raise that found its token
+	// still higher waits for rw: a raise to the token already in force,
+	// decided on a stale look, must not queue for rw and hold back the
+	// writes under that token (with writes that wait for each other, a
+	// deadlock).
+	raising sync.Mutex
 	rw      sync.RWMutex
-	highest events.Token // written only with rw held exclusively
+	highest events.Token // written only with raising and rw held
 }
 
 // entry returns lock's entry, made on first use.
@@ -119,11 +125,13 @@ func (g *Guard) Do(ctx context.Context, lock string, token events.Token, write f
 // raise makes token lock's highest, once the writes running under lower
 // tokens have returned, if it is still higher and Save takes it.
 func (g *Guard) raise(ctx context.Context, e *entry, lock string, token events.Token) error {
-	e.rw.Lock()
-	defer e.rw.Unlock()
+	e.raising.Lock()
+	defer e.raising.Unlock()
 	if token <= e.highest {
 		return nil // raised meanwhile; Do looks again
 	}
+	e.rw.Lock()
+	defer e.rw.Unlock()
 	if g.Save != nil {
 		if err := g.Save(ctx, lock, token); err != nil {
 			return fmt.Errorf("fence: save %q token %d: %w", lock, token, err)
