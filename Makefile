@@ -48,9 +48,8 @@ bench-check:
 	cd bench && $(GO) vet ./... && $(GO) test -race ./...
 
 # bench: every workload on every backend beside the peer libraries; about
-# 11 minutes before the Kubernetes backend and client-go's leaderelection
-# joined, which add roughly 10 (client-go's defaults poll every 2 s and
-# fail over in 15); results in bench/results/.
+# 24 minutes (the Kubernetes rows take ten of them: client-go's defaults
+# poll every 2 s and fail over in 15); results in bench/results/.
 bench: deps kube-apiserver
 	cd bench && $(GO) run .
 

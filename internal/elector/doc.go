@@ -12,6 +12,7 @@
 // goroutine. Every campaign runs on a session: the user's, or a private one
 // made for it through the same code. What happens is told to an Observer
 // (counts, for campaign's Metrics) and to Hooks (who and which term, for
-// package ops's health check, leader gauge and traces). Its doc for users is in package
-// campaign; this package is internal so that its types can change.
+// package ops's health check, leader gauge and traces). Its doc for users
+// is in package campaign; this package is internal so that its types can
+// change.
 package elector

@@ -57,8 +57,8 @@ func (w *waiter) watchIfDue() bool {
 // candidate needs alone (Redis; a backend that queues its waiters, whose
 // line decides who is next, has no use for it): the channel receives a
 // value when name may have become free after an Acquire found it held,
-// not when it is taken. Watch after an Acquire found it held, then Acquire again before
-// waiting.
+// not when it is taken. Watch after an Acquire found it held, then
+// Acquire again before waiting.
 type releaseWatcher interface {
 	WatchReleases(ctx context.Context, name string) (<-chan struct{}, error)
 }

@@ -14,8 +14,8 @@
 // A cluster runs with fsync=off unless it is Durable. The faults the
 // tests inject are crashes of the server's processes (SIGKILL, an
 // immediate shutdown), not of the machine: what PostgreSQL wrote is in
-// the kernel's page cache and
-// survives them, so nothing acknowledged is lost, as with fsync on. What
+// the kernel's page cache and survives them, so nothing acknowledged is
+// lost, as with fsync on. What
 // fsync=off takes away is this machine's disk: on its virtual disk a
 // commit's WAL flush sometimes took over a second beside two CPU burners,
 // and since a NOTIFY holds PostgreSQL's one notify lock through its
