@@ -23,11 +23,12 @@ type Source interface {
 type Handler struct {
 	mu      sync.Mutex
 	sources []Source
-	hist    history // what Run records
+	added   chan struct{} // signalled (buffer 1) by Register, for Run; made by addedLocked
+	hist    history       // what Run records
 }
 
 // New returns a Handler with no sources.
-func New() *Handler { return &Handler{hist: history{added: make(chan struct{}, 1)}} }
+func New() *Handler { return &Handler{} }
 
 // Register adds s to the handler, after those already there. Registering
 // nil, or a source already registered, does nothing. s must be comparable
@@ -42,9 +43,19 @@ func (h *Handler) Register(s Source) {
 		h.sources = append(h.sources, s)
 	}
 	select {
-	case h.hist.added <- struct{}{}: // Run subscribes to it
+	case h.addedLocked() <- struct{}{}: // Run subscribes to it
 	default: // Run has a signal pending already
 	}
+}
+
+// addedLocked returns the channel Register signals, made on first use so
+// that a Handler not made by New does not leave Run waiting on a nil
+// channel for sources registered after it started; h.mu held.
+func (h *Handler) addedLocked() chan struct{} {
+	if h.added == nil {
+		h.added = make(chan struct{}, 1)
+	}
+	return h.added
 }
 
 // Unregister removes s; streams already subscribed to it keep it until they

@@ -24,7 +24,6 @@ type history struct {
 	mu     sync.Mutex
 	events []events.Event
 	seen   map[eventKey]bool // the keys of events
-	added  chan struct{}     // signalled (buffer 1) by Register, for Run
 }
 
 type eventKey struct {
@@ -89,6 +88,9 @@ func (h *Handler) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
+	h.mu.Lock()
+	added := h.addedLocked()
+	h.mu.Unlock()
 	subscribed := map[Source]bool{}
 	for {
 		for _, s := range h.registered() {
@@ -102,7 +104,7 @@ func (h *Handler) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-h.hist.added:
+		case <-added:
 		}
 	}
 }

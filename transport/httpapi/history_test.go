@@ -41,16 +41,24 @@ func TestHistoryEmptyWithoutRun(t *testing.T) {
 }
 
 // TestRunRecordsHistory: Run records the terms of the sources registered
-// before it started and after, each event once, until its context ends.
+// before it started and after, each event once, until its context ends; on
+// a Handler made by New and on the zero Handler alike.
 func TestRunRecordsHistory(t *testing.T) {
+	for name, h := range map[string]func() *httpapi.Handler{
+		"New":  httpapi.New,
+		"zero": func() *httpapi.Handler { return &httpapi.Handler{} },
+	} {
+		t.Run(name, func(t *testing.T) { testRunRecordsHistory(t, h()) })
+	}
+}
+
+func testRunRecordsHistory(t *testing.T, h *httpapi.Handler) {
 	b := memory.New()
 	leader, waiting := leaderAndWaiter(t, b)
-	h := httpapi.New()
 	h.Register(leader)
 	ctx, cancel := context.WithCancel(t.Context())
 	ran := make(chan error, 1)
 	go func() { ran <- h.Run(ctx) }()
-	h.Register(waiting) // while Run runs
 	want := []httpapi.Event{
 		{Kind: "elected", Holder: "a"},
 		{Kind: "revoked", Holder: "a", Reason: events.ErrResigned.Error()},
@@ -66,6 +74,7 @@ func TestRunRecordsHistory(t *testing.T) {
 	// a's subscription is in place once its Elected is recorded. z's may
 	// begin after z is elected: it then begins with that state.
 	waitFor(t, "a's election in the history", func() bool { return slices.Equal(got(), want[:1]) })
+	h.Register(waiting) // once Run has subscribed to a: while it waits for more
 	if err := leader.Resign(t.Context()); err != nil {
 		t.Fatal(err)
 	}
