@@ -106,12 +106,18 @@ func (h *Handler) serveSnapshot(w http.ResponseWriter, _ *http.Request) {
 	for _, s := range sources {
 		snaps = append(snaps, NewSnapshot(s.State()))
 	}
-	body, err := json.Marshal(snaps)
+	writeJSON(w, snaps)
+}
+
+// writeJSON writes v as the JSON body of a response that is not to be
+// cached: it is stale the moment it is sent.
+func writeJSON(w http.ResponseWriter, v any) {
+	body, err := json.Marshal(v)
 	if err != nil {
 		http.Error(w, "httpapi: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store") // stale the moment it is sent
+	w.Header().Set("Cache-Control", "no-store")
 	w.Write(append(body, '\n'))
 }

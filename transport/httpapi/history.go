@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"sync"
@@ -131,12 +130,5 @@ func (h *Handler) serveHistory(w http.ResponseWriter, _ *http.Request) {
 	for _, e := range recent {
 		out = append(out, NewEvent(e))
 	}
-	body, err := json.Marshal(out)
-	if err != nil {
-		http.Error(w, "httpapi: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Write(append(body, '\n'))
+	writeJSON(w, out)
 }
