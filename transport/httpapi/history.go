@@ -98,28 +98,16 @@ func (h *Handler) Run(ctx context.Context) error {
 			}
 			subscribed[s] = true
 			sub := s.Subscribe(ctx)
-			wg.Go(func() { h.record(ctx, sub) })
+			wg.Go(func() {
+				for e := range received(ctx, sub) {
+					h.hist.add(e)
+				}
+			})
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-added:
-		}
-	}
-}
-
-// record adds the events of in to the history until in closes or ctx
-// ends; like forward, it does not rely on the source to close in.
-func (h *Handler) record(ctx context.Context, in <-chan events.Event) {
-	for {
-		select {
-		case e, ok := <-in:
-			if !ok {
-				return
-			}
-			h.hist.add(e)
-		case <-ctx.Done():
-			return
 		}
 	}
 }

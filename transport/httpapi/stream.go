@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"net/http"
 	"sync"
 	"time"
@@ -61,22 +62,30 @@ func fanIn(ctx context.Context, sources []Source) (<-chan events.Event, func()) 
 	return out, func() { <-closed }
 }
 
-// forward copies in to out until in closes or ctx ends; it does not rely
-// on the source to close in when ctx ends.
+// forward copies in to out until in closes or ctx ends.
 func forward(ctx context.Context, in <-chan events.Event, out chan<- events.Event) {
-	for {
+	for e := range received(ctx, in) {
 		select {
-		case e, ok := <-in:
-			if !ok {
-				return
-			}
+		case out <- e:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// received yields what in receives until in closes or ctx ends; it does
+// not rely on the source to close in when ctx ends.
+func received(ctx context.Context, in <-chan events.Event) iter.Seq[events.Event] {
+	return func(yield func(events.Event) bool) {
+		for {
 			select {
-			case out <- e:
+			case e, ok := <-in:
+				if !ok || !yield(e) {
+					return
+				}
 			case <-ctx.Done():
 				return
 			}
-		case <-ctx.Done():
-			return
 		}
 	}
 }
