@@ -120,7 +120,7 @@
       // With no source, a stream would end at once: nothing to follow yet.
       if (sources.size > 0 && (!stream || fresh || stream.readyState === EventSource.CLOSED)) openStream();
       status();
-    } catch (err) {
+    } catch {
       reachable = false;
       status();
     }
@@ -269,8 +269,8 @@
         // knows, where the one before it ended.
         const start = Math.max(t.start ?? before, from), end = t.end ?? now;
         before = Math.max(before, end);
-        const bar = el("span", "term" + (t.end !== null ? " ended" : "") + (t.start === null ? " unseen" : ""), t.holder + " #" + t.token);
         if (end < from) continue;
+        const bar = el("span", "term" + (t.end !== null ? " ended" : "") + (t.start === null ? " unseen" : ""), t.holder + " #" + t.token);
         bar.style.left = ((start - from) / scale) * 100 + "%";
         bar.style.width = (Math.max(0, end - start) / scale) * 100 + "%";
         bar.style.background = "hsl(" + hue(t.holder) + " 55% 42%)";
@@ -326,7 +326,7 @@
           onEvent(e.kind, e);
         }
       }
-    } catch (err) {
+    } catch {
       // No history: the page shows what happens from now on.
     }
     $("#window").textContent = "· since " + clock(opened) + ", kept for 5 minutes";
