@@ -119,20 +119,7 @@ func (ts termHooks) Renewed(deadline time.Time) {
 	}
 }
 
-func (ts termHooks) Work() func() {
-	if len(ts) == 0 {
-		return nop
-	}
-	dones := make([]func(), len(ts))
-	for i, t := range ts {
-		dones[i] = t.Work()
-	}
-	return func() {
-		for _, d := range dones {
-			d()
-		}
-	}
-}
+func (ts termHooks) Work() func() { return works(ts, TermHook.Work) }
 
 func (ts termHooks) Ended(e events.Event) {
 	for _, t := range ts {
@@ -153,23 +140,29 @@ func (rs runHooks) Context(ctx context.Context) context.Context {
 }
 
 func (rs runHooks) Work(slot int, token events.Token, deadline time.Time) func() {
-	if len(rs) == 0 {
-		return nop
-	}
-	dones := make([]func(), len(rs))
-	for i, r := range rs {
-		dones[i] = r.Work(slot, token, deadline)
-	}
-	return func() {
-		for _, d := range dones {
-			d()
-		}
-	}
+	return works(rs, func(r RunHook) func() { return r.Work(slot, token, deadline) })
 }
 
 func (rs runHooks) Ended(outcome string, err error) {
 	for _, r := range rs {
 		r.Ended(outcome, err)
+	}
+}
+
+// works calls work for each hook and returns a function that calls every
+// done function they returned, in order.
+func works[H any](hs []H, work func(H) func()) func() {
+	if len(hs) == 0 {
+		return nop
+	}
+	dones := make([]func(), len(hs))
+	for i, h := range hs {
+		dones[i] = work(h)
+	}
+	return func() {
+		for _, d := range dones {
+			d()
+		}
 	}
 }
 
