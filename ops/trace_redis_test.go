@@ -1,13 +1,13 @@
 package ops_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/redis/redistest"
 	"github.com/hustings/hustings/campaign"
@@ -25,25 +25,18 @@ func TestTraceOfATermWhoseRedisDies(t *testing.T) {
 	o := redistest.Options(srv.Addr())
 	o.MaxRetries, o.DialerRetries = -1, 1
 	client := goredis.NewClient(o)
-	defer client.Close()
+	t.Cleanup(func() { _ = client.Close() }) // after the campaign's (cleanups run last first)
 	b, err := redis.New(client)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tp, exp := newTracing(t)
 	const ttl = 3 * time.Second
-	c, err := campaign.New(b, "job", campaign.WithID("a"), campaign.WithTTL(ttl), campaign.WithRetry(ttl/4), ops.WithTracerProvider(tp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	r := backendtest.Record(t, b, "job", "a", campaign.WithTTL(ttl), campaign.WithRetry(ttl/4), ops.WithTracerProvider(tp))
 
-	elected := next(t, c.Events(), events.Elected, time.Minute)
+	elected := r.WaitFor(t, events.Elected, time.Minute)
 	srv.Kill()
-	revoked := next(t, c.Events(), events.Revoked, time.Minute)
+	revoked := r.WaitFor(t, events.Revoked, time.Minute)
 	if revoked.Token != elected.Token {
 		t.Fatalf("revoked term %d, want %d", revoked.Token, elected.Token)
 	}
@@ -70,25 +63,5 @@ func TestTraceOfATermWhoseRedisDies(t *testing.T) {
 	}
 	if !s.EndTime.Equal(revoked.Time) {
 		t.Errorf("the span ended at %v, the term at %v", s.EndTime, revoked.Time)
-	}
-}
-
-// next returns the first event of kind on ch, failing the test after
-// limit.
-func next(t *testing.T, ch <-chan events.Event, kind events.Kind, limit time.Duration) events.Event {
-	t.Helper()
-	timeout := time.After(limit)
-	for {
-		select {
-		case e, ok := <-ch:
-			if !ok {
-				t.Fatalf("the events closed before a %v", kind)
-			}
-			if e.Kind == kind {
-				return e
-			}
-		case <-timeout:
-			t.Fatalf("no %v within %v", kind, limit)
-		}
 	}
 }
