@@ -133,7 +133,7 @@ type healthHook struct{ h *Health }
 
 func (healthHook) Campaign(string, string) {}
 
-func (k healthHook) Term(_ context.Context, e events.Event, backend string, ttl time.Duration) elector.TermHook {
+func (k healthHook) Term(_ context.Context, e events.Event, backend string, ttl time.Duration, _ elector.Hooks) elector.TermHook {
 	t := &healthTerm{h: k.h, name: e.Name, slot: e.Slot, token: e.Token, sess: session{e.Holder, backend}, ttl: ttl, deadline: e.Deadline}
 	k.h.mu.Lock()
 	k.h.terms[t] = struct{}{}

@@ -86,7 +86,7 @@ type statusHook struct {
 
 func (k statusHook) Campaign(name, _ string) { k.m.add(name, 0) }
 
-func (k statusHook) Term(_ context.Context, e events.Event, _ string, _ time.Duration) elector.TermHook {
+func (k statusHook) Term(_ context.Context, e events.Event, _ string, _ time.Duration, _ elector.Hooks) elector.TermHook {
 	k.m.add(e.Name, 1)
 	return &statusTerm{m: k.m, name: e.Name}
 }

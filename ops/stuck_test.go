@@ -24,7 +24,7 @@ func TestHealthFailsWhenKeepAlivesFailLongerThanTheTTLWhileLeading(t *testing.T)
 		hook := healthHook{h}
 		hook.KeepAlive("follower", "memory", errors.New("timeout")) // no term: never counts
 		e := events.Event{Kind: events.Elected, Name: "job", Holder: "a", Token: 7, Time: time.Now(), Deadline: time.Now().Add(ttl)}
-		term := hook.Term(context.Background(), e, "memory", ttl)
+		term := hook.Term(context.Background(), e, "memory", ttl, nil)
 		hook.KeepAlive("a", "memory", nil)
 		time.Sleep(ttl / 2)
 		hook.KeepAlive("a", "memory", errors.New("timeout"))
@@ -66,7 +66,7 @@ func TestHealthFailsForATermBelievedPastItsDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := events.Event{Kind: events.Elected, Name: "job", Slot: 1, Holder: "a", Token: 7, Time: time.Now(), Deadline: time.Now().Add(ttl)}
-		term := healthHook{h}.Term(context.Background(), e, "memory", ttl)
+		term := healthHook{h}.Term(context.Background(), e, "memory", ttl, nil)
 		time.Sleep(ttl / 2)
 		term.Renewed(time.Now().Add(ttl))
 		time.Sleep(ttl + grace)

@@ -62,25 +62,22 @@ func WithTracerProvider(tp trace.TracerProvider) campaign.Option {
 			c.Reject(errors.New("ops: nil trace.TracerProvider"))
 			return
 		}
-		c.Hooks = append(c.Hooks, &traceHook{tracer: tp.Tracer(tracerName)})
+		c.Hooks = append(c.Hooks, &traceHook{tracer: tp.Tracer(tracerName), terms: map[*traceTerm]struct{}{}})
 	})
 }
 
-// traceHook records spans.
-type traceHook struct{ tracer trace.Tracer }
-
-// openTerms holds the term spans in force of each session, for its keep-alive
-// failures. It is one for the process because a campaign on a shared
-// Session has a hook of its own, not the Session's, which hears the
-// keep-alives.
-var openTerms = struct {
-	mu sync.Mutex
-	m  map[session]map[*traceTerm]struct{}
-}{m: map[session]map[*traceTerm]struct{}{}}
+// traceHook records spans. The hook of a session's Config hears its
+// keep-alives and holds the spans of the terms in force on it, which the
+// terms' hooks (the same one on a private session) put there.
+type traceHook struct {
+	tracer trace.Tracer
+	mu     sync.Mutex
+	terms  map[*traceTerm]struct{} // in force on the session this hook hears
+}
 
 func (*traceHook) Campaign(string, string) {}
 
-func (k *traceHook) Term(ctx context.Context, e events.Event, backend string, _ time.Duration) elector.TermHook {
+func (k *traceHook) Term(ctx context.Context, e events.Event, backend string, _ time.Duration, session elector.Hooks) elector.TermHook {
 	opts := []trace.SpanStartOption{
 		trace.WithNewRoot(), trace.WithTimestamp(e.Time),
 		trace.WithAttributes(attrName.String(e.Name), attrSlot.Int(e.Slot), attrToken.Int64(int64(e.Token)),
@@ -90,23 +87,32 @@ func (k *traceHook) Term(ctx context.Context, e events.Event, backend string, _ 
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 	}
 	_, span := k.tracer.Start(ctx, "hustings.term", opts...)
-	t := &traceTerm{span: span, sess: session{e.Holder, backend}}
-	openTerms.mu.Lock()
-	defer openTerms.mu.Unlock()
-	if openTerms.m[t.sess] == nil {
-		openTerms.m[t.sess] = map[*traceTerm]struct{}{}
+	t := &traceTerm{span: span, on: tracerOf(session)}
+	if t.on != nil {
+		t.on.mu.Lock()
+		t.on.terms[t] = struct{}{}
+		t.on.mu.Unlock()
 	}
-	openTerms.m[t.sess][t] = struct{}{}
 	return t
 }
 
-func (*traceHook) KeepAlive(id, backend string, err error) {
+// tracerOf returns the first trace hook of a session's hooks, or nil.
+func tracerOf(session elector.Hooks) *traceHook {
+	for _, h := range session {
+		if k, ok := h.(*traceHook); ok {
+			return k
+		}
+	}
+	return nil
+}
+
+func (k *traceHook) KeepAlive(_, _ string, err error) {
 	if err == nil {
 		return
 	}
-	openTerms.mu.Lock()
-	defer openTerms.mu.Unlock()
-	for t := range openTerms.m[session{id, backend}] {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for t := range k.terms {
 		t.span.AddEvent("keep-alive failed", trace.WithAttributes(attribute.String("exception.message", err.Error())))
 	}
 }
@@ -120,7 +126,7 @@ func (k *traceHook) Run(ctx context.Context, name, backend, id string) elector.R
 // traceTerm is a term's span.
 type traceTerm struct {
 	span trace.Span
-	sess session
+	on   *traceHook // the session's hook, which holds it while in force; nil if none
 }
 
 func (t *traceTerm) Context(ctx context.Context) context.Context {
@@ -131,12 +137,11 @@ func (t *traceTerm) Renewed(time.Time) {}
 func (t *traceTerm) Work() func()      { return func() {} }
 
 func (t *traceTerm) Ended(e events.Event) {
-	openTerms.mu.Lock()
-	delete(openTerms.m[t.sess], t)
-	if len(openTerms.m[t.sess]) == 0 {
-		delete(openTerms.m, t.sess)
+	if t.on != nil {
+		t.on.mu.Lock()
+		delete(t.on.terms, t)
+		t.on.mu.Unlock()
 	}
-	openTerms.mu.Unlock()
 	t.span.SetAttributes(attrReason.String(elector.ReasonCode(e.Reason)))
 	if e.Reason != nil && !errors.Is(e.Reason, events.ErrResigned) && !errors.Is(e.Reason, events.ErrCanceled) {
 		t.span.SetStatus(codes.Error, e.Reason.Error())

@@ -3,6 +3,8 @@ package ops_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -111,6 +113,57 @@ func TestTraceOfTerms(t *testing.T) {
 		works := spansNamed(exp, "work")
 		if len(works) < 2 || works[0].Parent.SpanID() != terms[0].SpanContext.SpanID() || works[1].Parent.SpanID() != terms[1].SpanContext.SpanID() {
 			t.Errorf("the work spans are not children of their terms' spans")
+		}
+	})
+}
+
+// A failed keep-alive is an event of the terms on its session only, not
+// of another session's with the same candidate ID on the same kind of
+// backend; a campaign on a shared Session given WithTracerProvider, like
+// the campaign, hears its failures.
+func TestTraceOfKeepAliveFailuresStaysOnItsSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tp, exp := newTracing(t)
+		clock := &skewed{}
+		failing, fine := memory.New(memory.WithClock(clock)), memory.New()
+		s, err := campaign.NewSession(failing, campaign.WithID("a"), campaign.WithTTL(ttl), campaign.WithRetry(ttl/4), ops.WithTracerProvider(tp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		shared, err := s.Campaign("job", ops.WithTracerProvider(tp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer shared.Close()
+		other := start(t, fine, "job", "a", nil, ops.WithTracerProvider(tp))
+		synctest.Wait()
+		if !shared.State().Leader || !other.State().Leader {
+			t.Fatal("the campaigns on their two backends do not both lead")
+		}
+		clock.ahead.Store(int64(10 * ttl)) // the next keep-alive of the shared session fails
+		time.Sleep(ttl)
+		synctest.Wait()
+		if err := other.Resign(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		byReason := map[string]tracetest.SpanStub{}
+		for _, sp := range spansNamed(exp, "hustings.term") {
+			byReason[attrs(sp)["hustings.revoke.reason"].AsString()] = sp
+		}
+		lost, ok1 := byReason["session-lost"]
+		resigned, ok2 := byReason["resigned"]
+		if !ok1 || !ok2 {
+			t.Fatalf("term spans ended for %v; want one session-lost, one resigned", slices.Collect(maps.Keys(byReason)))
+		}
+		if ev := lost.Events; len(ev) != 1 || ev[0].Name != "keep-alive failed" {
+			t.Errorf("the shared session's term has events %v; want one keep-alive failure", ev)
+		}
+		if len(resigned.Events) != 0 {
+			t.Errorf("the other session's term has events %v; want none", resigned.Events)
 		}
 	})
 }

@@ -207,7 +207,7 @@ func (a *actor) elect(slot int, token events.Token) {
 		return
 	}
 	e := events.Event{Kind: events.Elected, Name: a.e.name, Slot: slot, Token: token, Holder: a.cfg.ID, Time: now, Deadline: deadline}
-	t := newTerm(e, a.cfg.Hooks.Term(a.ctx, e, a.e.label, a.cfg.TTL))
+	t := newTerm(e, a.cfg.Hooks.Term(a.ctx, e, a.e.label, a.cfg.TTL, a.on.cfg.Hooks))
 	a.term, a.audit, a.at.lost = t, audit{}, false
 	a.alarms.deadline.set(deadline.Sub(now))
 	a.watch.Stop()

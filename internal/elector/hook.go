@@ -18,8 +18,11 @@ type Hook interface {
 	// Campaign: a campaign or group for name began to run.
 	Campaign(name, backend string)
 	// Term: a term began; e is its Elected event, ttl its session's TTL,
-	// ctx the campaign's Run context. The TermHook hears the rest of it.
-	Term(ctx context.Context, e events.Event, backend string, ttl time.Duration) TermHook
+	// ctx the campaign's Run context, session the hooks of the session it
+	// is on, which hear that session's keep-alives (the campaign's own
+	// Hooks when the session is its private one). The TermHook hears the
+	// rest of it.
+	Term(ctx context.Context, e events.Event, backend string, ttl time.Duration, session Hooks) TermHook
 	// KeepAlive: a renewal of candidate id's session returned err (nil
 	// when it succeeded).
 	KeepAlive(id, backend string, err error)
@@ -69,13 +72,13 @@ func (hs Hooks) Campaign(name, backend string) {
 }
 
 // Term tells every hook that a term began.
-func (hs Hooks) Term(ctx context.Context, e events.Event, backend string, ttl time.Duration) TermHook {
+func (hs Hooks) Term(ctx context.Context, e events.Event, backend string, ttl time.Duration, session Hooks) TermHook {
 	if len(hs) == 0 {
 		return noTermHooks
 	}
 	ts := make(termHooks, len(hs))
 	for i, h := range hs {
-		ts[i] = h.Term(ctx, e, backend, ttl)
+		ts[i] = h.Term(ctx, e, backend, ttl, session)
 	}
 	return ts
 }
