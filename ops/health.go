@@ -34,11 +34,10 @@ import (
 // work takes to notice its context ended, and be at least WithGrace
 // (how long a graceful stop waits for the work) if you resign on purpose.
 type Health struct {
-	grace   time.Duration
-	mu      sync.Mutex
-	terms   map[*healthTerm]struct{} // in force, or ended with work still running
-	runs    map[*healthRun]struct{}  // one-shot functions running
-	failing map[session]time.Time    // since when each session's keep-alives fail
+	grace time.Duration
+	mu    sync.Mutex
+	terms map[*healthTerm]struct{} // in force, or ended with work still running
+	runs  map[*healthRun]struct{}  // one-shot functions running
 }
 
 // NewHealth returns a Health that allows work grace past its term's end;
@@ -47,8 +46,7 @@ func NewHealth(grace time.Duration) (*Health, error) {
 	if grace < 0 {
 		return nil, fmt.Errorf("%w: ops: health grace %v must be ≥ 0", campaign.ErrInvalid, grace)
 	}
-	return &Health{grace: grace, terms: map[*healthTerm]struct{}{}, runs: map[*healthRun]struct{}{},
-		failing: map[session]time.Time{}}, nil
+	return &Health{grace: grace, terms: map[*healthTerm]struct{}{}, runs: map[*healthRun]struct{}{}}, nil
 }
 
 // WithHealth makes a campaign, group, session, RunIfLeader or Every
@@ -59,7 +57,7 @@ func WithHealth(h *Health) campaign.Option {
 			c.Reject(errors.New("ops: nil Health"))
 			return
 		}
-		c.Hooks = append(c.Hooks, healthHook{h})
+		c.Hooks = append(c.Hooks, &healthHook{h: h})
 	})
 }
 
@@ -109,8 +107,8 @@ func (h *Health) stuckTerm(t *healthTerm, now time.Time) []string {
 	if over := now.Sub(t.deadline); over > h.grace {
 		found = append(found, fmt.Sprintf("term %d of %s is believed in force %v past its deadline (grace %v)", t.token, t.lock(), over.Round(time.Millisecond), h.grace))
 	}
-	if since, ok := h.failing[t.sess]; ok && now.Sub(since) > t.ttl {
-		found = append(found, fmt.Sprintf("keep-alives of %s on %s have failed for %v, longer than the TTL %v, while it leads %s", t.sess.id, t.sess.backend, now.Sub(since).Round(time.Millisecond), t.ttl, t.lock()))
+	if since := t.on.failingSince(); !since.IsZero() && now.Sub(since) > t.ttl {
+		found = append(found, fmt.Sprintf("keep-alives of %s on %s have failed for %v, longer than the TTL %v, while it leads %s", t.id, t.backend, now.Sub(since).Round(time.Millisecond), t.ttl, t.lock()))
 	}
 	return found
 }
@@ -128,32 +126,53 @@ func (h *Health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintln(w, "ok")
 }
 
-// healthHook feeds a Health from the engine.
-type healthHook struct{ h *Health }
+// healthHook feeds a Health from the engine. The hook of a session's
+// Config hears its keep-alives; the terms on the session read them there.
+type healthHook struct {
+	h       *Health
+	failing time.Time // since when the session's keep-alives fail; zero while they succeed; h.mu
+}
 
-func (healthHook) Campaign(string, string) {}
+// failingSince returns since when k's session's keep-alives fail, zero
+// if they do not or k is nil; h.mu held.
+func (k *healthHook) failingSince() time.Time {
+	if k == nil {
+		return time.Time{}
+	}
+	return k.failing
+}
 
-func (k healthHook) Term(_ context.Context, e events.Event, backend string, ttl time.Duration, _ elector.Hooks) elector.TermHook {
-	t := &healthTerm{h: k.h, name: e.Name, slot: e.Slot, token: e.Token, sess: session{e.Holder, backend}, ttl: ttl, deadline: e.Deadline}
+func (*healthHook) Campaign(string, string) {}
+
+func (k *healthHook) Term(_ context.Context, e events.Event, backend string, ttl time.Duration, session elector.Hooks) elector.TermHook {
+	t := &healthTerm{h: k.h, name: e.Name, slot: e.Slot, token: e.Token, id: e.Holder, backend: backend, ttl: ttl, deadline: e.Deadline, on: k.h.hookOf(session)}
 	k.h.mu.Lock()
 	k.h.terms[t] = struct{}{}
 	k.h.mu.Unlock()
 	return t
 }
 
-func (k healthHook) KeepAlive(id, backend string, err error) {
-	s := session{id, backend}
-	k.h.mu.Lock()
-	defer k.h.mu.Unlock()
-	if _, ok := k.h.failing[s]; err == nil || ok {
-		if err == nil {
-			delete(k.h.failing, s)
+// hookOf returns h's hook among a session's hooks, or nil.
+func (h *Health) hookOf(session elector.Hooks) *healthHook {
+	for _, s := range session {
+		if k, ok := s.(*healthHook); ok && k.h == h {
+			return k
 		}
-		return
 	}
-	k.h.failing[s] = time.Now()
+	return nil
 }
 
-func (k healthHook) Run(_ context.Context, name, _, _ string) elector.RunHook {
+func (k *healthHook) KeepAlive(_, _ string, err error) {
+	k.h.mu.Lock()
+	defer k.h.mu.Unlock()
+	switch {
+	case err == nil:
+		k.failing = time.Time{}
+	case k.failing.IsZero():
+		k.failing = time.Now()
+	}
+}
+
+func (k *healthHook) Run(_ context.Context, name, _, _ string) elector.RunHook {
 	return healthRunHook{k.h, name}
 }

@@ -11,12 +11,14 @@ import (
 // healthTerm is what Health knows of one term; every field past the
 // constants is guarded by h.mu.
 type healthTerm struct {
-	h     *Health
-	name  string
-	slot  int
-	token events.Token
-	sess  session
-	ttl   time.Duration
+	h       *Health
+	name    string
+	slot    int
+	token   events.Token
+	id      string // the candidate
+	backend string // its backend's label
+	ttl     time.Duration
+	on      *healthHook // h's hook of the term's session, which hears its keep-alives; nil if none
 
 	deadline time.Time
 	ended    time.Time // zero while in force

@@ -18,10 +18,6 @@ var ErrUnhealthy = errors.New("ops: unhealthy")
 // Observe, which runs no term and no work.
 const uses = elector.ForAll &^ elector.ForObserve
 
-// session names one candidate's session on one backend, which is what a
-// keep-alive renews.
-type session struct{ id, backend string }
-
 // nopHook is the part of an elector.Hook a hook does not need.
 type nopHook struct{}
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/elector"
 )
 
 // A campaign revokes its term at the deadline by itself, so keep-alives
@@ -21,11 +22,13 @@ func TestHealthFailsWhenKeepAlivesFailLongerThanTheTTLWhileLeading(t *testing.T)
 		if err != nil {
 			t.Fatal(err)
 		}
-		hook := healthHook{h}
-		hook.KeepAlive("follower", "memory", errors.New("timeout")) // no term: never counts
+		// The hooks of three sessions' Configs, as the engine would make them.
+		hook, follower, other := &healthHook{h: h}, &healthHook{h: h}, &healthHook{h: h}
+		follower.KeepAlive("follower", "memory", errors.New("timeout")) // no term: never counts
 		e := events.Event{Kind: events.Elected, Name: "job", Holder: "a", Token: 7, Time: time.Now(), Deadline: time.Now().Add(ttl)}
-		term := hook.Term(context.Background(), e, "memory", ttl, nil)
+		term := hook.Term(context.Background(), e, "memory", ttl, elector.Hooks{hook})
 		hook.KeepAlive("a", "memory", nil)
+		other.KeepAlive("a", "memory", errors.New("timeout")) // a's session on another memory backend: not this term's
 		time.Sleep(ttl / 2)
 		hook.KeepAlive("a", "memory", errors.New("timeout"))
 		time.Sleep(ttl / 2)
@@ -66,7 +69,7 @@ func TestHealthFailsForATermBelievedPastItsDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := events.Event{Kind: events.Elected, Name: "job", Slot: 1, Holder: "a", Token: 7, Time: time.Now(), Deadline: time.Now().Add(ttl)}
-		term := healthHook{h}.Term(context.Background(), e, "memory", ttl, nil)
+		term := (&healthHook{h: h}).Term(context.Background(), e, "memory", ttl, nil)
 		time.Sleep(ttl / 2)
 		term.Renewed(time.Now().Add(ttl))
 		time.Sleep(ttl + grace)
