@@ -162,7 +162,7 @@ func (h *Health) hookOf(session elector.Hooks) *healthHook {
 	return nil
 }
 
-func (k *healthHook) KeepAlive(_, _ string, err error) {
+func (k *healthHook) KeepAlive(err error) {
 	k.h.mu.Lock()
 	defer k.h.mu.Unlock()
 	switch {

@@ -22,7 +22,7 @@ const uses = elector.ForAll &^ elector.ForObserve
 type nopHook struct{}
 
 func (nopHook) Campaign(string, string)                                     {}
-func (nopHook) KeepAlive(string, string, error)                             {}
+func (nopHook) KeepAlive(error)                                             {}
 func (nopHook) Run(context.Context, string, string, string) elector.RunHook { return nopRun{} }
 
 type nopRun struct{}

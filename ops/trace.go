@@ -106,7 +106,7 @@ func tracerOf(session elector.Hooks) *traceHook {
 	return nil
 }
 
-func (k *traceHook) KeepAlive(_, _ string, err error) {
+func (k *traceHook) KeepAlive(err error) {
 	if err == nil {
 		return
 	}

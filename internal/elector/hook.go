@@ -8,8 +8,8 @@ import (
 )
 
 // Hook is told who did what: which campaign started, each term with its
-// token and deadline, each failed keep-alive with its candidate, each
-// one-shot run with its outcome. Package ops builds health checks, the
+// token and deadline, each keep-alive of the session whose Config holds
+// it, each one-shot run with its outcome. Package ops builds health checks, the
 // leader gauge and traces on it (campaign's Metrics needs only counts and
 // is an Observer). A Config holds any number of hooks (see Hooks). Every
 // method is called from the campaigns' goroutines: it must not block and
@@ -23,9 +23,9 @@ type Hook interface {
 	// Hooks when the session is its private one). The TermHook hears the
 	// rest of it.
 	Term(ctx context.Context, e events.Event, backend string, ttl time.Duration, session Hooks) TermHook
-	// KeepAlive: a renewal of candidate id's session returned err (nil
-	// when it succeeded).
-	KeepAlive(id, backend string, err error)
+	// KeepAlive: a renewal of the session whose Config holds the hook
+	// returned err (nil when it succeeded).
+	KeepAlive(err error)
 	// Run: a one-shot run of name began under the caller's ctx. The
 	// RunHook hears the rest of it.
 	Run(ctx context.Context, name, backend, id string) RunHook
@@ -84,9 +84,9 @@ func (hs Hooks) Term(ctx context.Context, e events.Event, backend string, ttl ti
 }
 
 // KeepAlive tells every hook how a renewal went.
-func (hs Hooks) KeepAlive(id, backend string, err error) {
+func (hs Hooks) KeepAlive(err error) {
 	for _, h := range hs {
-		h.KeepAlive(id, backend, err)
+		h.KeepAlive(err)
 	}
 }
 

@@ -236,7 +236,7 @@ func (c *Session) tick(ctx context.Context) (time.Time, error) {
 	c.renewing = false
 	c.mu.Unlock()
 	c.cfg.Observer.KeepAlive(BackendLabel(c.backend), time.Since(start), err)
-	c.cfg.Hooks.KeepAlive(c.cfg.ID, BackendLabel(c.backend), err)
+	c.cfg.Hooks.KeepAlive(err)
 	switch {
 	case err == nil:
 		c.set(shared{sess: cur.sess, renewed: start, gen: cur.gen})
