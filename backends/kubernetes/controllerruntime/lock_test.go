@@ -204,7 +204,7 @@ func TestBadInput(t *testing.T) {
 // session (here: a namespace that does not exist) ends, and Get says why
 // instead of waiting for an election that cannot come.
 func TestGetReportsARefusedSession(t *testing.T) {
-	cs, err := clientset.NewForConfig(config(nil))
+	cs, err := clientset.NewForConfig(config())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	goredis "github.com/redis/go-redis/v9"
 	clientset "k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -23,6 +22,7 @@ import (
 	"github.com/hustings/hustings/backends/redis/redistest"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/faultlink"
 )
 
 // ttl is the replicas' TTL: client-go then renews every 300 ms and gives
@@ -32,8 +32,10 @@ const ttl = 3 * time.Second
 // runs numbers the namespaces of the tests' runs.
 var runs atomic.Int64
 
-// backend makes one replica's backend, its connections through c.
-type backend func(t *testing.T, c *cut) backends.Backend
+// backend makes one replica's backend, its connections through a link of
+// their own, which the test can blackhole as a SIGKILLed process's peer
+// sees it.
+type backend func(t *testing.T) (backends.Backend, *faultlink.Link)
 
 // backendsUnderTest are the backends the managers elect on: Kubernetes
 // Leases in the apiserver the managers use, and Redis, to show the lock
@@ -43,8 +45,11 @@ func backendsUnderTest(t *testing.T) map[string]backend {
 	namespace(t, ns)
 	rs := redistest.Start(t)
 	return map[string]backend{
-		"kubernetes": func(t *testing.T, c *cut) backends.Backend {
-			cs, err := clientset.NewForConfig(config(c))
+		"kubernetes": func(t *testing.T) (backends.Backend, *faultlink.Link) {
+			link := faultlink.NewLink(t, strings.TrimPrefix(srv.URL(), "https://"))
+			cfg := config()
+			cfg.Host = "https://" + link.Addr() // the server's certificate names 127.0.0.1, whatever the port
+			cs, err := clientset.NewForConfig(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,18 +57,15 @@ func backendsUnderTest(t *testing.T) map[string]backend {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return b
+			return b, link
 		},
-		"redis": func(t *testing.T, c *cut) backends.Backend {
-			opts := redistest.Options(rs.Addr())
-			opts.Dialer = c.dial
-			rdb := goredis.NewClient(opts)
-			t.Cleanup(func() { rdb.Close() })
-			b, err := redis.New(rdb)
+		"redis": func(t *testing.T) (backends.Backend, *faultlink.Link) {
+			link := faultlink.NewLink(t, rs.Addr())
+			b, err := redis.New(redistest.Client(t, link.Addr()))
 			if err != nil {
 				t.Fatal(err)
 			}
-			return b
+			return b, link
 		},
 	}
 }
@@ -74,7 +76,7 @@ func backendsUnderTest(t *testing.T) map[string]backend {
 type replica struct {
 	id   string
 	lock *crleader.Lock
-	link *cut
+	link *faultlink.Link // the backend's
 
 	led    chan struct{} // closed when the runnable starts
 	ended  chan struct{} // closed when the runnable's context ended
@@ -91,12 +93,13 @@ type replica struct {
 	cancel context.CancelFunc
 }
 
-// startReplica starts a manager for id on a backend of its own through
-// a cut of its own, electing on the lock name.
+// startReplica starts a manager for id on a backend of its own, electing
+// on the lock name.
 func startReplica(t *testing.T, mk backend, name, id string) *replica {
 	t.Helper()
-	r := &replica{id: id, link: &cut{}, led: make(chan struct{}), ended: make(chan struct{}), exited: make(chan struct{})}
-	lock, err := crleader.NewLock(mk(t, r.link), name, ttl, campaign.WithID(id), campaign.WithRetry(100*time.Millisecond))
+	b, link := mk(t)
+	r := &replica{id: id, link: link, led: make(chan struct{}), ended: make(chan struct{}), exited: make(chan struct{})}
+	lock, err := crleader.NewLock(b, name, ttl, campaign.WithID(id), campaign.WithRetry(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +108,7 @@ func startReplica(t *testing.T, mk backend, name, id string) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := manager.New(config(nil), lock.Options(manager.Options{
+	mgr, err := manager.New(config(), lock.Options(manager.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Logger:  logr.Discard(),
 	}))
@@ -127,13 +130,9 @@ func startReplica(t *testing.T, mk backend, name, id string) *replica {
 	t.Cleanup(func() {
 		cancel()
 		<-r.exited
-		if r.link.isFrozen() {
-			r.link.Close() // so that the campaign's calls end
-		}
 		if err := lock.Close(); err != nil {
 			t.Errorf("%s: Close: %v", id, err)
 		}
-		r.link.Close()
 	})
 	return r
 }
@@ -192,7 +191,8 @@ func TestCrashFailover(t *testing.T) {
 			}
 
 			cutAt := time.Now()
-			a.link.freeze()
+			a.link.Blackhole()
+			t.Cleanup(a.link.Close) // before a's lock is closed, so that its campaign's calls end
 			wait(t, a.ended, ttl, "a's runnable cancelled by its term's deadline")
 			wait(t, b.led, 3*ttl, "b leads after a's session expired")
 			wait(t, a.exited, ttl, "a's manager exits")

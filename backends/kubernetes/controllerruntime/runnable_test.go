@@ -52,7 +52,7 @@ func TestWhileLeaderOwnCampaign(t *testing.T) {
 		if r.NeedLeaderElection() {
 			t.Error("WhileLeader's Runnable waits for the manager's election")
 		}
-		mgr, err := manager.New(config(nil), manager.Options{Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()})
+		mgr, err := manager.New(config(), manager.Options{Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestLockTakenFromUnderTheTerm(t *testing.T) {
 	if !work.NeedLeaderElection() {
 		t.Error("Lock.WhileLeader's Runnable does not wait for the manager's election")
 	}
-	mgr, err := manager.New(config(nil), lock.Options(manager.Options{Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()}))
+	mgr, err := manager.New(config(), lock.Options(manager.Options{Metrics: metricsserver.Options{BindAddress: "0"}, Logger: logr.Discard()}))
 	if err != nil {
 		t.Fatal(err)
 	}
