@@ -172,6 +172,22 @@ func wait(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 	}
 }
 
+// leaderAndFollower starts replica a on the lock name, then, once a leads,
+// replica b, and checks that b does not lead while a does (for half the
+// TTL: a renews in that time).
+func leaderAndFollower(t *testing.T, mk backend, name string) (a, b *replica) {
+	t.Helper()
+	a = startReplica(t, mk, name, "a")
+	wait(t, a.led, 10*time.Second, "a leads")
+	b = startReplica(t, mk, name, "b")
+	select {
+	case <-b.led:
+		t.Fatal("b leads while a does")
+	case <-time.After(ttl / 2):
+	}
+	return a, b
+}
+
 // TestCrashFailover: the leading replica's backend stops answering (its
 // calls hang, as a SIGKILLed process's would); its client-go is refused
 // renewals once its term nears its local deadline, so its manager reports
@@ -181,14 +197,7 @@ func wait(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 func TestCrashFailover(t *testing.T) {
 	for name, mk := range backendsUnderTest(t) {
 		t.Run(name, func(t *testing.T) {
-			a := startReplica(t, mk, "crash", "a")
-			wait(t, a.led, 10*time.Second, "a leads")
-			b := startReplica(t, mk, "crash", "b")
-			select {
-			case <-b.led:
-				t.Fatal("b leads while a does")
-			case <-time.After(ttl / 2):
-			}
+			a, b := leaderAndFollower(t, mk, "crash")
 
 			cutAt := time.Now()
 			a.link.Blackhole()
@@ -228,14 +237,7 @@ func TestCrashFailover(t *testing.T) {
 func TestGracefulHandover(t *testing.T) {
 	for name, mk := range backendsUnderTest(t) {
 		t.Run(name, func(t *testing.T) {
-			a := startReplica(t, mk, "graceful", "a")
-			wait(t, a.led, 10*time.Second, "a leads")
-			b := startReplica(t, mk, "graceful", "b")
-			select {
-			case <-b.led:
-				t.Fatal("b leads while a does")
-			case <-time.After(ttl / 2):
-			}
+			a, b := leaderAndFollower(t, mk, "graceful")
 
 			a.cancel()
 			wait(t, a.exited, 10*time.Second, "a's manager stops")
