@@ -53,13 +53,12 @@ type Lock struct {
 	cancel    context.CancelFunc // ends the campaign's Run; nil until the first Get
 	ran       chan struct{}      // closed when the campaign's Run returned
 	term      *term              // the term in force, nil if none
-	granted   events.Token       // the term client-go was told it holds; 0 if none yet
+	granted   events.Token       // the term client-go was told it holds; 0 if none yet (see over)
 	lastGrant time.Time          // when it was last told so
 	released  bool               // client-go released the lock
-	over      bool               // client-go's term ended: the lock elects no more
 	closed    bool
 	failed    error         // why the campaign ended by itself, if it did
-	changed   chan struct{} // closed and replaced whenever term or over changes
+	changed   chan struct{} // closed and replaced whenever stopped or term may have changed
 }
 
 // term is a term of the lock's campaign: its context (cancelled when it
@@ -302,10 +301,7 @@ func (l *Lock) hold(ctx context.Context, elected events.Event) error {
 
 	l.mu.Lock()
 	l.term = nil
-	granted := l.granted == elected.Token
-	if granted {
-		l.over = true
-	}
+	granted := l.granted == elected.Token // then the lock is over
 	wait := time.Until(l.lastGrant.Add(l.guard))
 	released := l.released
 	l.notify()
@@ -345,13 +341,18 @@ func (l *Lock) stopped() error {
 	switch {
 	case l.closed:
 		return fmt.Errorf("crleader: %w", campaign.ErrClosed)
-	case l.over || l.released:
+	case l.over() || l.released:
 		return ErrTermEnded
 	case l.failed != nil:
 		return l.failed
 	}
 	return nil
 }
+
+// over reports whether the term client-go was granted has ended, so that
+// the lock elects no more: Update grants only the term in force, and hold
+// ends the campaign when a granted term ends. l.mu is held.
+func (l *Lock) over() bool { return l.granted != 0 && l.term == nil }
 
 // notify wakes the Gets waiting for a change. l.mu is held.
 func (l *Lock) notify() {
