@@ -70,13 +70,8 @@ func TestGetWaitsForElection(t *testing.T) {
 	if err := a.Update(ctx, resourcelock.LeaderElectionRecord{}); err != nil { // client-go's release
 		t.Fatalf("a's release: %v", err)
 	}
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("c.Get did not return after a's release")
+	if err := wait(t, got, 5*time.Second, "c.Get returns after a's release"); err != nil {
+		t.Fatal(err)
 	}
 	if err := c.Update(ctx, mine(c)); err != nil {
 		t.Fatalf("c.Update after a's release: %v", err)
@@ -101,11 +96,7 @@ func TestTermEndRefusesClientGo(t *testing.T) {
 	}
 	ended := a.Options(manager.Options{}).BaseContext() // cancelled when the granted term ends
 	b.Partition("a")
-	select {
-	case <-ended.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the term lives on 5 s after the backend was cut off")
-	}
+	wait(t, ended.Done(), 5*time.Second, "the term's end after the backend was cut off")
 	if err := a.Update(ctx, mine(a)); !errors.Is(err, crleader.ErrTermEnded) {
 		t.Errorf("Update once the term ended: %v, want ErrTermEnded", err)
 	}
@@ -253,12 +244,8 @@ func TestOptionsBaseContext(t *testing.T) {
 	if err := a.Update(ctx, resourcelock.LeaderElectionRecord{}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-base.Done():
-		if cause := context.Cause(base); !errors.Is(cause, crleader.ErrTermEnded) {
-			t.Errorf("the base context ended with %v, want ErrTermEnded", cause)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the base context lives on 5 s after the term ended")
+	wait(t, base.Done(), 5*time.Second, "the base context's end after the term ended")
+	if cause := context.Cause(base); !errors.Is(cause, crleader.ErrTermEnded) {
+		t.Errorf("the base context ended with %v, want ErrTermEnded", cause)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"go.uber.org/goleak"
@@ -50,6 +51,18 @@ func config() *rest.Config {
 		BearerToken:     srv.Token(),
 		TLSClientConfig: rest.TLSClientConfig{CAFile: srv.CAFile()},
 		QPS:             -1,
+	}
+}
+
+// wait returns what ch delivers, failing t if nothing comes within d.
+func wait[T any](t *testing.T, ch <-chan T, d time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatalf("%s: not within %v", what, d)
+		panic("unreachable")
 	}
 }
 

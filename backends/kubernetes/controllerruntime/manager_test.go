@@ -162,16 +162,6 @@ func (r *replica) snapshot() (token events.Token, start, end, exitedAt time.Time
 	return r.token, r.start, r.end, r.exitedAt, r.err
 }
 
-// wait waits for ch, failing t after d.
-func wait(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(d):
-		t.Fatalf("%s: not within %v", what, d)
-	}
-}
-
 // leaderAndFollower starts replica a on the lock name, then, once a leads,
 // replica b, and checks that b does not lead while a does (for half the
 // TTL: a renews in that time).

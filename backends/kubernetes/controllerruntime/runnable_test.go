@@ -71,7 +71,7 @@ func TestWhileLeaderOwnCampaign(t *testing.T) {
 		})
 	}
 
-	first := receive(t, started)
+	first := wait(t, started, 10*time.Second, "a term's work starts")
 	if !first.ok || first.elected.Holder != first.id || first.elected.Token == 0 {
 		t.Fatalf("%s's work has term %v (%v) in its context", first.id, first.elected, first.ok)
 	}
@@ -81,7 +81,7 @@ func TestWhileLeaderOwnCampaign(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	stop[first.id]()
-	second := receive(t, started)
+	second := wait(t, started, 10*time.Second, "the other's work starts")
 	ended := <-first.ended
 	if second.id == first.id || second.elected.Token <= first.elected.Token {
 		t.Errorf("after %s (token %d) stopped, %s works under token %d", first.id, first.elected.Token, second.id, second.elected.Token)
@@ -95,18 +95,6 @@ func TestWhileLeaderOwnCampaign(t *testing.T) {
 type ending struct {
 	at    time.Time
 	cause error
-}
-
-// receive waits for a term's work to start.
-func receive(t *testing.T, ch <-chan worked) worked {
-	t.Helper()
-	select {
-	case w := <-ch:
-		return w
-	case <-time.After(10 * time.Second):
-		t.Fatal("no work started within 10 s")
-		return worked{}
-	}
 }
 
 // TestLockTakenFromUnderTheTerm: when the lock is deleted behind the
@@ -159,32 +147,17 @@ func TestLockTakenFromUnderTheTerm(t *testing.T) {
 		exited <- err
 	}()
 
-	var term events.Event
-	select {
-	case term = <-led:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the manager does not lead")
-	}
+	term := wait(t, led, 10*time.Second, "the manager leads")
 	b.Delete(term.Name)
-	var work0 ending
-	select {
-	case work0 = <-ended:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the work goes on 5 s after its lock was deleted")
+	work0 := wait(t, ended, 5*time.Second, "the work's end after its lock was deleted")
+	if err := wait(t, exited, 5*time.Second, "the manager's exit after its lock was deleted"); err == nil || !strings.Contains(err.Error(), "leader election lost") {
+		t.Errorf("Start returned %v, want leader election lost", err)
 	}
-	select {
-	case err := <-exited:
-		if err == nil || !strings.Contains(err.Error(), "leader election lost") {
-			t.Errorf("Start returned %v, want leader election lost", err)
+	at, other0 := <-exitedAt, <-other
+	for what, e := range map[string]ending{"the work": work0, "the other runnable": other0} {
+		if !errors.Is(e.cause, crleader.ErrTermEnded) || !e.at.Before(at) {
+			t.Errorf("%s's context ended %v before the manager exited, for %v; want ErrTermEnded", what, at.Sub(e.at), e.cause)
 		}
-		at, other0 := <-exitedAt, <-other
-		for what, e := range map[string]ending{"the work": work0, "the other runnable": other0} {
-			if !errors.Is(e.cause, crleader.ErrTermEnded) || !e.at.Before(at) {
-				t.Errorf("%s's context ended %v before the manager exited, for %v; want ErrTermEnded", what, at.Sub(e.at), e.cause)
-			}
-		}
-		t.Logf("the runnables were cancelled %v before the manager exited", at.Sub(work0.at).Round(time.Millisecond))
-	case <-time.After(5 * time.Second):
-		t.Fatal("the manager still leads 5 s after its lock was deleted")
 	}
+	t.Logf("the runnables were cancelled %v before the manager exited", at.Sub(work0.at).Round(time.Millisecond))
 }
