@@ -56,7 +56,10 @@
 // deadline it read may have passed on the server's clock (a session
 // node's mtime only moves forward, so what it remembers ends no later than
 // the truth; a session node deleted before its lock nodes, which Close
-// does only when its transaction fails, is seen at that deadline). A
+// does only when its transaction fails, or a lock node made under the
+// name of one it read, in a lock's parent the server deleted and made
+// again, is seen at that deadline); it finds a holder dead only on fresh
+// reads. A
 // waiter queued behind another waiter judges the nodes ahead of it at most
 // every 50 ms (at each of its polls, not at its first try nor at the try
 // right after it set its watch); the waiter next in line judges the holder

@@ -235,3 +235,38 @@ func TestTryAfterWatchIsAnswered(t *testing.T) {
 	woken(t, ch, "the waiter after the release")
 	acquire(t, w, "job")
 }
+
+// TestLockRecreatedIsJudgedAfresh: a lock's parent is a container, which
+// the server deletes once its last child has gone; the parent made again
+// numbers its children from 0, so a holder's node may have the name of a
+// node a waiter judged before. The waiter judges the new node on what it
+// reads, not on what it remembers of the old one: here the old node's
+// lease is over, the new one's is not, and the waiter finds it held.
+func TestLockRecreatedIsJudgedAfresh(t *testing.T) {
+	const timeout = 4 * time.Second
+	const lease = 100 * time.Millisecond
+	srv := server(t)
+	conn := dial(t, srv.Addr(), timeout)
+	h := open(t, newBackend(t, conn, timeout), "holder", timeout)
+	w := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "waiter", timeout)
+	tok, err := h.Acquire(t.Context(), "job", lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Acquire(t.Context(), "job", lease); !errors.Is(err, backends.ErrHeld) {
+		t.Fatalf("the waiter's Acquire: %v, want ErrHeld", err)
+	}
+	if err := h.Release(t.Context(), "job", tok, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Delete(root(t)+"/locks/job", -1); err != nil { // as the server does to an empty container
+		t.Fatal(err)
+	}
+	time.Sleep(2 * lease) // the first node's lease is over, on any clock
+	if _, err := h.Acquire(t.Context(), "job", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Acquire(t.Context(), "job", time.Minute); !errors.Is(err, backends.ErrHeld) {
+		t.Fatalf("the waiter's Acquire of the lock held anew: %v, want ErrHeld", err)
+	}
+}

@@ -147,25 +147,25 @@ func (b *Backend) checkHold(ctx context.Context, parent string, now *int64) (ver
 // exists and was renewed less than its TTL ago, and its lease, if any, is
 // not over. A dead child is deleted (with its session node, if that
 // expired) and the verdict is free. What was read of a child judged alive
-// before, and of its session, is used again without a request while it
-// shows the child alive (see seen).
+// before, and of its session, answers without a request while it shows
+// the child alive (see seen); any other verdict is reached on fresh reads
+// of both: a child of a lock's parent made again has the name of one of
+// the old parent's, and what was read of that one says nothing of it.
 func (b *Backend) judge(ctx context.Context, parent string, c child, now *int64) (verdict, error) {
-	n, ok := b.seen.child(parent, c.name)
-	if !ok {
-		var d lockData
-		st, err := b.get(ctx, parent+"/"+c.name, &d)
-		if err != nil || st == nil {
-			return verdict{kind: relist}, err
+	if n, ok := b.seen.child(parent, c.name); ok {
+		if sn, ok := b.seen.session(c.sid); ok && b.before(holder(n, sn), *now) {
+			return holder(n, sn).verdict, nil
 		}
-		n = seenChild{name: c.name, data: d, ctime: st.Ctime, czxid: st.Czxid, version: st.Version}
 	}
-	if sn, ok := b.seen.session(c.sid); ok && b.before(holder(n, sn), *now) {
-		return holder(n, sn).verdict, nil
+	var d lockData
+	st, err := b.get(ctx, parent+"/"+c.name, &d)
+	if err != nil || st == nil {
+		return verdict{kind: relist}, err
 	}
-	return b.judgeRead(ctx, parent, c, n, now)
+	return b.judgeRead(ctx, parent, c, seenChild{name: c.name, data: d, ctime: st.Ctime, czxid: st.Czxid, version: st.Version}, now)
 }
 
-// judgeRead judges c, whose node n was read, on a fresh read of its
+// judgeRead judges c, whose node n was just read, on a fresh read of its
 // session's node.
 func (b *Backend) judgeRead(ctx context.Context, parent string, c child, n seenChild, now *int64) (verdict, error) {
 	p := parent + "/" + c.name

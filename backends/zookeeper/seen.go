@@ -9,15 +9,18 @@ const seenSessionsMax = 1024
 // seen remembers what judge last read of other sessions' nodes, so that a
 // look at a queue whose holder was found alive reads nothing while the
 // holder's deadline is still ahead of the server's clock (a contended lock
-// is looked at by each waiter two or three times per holder). It is safe
-// because what it keeps can only make a deadline earlier than the truth:
-// a lock child's data and ctime are written once, at its creation, and a
-// session's node only moves its mtime forward. So it may send a look to
-// the server when the holder is alive, never find one alive that has
-// expired. It is used only for a child the look's listing shows; a
-// session node deleted before its lock children (a Close that fell back
-// to deleting one node at a time, an operator) is seen only once the
-// remembered deadline has passed. Safe for concurrent use.
+// is looked at by each waiter two or three times per holder). It only
+// ever answers that a holder is alive: a holder it cannot show alive is
+// judged on fresh reads of both nodes, so it never makes one look dead
+// early. A lock child's data and ctime are written once, at its creation,
+// and a session's node only moves its mtime forward, so what it keeps
+// ends no later than the truth, with two exceptions that keep a holder
+// alive longer, up to the remembered deadline: a session node deleted
+// before its lock children (a Close that fell back to deleting one node
+// at a time, an operator), and a lock's parent (a container) deleted and
+// made again, whose children's names start again from 0 (then the old
+// node's token is reported too). It is used only for a child the look's
+// listing shows. Safe for concurrent use.
 type seen struct {
 	mu       sync.Mutex
 	holders  map[string]seenChild   // lock parent → the child last judged alive there
