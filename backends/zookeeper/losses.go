@@ -50,15 +50,17 @@ func (s *session) tellGranted() {
 	if w == nil || w.settle != nil {
 		return
 	}
-	w.settle = time.AfterFunc(s.b.grantSettle, func() {
+	var t *time.Timer
+	t = time.AfterFunc(s.b.grantSettle, func() {
 		s.mu.Lock()
-		w.settle = nil
-		s.mu.Unlock()
-		select {
-		case w.granted <- struct{}{}:
-		default:
+		defer s.mu.Unlock()
+		if w.settle != t { // settled stopped it once it had fired; a grant since may have set another
+			return
 		}
+		w.settle = nil
+		signal(w.granted)
 	})
+	w.settle = t
 }
 
 // settled stops the loss watch's settling timer, if one is pending: the
