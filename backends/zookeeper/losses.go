@@ -147,7 +147,11 @@ func (s *session) watchLosses(ctx context.Context, w *lossWatch) {
 			shards.Go(func() { s.runShard(ctx, sh, f) })
 		}
 		sh := open[len(open)-1]
-		sh.add <- n
+		select {
+		case sh.add <- n:
+		case <-ctx.Done(): // the shard may have returned: its buffer of one fills
+			return
+		}
 		watched[n.l] = sh
 		if sh.n++; sh.n == shardSize {
 			open = open[:len(open)-1]
