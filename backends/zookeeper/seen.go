@@ -2,9 +2,10 @@ package zookeeper
 
 import "sync"
 
-// seenSessionsMax bounds the sessions a Backend remembers; past it, those
-// whose deadline the clock may have passed are forgotten.
-const seenSessionsMax = 1024
+// seenMax bounds the lock parents and the sessions a Backend remembers:
+// past it, the sessions whose deadline the clock may have passed are
+// forgotten, and then, as for parents, any one (each costs only a read).
+const seenMax = 1024
 
 // seen remembers what judge last read of other sessions' nodes, so that a
 // look at a queue whose holder was found alive reads nothing while the
@@ -69,11 +70,25 @@ func (s *seen) alive(parent string, n seenChild, sid string, sn seenSession, clo
 		s.holders = make(map[string]seenChild)
 		s.sessions = make(map[string]seenSession)
 	}
+	if _, ok := s.holders[parent]; !ok && len(s.holders) >= seenMax {
+		dropOne(s.holders)
+	}
 	s.holders[parent] = n
-	if len(s.sessions) >= seenSessionsMax {
+	if _, ok := s.sessions[sid]; !ok && len(s.sessions) >= seenMax {
 		s.forgetEnded(clock)
+		if len(s.sessions) >= seenMax {
+			dropOne(s.sessions)
+		}
 	}
 	s.sessions[sid] = sn
+}
+
+// dropOne deletes any one entry of m.
+func dropOne[V any](m map[string]V) {
+	for k := range m {
+		delete(m, k)
+		return
+	}
 }
 
 // forget drops what is known of parent's holder: it was found gone, or
