@@ -11,6 +11,17 @@ import (
 	"github.com/hustings/hustings/events"
 )
 
+// queueTimeout is the session timeout of the conns of the queue tests,
+// and the TTL of their sessions unless a test says otherwise.
+const queueTimeout = 4 * time.Second
+
+// ownBackend returns a Backend on a conn of its own to the shared server,
+// as in a process of its own.
+func ownBackend(t *testing.T) *zookeeper.Backend {
+	t.Helper()
+	return newBackend(t, dial(t, server(t).Addr(), queueTimeout), queueTimeout)
+}
+
 // wantHeld fails the test unless s's Acquire of name finds it held.
 func wantHeld(t *testing.T, s backends.Session, name string) {
 	t.Helper()
@@ -23,12 +34,10 @@ func wantHeld(t *testing.T, s backends.Session, name string) {
 // nodes when it first finds it; its next try, while the holder's session
 // is still young on the server's clock, is one listing.
 func TestWaiterReadsLiveHolderOnce(t *testing.T) {
-	const timeout = 4 * time.Second
-	srv := server(t)
-	wb := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
+	wb := ownBackend(t)
 	calls := zookeeper.CountCalls(wb)
-	h := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "holder", timeout)
-	w := open(t, wb, "waiter", timeout)
+	h := open(t, ownBackend(t), "holder", queueTimeout)
+	w := open(t, wb, "waiter", queueTimeout)
 	acquire(t, h, "job")
 	wantHeld(t, w, "job")
 	calls.Store(0)
@@ -43,11 +52,9 @@ func TestWaiterReadsLiveHolderOnce(t *testing.T) {
 // passed on the server's clock: what the waiter remembers never keeps a
 // dead holder alive.
 func TestRememberedHolderStillExpires(t *testing.T) {
-	const timeout = 4 * time.Second
 	const ttl = 500 * time.Millisecond
-	srv := server(t)
-	h := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "holder", ttl)
-	w := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "waiter", timeout)
+	h := open(t, ownBackend(t), "holder", ttl)
+	w := open(t, ownBackend(t), "waiter", queueTimeout)
 	tok := acquire(t, h, "job")
 	wantHeld(t, w, "job")
 	wantHeld(t, w, "job") // judged from what it read
@@ -70,12 +77,10 @@ func TestRememberedHolderStillExpires(t *testing.T) {
 // (one request); once woken and granted, the waiter's Acquire is one
 // listing, and the watch, ended by then, sets no new one.
 func TestWaiterWatchesFromItsListing(t *testing.T) {
-	const timeout = 4 * time.Second
-	srv := server(t)
-	wb := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
+	wb := ownBackend(t)
 	calls := zookeeper.CountCalls(wb)
-	h := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "holder", timeout)
-	w := open(t, wb, "waiter", timeout)
+	h := open(t, ownBackend(t), "holder", queueTimeout)
+	w := open(t, wb, "waiter", queueTimeout)
 	tok := acquire(t, h, "job")
 	wantHeld(t, w, "job")
 	calls.Store(0)
@@ -106,11 +111,9 @@ func TestWaiterWatchesFromItsListing(t *testing.T) {
 // its own, and still wakes the receiver for what changed since the signal
 // it took: here another candidate's acquire and release.
 func TestWatchWithoutReactionWakesAgain(t *testing.T) {
-	const timeout = 4 * time.Second
-	srv := server(t)
-	ob := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
-	a := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "a", timeout)
-	b := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "b", timeout)
+	ob := ownBackend(t)
+	a := open(t, ownBackend(t), "a", queueTimeout)
+	b := open(t, ownBackend(t), "b", queueTimeout)
 	tok := acquire(t, a, "job")
 	ch, err := ob.Watch(t.Context(), "job")
 	if err != nil {
@@ -132,14 +135,12 @@ func TestWatchWithoutReactionWakesAgain(t *testing.T) {
 // waiter next in line judges it): its node's creation and one listing;
 // its next try, before judgeEvery has passed, is one listing.
 func TestWaiterBehindWaiterListsOnly(t *testing.T) {
-	const timeout = 4 * time.Second
-	srv := server(t)
-	wb := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
+	wb := ownBackend(t)
 	zookeeper.JudgeEvery(wb, time.Hour) // however slow the machine
 	calls := zookeeper.CountCalls(wb)
-	h := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "holder", timeout)
-	next := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "next", timeout)
-	w := open(t, wb, "waiter", timeout)
+	h := open(t, ownBackend(t), "holder", queueTimeout)
+	next := open(t, ownBackend(t), "next", queueTimeout)
+	w := open(t, wb, "waiter", queueTimeout)
 	acquire(t, h, "job")
 	wantHeld(t, next, "job")
 	calls.Store(0)
@@ -154,12 +155,10 @@ func TestWaiterBehindWaiterListsOnly(t *testing.T) {
 // a waiter whose sessions both stop renewing judges them at its later
 // tries, deletes both once their TTL has passed, and takes the lock.
 func TestWaiterBehindDeadNodesTakesOver(t *testing.T) {
-	const timeout = 4 * time.Second
 	const ttl = 500 * time.Millisecond
-	srv := server(t)
-	h := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "holder", ttl)
-	d := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "next", ttl)
-	w := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "waiter", timeout)
+	h := open(t, ownBackend(t), "holder", ttl)
+	d := open(t, ownBackend(t), "next", ttl)
+	w := open(t, ownBackend(t), "waiter", queueTimeout)
 	tok := acquire(t, h, "job")
 	wantHeld(t, d, "job")
 	wantHeld(t, w, "job")
@@ -181,15 +180,15 @@ func TestWaiterBehindDeadNodesTakesOver(t *testing.T) {
 // settling pause is over costs its session no exists watch: the
 // acquire, the release and the Close are the only requests.
 func TestShortHoldSetsNoLossWatch(t *testing.T) {
-	const timeout = 4 * time.Second
-	b := newBackend(t, dial(t, server(t).Addr(), timeout), timeout)
+	b := ownBackend(t)
 	zookeeper.GrantSettle(b, time.Hour) // however slow the machine
-	s := open(t, b, "a", timeout)
+	calls := zookeeper.CountCalls(b)
+	s := open(t, b, "a", queueTimeout)
 	tok := acquire(t, s, "job") // creates the lock's parent
 	if err := s.Release(t.Context(), "job", tok, 0); err != nil {
 		t.Fatal(err)
 	}
-	calls := zookeeper.CountCalls(b)
+	calls.Store(0)
 	s.(backends.LossNotifier).Losses() // starts the loss watch
 	tok = acquire(t, s, "job")
 	if err := s.Release(t.Context(), "job", tok, 0); err != nil {
@@ -208,12 +207,10 @@ func TestShortHoldSetsNoLossWatch(t *testing.T) {
 // watch, which found the node ahead still there: no request. The try
 // after that looks at the queue again.
 func TestTryAfterWatchIsAnswered(t *testing.T) {
-	const timeout = 4 * time.Second
-	srv := server(t)
-	wb := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
+	wb := ownBackend(t)
 	calls := zookeeper.CountCalls(wb)
-	h := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "holder", timeout)
-	w := open(t, wb, "waiter", timeout)
+	h := open(t, ownBackend(t), "holder", queueTimeout)
+	w := open(t, wb, "waiter", queueTimeout)
 	tok := acquire(t, h, "job")
 	wantHeld(t, w, "job")
 	ch, err := wb.Watch(t.Context(), "job")
@@ -243,12 +240,10 @@ func TestTryAfterWatchIsAnswered(t *testing.T) {
 // reads, not on what it remembers of the old one: here the old node's
 // lease is over, the new one's is not, and the waiter finds it held.
 func TestLockRecreatedIsJudgedAfresh(t *testing.T) {
-	const timeout = 4 * time.Second
 	const lease = 100 * time.Millisecond
-	srv := server(t)
-	conn := dial(t, srv.Addr(), timeout)
-	h := open(t, newBackend(t, conn, timeout), "holder", timeout)
-	w := open(t, newBackend(t, dial(t, srv.Addr(), timeout), timeout), "waiter", timeout)
+	conn := dial(t, server(t).Addr(), queueTimeout)
+	h := open(t, newBackend(t, conn, queueTimeout), "holder", queueTimeout)
+	w := open(t, ownBackend(t), "waiter", queueTimeout)
 	tok, err := h.Acquire(t.Context(), "job", lease)
 	if err != nil {
 		t.Fatal(err)
