@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,11 +90,22 @@ func dial(tb testing.TB, addr string, timeout time.Duration) *zk.Conn {
 // runID tells this run's roots from earlier runs' on a reused server.
 var runID = fmt.Sprintf("%x", time.Now().UnixNano())
 
+// roots holds the root of each test (testing.TB → string), and rootSeq
+// numbers them: a test run again (-count) starts from an empty root.
+var (
+	roots   sync.Map
+	rootSeq atomic.Int64
+)
+
 // root returns the root of the test: no other test or run uses it, and
 // every Backend of the test shares it.
 func root(tb testing.TB) string {
+	if r, ok := roots.Load(tb); ok {
+		return r.(string)
+	}
 	name := strings.NewReplacer("/", "-", " ", "-", "#", "-").Replace(tb.Name())
-	return fmt.Sprintf("/test-%s/%s", runID, name)
+	r, _ := roots.LoadOrStore(tb, fmt.Sprintf("/test-%s/%s-%d", runID, name, rootSeq.Add(1)))
+	return r.(string)
 }
 
 // newBackend returns a Backend on conn under its own root.
