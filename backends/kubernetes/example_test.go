@@ -22,10 +22,7 @@ import (
 // The apiserver here is the tests' (kubetest); in a cluster the client
 // comes from rest.InClusterConfig.
 func Example() {
-	cfg := &rest.Config{
-		Host: srv.URL(), BearerToken: srv.Token(),
-		TLSClientConfig: rest.TLSClientConfig{CAFile: srv.CAFile()},
-	}
+	cfg := srv.RESTConfig() // in a cluster: rest.InClusterConfig()
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		log.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
@@ -30,34 +29,12 @@ import (
 // prefixes of its own.
 var srv *kubetest.Server
 
-func TestMain(m *testing.M) {
-	s, err := kubetest.StartServer()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	srv = s
-	code := m.Run()
-	s.Stop()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(kubetest.Main(m, &srv)) }
 
-// config returns a client configuration for srv, unthrottled (client-go
-// allows 5 requests a second by default), whose transport counts the
-// requests of each method in calls if it is not nil.
+// config returns a client configuration for srv, unthrottled, whose
+// transport counts the requests of each method in calls if it is not nil.
 func config(calls *methodCount) *rest.Config {
-	cfg := &rest.Config{
-		Host:            srv.URL(),
-		BearerToken:     srv.Token(),
-		TLSClientConfig: rest.TLSClientConfig{CAFile: srv.CAFile()},
-		QPS:             -1,
-	}
+	cfg := srv.RESTConfig()
 	if calls != nil {
 		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return counting{calls, rt} }
 	}

@@ -23,9 +23,11 @@
 //
 // Start is for tests (it stops the server when the test ends); StartServer
 // and Stop are for code without a testing.TB, such as benchmarks in
-// another module. Kill and Restart crash and restart the apiserver on the
-// same port, files and etcd, for fault-injection tests; Etcd reaches its
-// storage. A Server is safe for concurrent use.
+// another module; Main is the TestMain of a package whose tests share one
+// server. RESTConfig is a client-go configuration for the server. Kill
+// and Restart crash and restart the apiserver on the same port, files
+// and etcd, for fault-injection tests; Etcd reaches its storage. A Server
+// is safe for concurrent use.
 package kubetest
 
 import (
@@ -41,6 +43,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
 	"github.com/hustings/hustings/internal/testserver"
@@ -226,6 +230,19 @@ func (s *Server) Token() string { return s.token }
 // CAFile returns the path of the PEM certificate of the CA that signed
 // the server's certificate: a rest.Config's TLSClientConfig.CAFile.
 func (s *Server) CAFile() string { return filepath.Join(s.dir, caFile) }
+
+// RESTConfig returns a new client-go configuration for the server (URL,
+// token and CA), unthrottled: QPS -1, where client-go's default limiter
+// (5 requests a second, bursts of 10) would queue a client's keep-alives
+// behind its other requests. The caller may change it.
+func (s *Server) RESTConfig() *rest.Config {
+	return &rest.Config{
+		Host:            s.URL(),
+		BearerToken:     s.Token(),
+		TLSClientConfig: rest.TLSClientConfig{CAFile: s.CAFile()},
+		QPS:             -1,
+	}
+}
 
 // Kubeconfig returns the path of a kubeconfig for the server (URL, CA and
 // token; context "kubetest"), for kubectl --kubeconfig or client-go's
