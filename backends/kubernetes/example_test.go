@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -27,7 +28,8 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer hc.CloseIdleConnections()
+	// hc.CloseIdleConnections would stop at client-go's wrappers.
+	defer utilnet.CloseIdleConnectionsFor(hc.Transport)
 	cs, err := clientset.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		log.Fatal(err)

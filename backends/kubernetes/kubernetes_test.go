@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -50,7 +51,8 @@ func client(t testing.TB, calls *methodCount) clientset.Interface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(hc.CloseIdleConnections)
+	// hc.CloseIdleConnections would stop at client-go's wrappers.
+	t.Cleanup(func() { utilnet.CloseIdleConnectionsFor(hc.Transport) })
 	cs, err := clientset.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		t.Fatal(err)
@@ -224,3 +226,7 @@ func (c counting) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return c.rt.RoundTrip(req)
 }
+
+// WrappedRoundTripper lets utilnet.CloseIdleConnectionsFor reach the
+// transport.
+func (c counting) WrappedRoundTripper() http.RoundTripper { return c.rt }
