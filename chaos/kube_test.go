@@ -53,6 +53,21 @@ func open(ctx context.Context, rawURL string) (backends.Backend, func(), error) 
 		// queue a node's keep-alive behind its acquires.
 		QPS: -1,
 	}
+	cs, closeClient, err := newClient(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := kubernetes.New(cs, strings.Trim(u.Path, "/"))
+	if err != nil {
+		closeClient()
+		return nil, nil, err
+	}
+	return b, closeClient, nil
+}
+
+// newClient returns a clientset for cfg on an HTTP client of its own, and
+// a function that closes the client's idle connections.
+func newClient(cfg *rest.Config) (clientset.Interface, func(), error) {
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -62,12 +77,7 @@ func open(ctx context.Context, rawURL string) (backends.Backend, func(), error) 
 		closeIdle(hc)
 		return nil, nil, err
 	}
-	b, err := kubernetes.New(cs, strings.Trim(u.Path, "/"))
-	if err != nil {
-		closeIdle(hc)
-		return nil, nil, err
-	}
-	return b, func() { closeIdle(hc) }, nil
+	return cs, func() { closeIdle(hc) }, nil
 }
 
 // closeIdle closes hc's idle connections. hc.CloseIdleConnections does
@@ -135,15 +145,10 @@ func startKubernetes(t *testing.T) server {
 // kubeClient returns a clientset straight to s, its connections closed
 // when the test ends.
 func kubeClient(t *testing.T, s *kubetest.Server) clientset.Interface {
-	cfg := &rest.Config{Host: s.URL(), BearerToken: s.Token(), TLSClientConfig: rest.TLSClientConfig{CAFile: s.CAFile()}, QPS: -1}
-	hc, err := rest.HTTPClientFor(cfg)
+	cs, closeClient, err := newClient(s.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeIdle(hc) })
-	cs, err := clientset.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(closeClient)
 	return cs
 }
