@@ -36,17 +36,12 @@ type kubeClients struct {
 // connections. Once crashed (if not nil) is true, its requests hang until
 // their context ends, as a process's that stopped would.
 func (k *kubeClients) open(crashed *atomic.Bool) (clientset.Interface, func(), error) {
-	cfg := &rest.Config{
-		Host:            k.srv.URL(),
-		BearerToken:     k.srv.Token(),
-		TLSClientConfig: rest.TLSClientConfig{CAFile: k.srv.CAFile()},
-		QPS:             -1,
-		// A dialer of its own keeps client-go from sharing one cached
-		// transport, and so one HTTP/2 connection, among all clients.
-		Dial: (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
-			return countWrites{n: &k.writes, crashed: crashed, next: rt}
-		},
+	cfg := k.srv.RESTConfig()
+	// A dialer of its own keeps client-go from sharing one cached
+	// transport, and so one HTTP/2 connection, among all clients.
+	cfg.Dial = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return countWrites{n: &k.writes, crashed: crashed, next: rt}
 	}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
