@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -70,8 +70,8 @@ func clientGoNote(t leTiming) string {
 }
 
 // leaseLocker runs a critical section as a LeaderElector's term: Run
-// until elected, the section in OnStartedLeading, then cancel, which
-// releases the Lease (ReleaseOnCancel).
+// until elected, the section, then cancel, which releases the Lease
+// (ReleaseOnCancel).
 type leaseLocker struct {
 	cs     clientset.Interface
 	closer func()
@@ -87,26 +87,31 @@ func openLeaseLocker(k *kubeClients, t leTiming) (locker, error) {
 	return leaseLocker{cs: cs, closer: closer, id: fmt.Sprintf("client-go-%d", seq.Add(1)), timing: t}, nil
 }
 
+// run runs cs in its own goroutine, not in OnStartedLeading, which
+// client-go starts in a goroutine that nothing waits for, and returns
+// once Run has released the Lease.
 func (l leaseLocker) run(ctx context.Context, name string, cs func()) error {
 	ctx, cancel := context.WithCancel(quiet(ctx))
 	defer cancel()
-	var ran atomic.Bool
+	elected := make(chan struct{})
 	le, err := newElector(l.cs, "peer-"+name, l.id, l.timing, true, leaderelection.LeaderCallbacks{
-		OnStartedLeading: func(context.Context) {
-			cs()
-			ran.Store(true)
-			cancel()
-		},
+		OnStartedLeading: func(context.Context) { close(elected) },
 		OnStoppedLeading: func() {},
 	})
 	if err != nil {
 		return err
 	}
-	le.Run(ctx) // returns once released
-	if !ran.Load() {
-		return fmt.Errorf("LeaderElector ended without leading: %w", context.Cause(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { le.Run(ctx) })
+	select {
+	case <-elected:
+		cs()
+	case <-ctx.Done():
+		err = fmt.Errorf("LeaderElector ended without leading: %w", context.Cause(ctx))
 	}
-	return nil
+	cancel()
+	wg.Wait()
+	return err
 }
 
 func (l leaseLocker) close() { l.closer() }
