@@ -292,7 +292,7 @@ func handoverFailoverFigure(rep *Report) figure {
 	var backends []string
 	var fp50, fp99, ttl []float64
 	for _, r := range rep.Select("failover") {
-		if r.Subject != "hustings crash → Elected" { // client-go's rows: in the table only
+		if r.Subject != failoverSubject { // client-go's rows: in the table only
 			continue
 		}
 		backends = append(backends, r.Backend)

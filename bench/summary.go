@@ -82,7 +82,7 @@ func (rep *Report) handoverCell(backend string) string {
 }
 
 func (rep *Report) failoverCell(backend string) string {
-	r := rep.Find("failover", backend, "hustings crash → Elected", "")
+	r := rep.Find("failover", backend, failoverSubject, "")
 	if r == nil {
 		return "–"
 	}

@@ -40,7 +40,7 @@ func evaluate(rep *Report) []Target {
 		if r := rep.Find("handover", backend, "hustings Resign → Elected", ""); r != nil {
 			out = append(out, Target{Goal: goalHandover, Backend: backend, Measured: "p99 " + fmtDur(r.Latency.P99), Met: r.Latency.P99 < 10*time.Millisecond})
 		}
-		if r := rep.Find("failover", backend, "hustings crash → Elected", ""); r != nil {
+		if r := rep.Find("failover", backend, failoverSubject, ""); r != nil {
 			ttl := time.Duration(r.Values["ttl_ns"])
 			out = append(out, Target{Goal: goalFailover, Backend: backend,
 				Measured: fmt.Sprintf("p99 %s (TTL %v)", fmtDur(r.Latency.P99), ttl), Met: r.Latency.P99 < ttl+300*time.Millisecond})
