@@ -30,6 +30,22 @@ func wantHeld(t *testing.T, s backends.Session, name string) {
 	}
 }
 
+// acquireOnceFree retries s's Acquire of name, which finds it held, until
+// it is granted (what says what the test waits for), and returns the token.
+func acquireOnceFree(t *testing.T, s backends.Session, name, what string) events.Token {
+	t.Helper()
+	var tok events.Token
+	waitUntil(t, what, func() bool {
+		var err error
+		tok, err = s.Acquire(t.Context(), name, 0)
+		if err != nil && !errors.Is(err, backends.ErrHeld) {
+			t.Fatalf("Acquire: %v", err)
+		}
+		return err == nil
+	})
+	return tok
+}
+
 // TestWaiterReadsLiveHolderOnce: a waiter next in line reads the holder's
 // nodes when it first finds it; its next try, while the holder's session
 // is still young on the server's clock, is one listing.
@@ -58,15 +74,7 @@ func TestRememberedHolderStillExpires(t *testing.T) {
 	tok := acquire(t, h, "job")
 	wantHeld(t, w, "job")
 	wantHeld(t, w, "job") // judged from what it read
-	var next events.Token
-	waitUntil(t, "the waiter takes the lock of the expired holder", func() bool {
-		var err error
-		next, err = w.Acquire(t.Context(), "job", 0)
-		if err != nil && !errors.Is(err, backends.ErrHeld) {
-			t.Fatalf("Acquire: %v", err)
-		}
-		return err == nil
-	})
+	next := acquireOnceFree(t, w, "job", "the waiter takes the lock of the expired holder")
 	if next <= tok {
 		t.Fatalf("token %d after the expiry, want > %d", next, tok)
 	}
@@ -162,15 +170,7 @@ func TestWaiterBehindDeadNodesTakesOver(t *testing.T) {
 	tok := acquire(t, h, "job")
 	wantHeld(t, d, "job")
 	wantHeld(t, w, "job")
-	var got events.Token
-	waitUntil(t, "the waiter takes the lock behind two expired sessions", func() bool {
-		var err error
-		got, err = w.Acquire(t.Context(), "job", 0)
-		if err != nil && !errors.Is(err, backends.ErrHeld) {
-			t.Fatalf("Acquire: %v", err)
-		}
-		return err == nil
-	})
+	got := acquireOnceFree(t, w, "job", "the waiter takes the lock behind two expired sessions")
 	if got <= tok {
 		t.Fatalf("token %d after the expiries, want > %d", got, tok)
 	}
