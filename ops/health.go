@@ -94,7 +94,8 @@ func (h *Health) Check(ctx context.Context) error {
 // stuckTerm says what is wrong with t at now, if anything; h.mu held.
 func (h *Health) stuckTerm(t *healthTerm, now time.Time) []string {
 	var found []string
-	end := t.deadline
+	deadline := t.deadline()
+	end := deadline
 	if !t.ended.IsZero() && t.ended.Before(end) {
 		end = t.ended
 	}
@@ -104,7 +105,7 @@ func (h *Health) stuckTerm(t *healthTerm, now time.Time) []string {
 	if !t.ended.IsZero() {
 		return found
 	}
-	if over := now.Sub(t.deadline); over > h.grace {
+	if over := now.Sub(deadline); over > h.grace {
 		found = append(found, fmt.Sprintf("term %d of %s is believed in force %v past its deadline (grace %v)", t.token, t.lock(), over.Round(time.Millisecond), h.grace))
 	}
 	if since := t.on.failingSince(); !since.IsZero() && now.Sub(since) > t.ttl {
@@ -144,8 +145,8 @@ func (k *healthHook) failingSince() time.Time {
 
 func (*healthHook) Campaign(string, string) {}
 
-func (k *healthHook) Term(_ context.Context, e events.Event, backend string, ttl time.Duration, session elector.Hooks) elector.TermHook {
-	t := &healthTerm{h: k.h, name: e.Name, slot: e.Slot, token: e.Token, id: e.Holder, backend: backend, ttl: ttl, deadline: e.Deadline, on: k.h.hookOf(session)}
+func (k *healthHook) Term(_ context.Context, e events.Event, backend string, ttl time.Duration, session elector.Hooks, deadline func() time.Time) elector.TermHook {
+	t := &healthTerm{h: k.h, name: e.Name, slot: e.Slot, token: e.Token, id: e.Holder, backend: backend, ttl: ttl, deadline: deadline, on: k.h.hookOf(session)}
 	k.h.mu.Lock()
 	k.h.terms[t] = struct{}{}
 	k.h.mu.Unlock()

@@ -11,18 +11,18 @@ import (
 // healthTerm is what Health knows of one term; every field past the
 // constants is guarded by h.mu.
 type healthTerm struct {
-	h       *Health
-	name    string
-	slot    int
-	token   events.Token
-	id      string // the candidate
-	backend string // its backend's label
-	ttl     time.Duration
-	on      *healthHook // h's hook of the term's session, which hears its keep-alives; nil if none
+	h        *Health
+	name     string
+	slot     int
+	token    events.Token
+	id       string // the candidate
+	backend  string // its backend's label
+	ttl      time.Duration
+	on       *healthHook      // h's hook of the term's session, which hears its keep-alives; nil if none
+	deadline func() time.Time // the term's, as its session's last renewal puts it
 
-	deadline time.Time
-	ended    time.Time // zero while in force
-	work     int       // work bound to the term, running
+	ended time.Time // zero while in force
+	work  int       // work bound to the term, running
 }
 
 // lock names the term's lock, with its slot in a group.
@@ -34,12 +34,6 @@ func (t *healthTerm) lock() string {
 }
 
 func (t *healthTerm) Context(ctx context.Context) context.Context { return ctx }
-
-func (t *healthTerm) Renewed(deadline time.Time) {
-	t.h.mu.Lock()
-	t.deadline = deadline
-	t.h.mu.Unlock()
-}
 
 func (t *healthTerm) Work() func() {
 	t.h.mu.Lock()

@@ -86,7 +86,7 @@ type statusHook struct {
 
 func (k statusHook) Campaign(name, _ string) { k.m.add(name, 0) }
 
-func (k statusHook) Term(_ context.Context, e events.Event, _ string, _ time.Duration, _ elector.Hooks) elector.TermHook {
+func (k statusHook) Term(_ context.Context, e events.Event, _ string, _ time.Duration, _ elector.Hooks, _ func() time.Time) elector.TermHook {
 	k.m.add(e.Name, 1)
 	return &statusTerm{m: k.m, name: e.Name}
 }
@@ -98,6 +98,5 @@ type statusTerm struct {
 }
 
 func (t *statusTerm) Context(ctx context.Context) context.Context { return ctx }
-func (t *statusTerm) Renewed(time.Time)                           {}
 func (t *statusTerm) Work() func()                                { return func() {} }
 func (t *statusTerm) Ended(events.Event)                          { t.m.add(t.name, -1) }

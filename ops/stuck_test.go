@@ -26,7 +26,7 @@ func TestHealthFailsWhenKeepAlivesFailLongerThanTheTTLWhileLeading(t *testing.T)
 		hook, follower, other := &healthHook{h: h}, &healthHook{h: h}, &healthHook{h: h}
 		follower.KeepAlive(errors.New("timeout")) // a follower's: no term, never counts
 		e := events.Event{Kind: events.Elected, Name: "job", Holder: "a", Token: 7, Time: time.Now(), Deadline: time.Now().Add(ttl)}
-		term := hook.Term(context.Background(), e, "memory", ttl, elector.Hooks{hook})
+		term := hook.Term(context.Background(), e, "memory", ttl, elector.Hooks{hook}, func() time.Time { return e.Deadline })
 		hook.KeepAlive(nil)
 		other.KeepAlive(errors.New("timeout")) // another session's (a on another memory backend, say): not this term's
 		time.Sleep(ttl / 2)
@@ -69,9 +69,10 @@ func TestHealthFailsForATermBelievedPastItsDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := events.Event{Kind: events.Elected, Name: "job", Slot: 1, Holder: "a", Token: 7, Time: time.Now(), Deadline: time.Now().Add(ttl)}
-		term := (&healthHook{h: h}).Term(context.Background(), e, "memory", ttl, nil)
+		deadline := e.Deadline
+		term := (&healthHook{h: h}).Term(context.Background(), e, "memory", ttl, nil, func() time.Time { return deadline })
 		time.Sleep(ttl / 2)
-		term.Renewed(time.Now().Add(ttl))
+		deadline = time.Now().Add(ttl) // a renewal
 		time.Sleep(ttl + grace)
 		if err := h.Check(t.Context()); err != nil {
 			t.Fatalf("at the renewed deadline + the grace: Check = %v, want nil", err)

@@ -77,7 +77,7 @@ type traceHook struct {
 
 func (*traceHook) Campaign(string, string) {}
 
-func (k *traceHook) Term(ctx context.Context, e events.Event, backend string, _ time.Duration, session elector.Hooks) elector.TermHook {
+func (k *traceHook) Term(ctx context.Context, e events.Event, backend string, _ time.Duration, session elector.Hooks, _ func() time.Time) elector.TermHook {
 	opts := []trace.SpanStartOption{
 		trace.WithNewRoot(), trace.WithTimestamp(e.Time),
 		trace.WithAttributes(attrName.String(e.Name), attrSlot.Int(e.Slot), attrToken.Int64(int64(e.Token)),
@@ -133,8 +133,7 @@ func (t *traceTerm) Context(ctx context.Context) context.Context {
 	return trace.ContextWithSpan(ctx, t.span)
 }
 
-func (t *traceTerm) Renewed(time.Time) {}
-func (t *traceTerm) Work() func()      { return func() {} }
+func (t *traceTerm) Work() func() { return func() {} }
 
 func (t *traceTerm) Ended(e events.Event) {
 	if t.on != nil {

@@ -198,7 +198,7 @@ func (a *actor) startTry(w *waker) bool {
 // elect starts a term with the token the backend confirmed.
 func (a *actor) elect(slot int, token events.Token) {
 	now := time.Now()
-	deadline := a.on.renewed.Add(a.cfg.TTL - a.cfg.MarginFor(a.cfg.TTL))
+	deadline := a.lastRenewal().Add(a.cfg.TTL - a.cfg.MarginFor(a.cfg.TTL))
 	if !deadline.After(now) {
 		// The session is about to run out: renew first, then acquire again
 		// (the same session gets the same token back).
@@ -207,9 +207,10 @@ func (a *actor) elect(slot int, token events.Token) {
 		return
 	}
 	e := events.Event{Kind: events.Elected, Name: a.e.name, Slot: slot, Token: token, Holder: a.cfg.ID, Time: now, Deadline: deadline}
-	t := newTerm(e, a.cfg.Hooks.Term(a.ctx, e, a.e.label, a.cfg.TTL, a.on.cfg.Hooks))
+	t := newTerm(e, a.on.Session, a.on.gen, a.cfg.TTL-a.cfg.MarginFor(a.cfg.TTL))
+	t.hook = a.cfg.Hooks.Term(a.ctx, e, a.e.label, a.cfg.TTL, a.on.cfg.Hooks, t.sessionDeadline)
 	a.term, a.audit, a.at.lost = t, audit{}, false
-	a.alarms.deadline.set(deadline.Sub(now))
+	a.armDeadline(deadline)
 	a.watch.Stop()
 	a.e.mu.Lock()
 	a.e.current = t
@@ -229,15 +230,36 @@ func (a *actor) elect(slot int, token events.Token) {
 	}
 }
 
+// lastRenewal returns the start of the last renewal of the session the
+// campaign is on, which the session may not have told it of yet (see
+// Session.set), or what it was told if the session was replaced since.
+func (a *actor) lastRenewal() time.Time {
+	cur := a.on.current()
+	if cur.gen == a.on.gen && cur.sess != nil && cur.sess == a.on.sess && cur.renewed.After(a.on.renewed) {
+		return cur.renewed
+	}
+	return a.on.renewed
+}
+
+// armDeadline sets the term's deadline alarm for d, unless the session's
+// expiry alarm goes off no later (see expiry): that one then tells the
+// campaign, which sets its own.
+func (a *actor) armDeadline(d time.Time) {
+	if a.on.covers(d) {
+		a.alarms.deadline.stop()
+		return
+	}
+	a.alarms.deadline.set(time.Until(d))
+}
+
 // extend moves the term's deadline after a successful renewal.
 func (a *actor) extend(deadline time.Time) {
 	t := a.term
-	a.alarms.deadline.set(time.Until(deadline))
+	a.armDeadline(deadline)
 	a.e.setState(func(s *State) {
 		s.Deadline = deadline
 		t.setDeadline(deadline)
 	})
-	t.hook.Renewed(deadline)
 }
 
 // revoke ends the term in force: its context is cancelled and Revoked is
@@ -247,7 +269,7 @@ func (a *actor) revoke(reason error) *term {
 	a.term = nil
 	a.alarms.deadline.stop()
 	e := t.event
-	e.Kind, e.Time, e.Deadline, e.Reason = events.Revoked, time.Now(), a.e.deadlineOf(t), reason
+	e.Kind, e.Time, e.Deadline, e.Reason = events.Revoked, time.Now(), t.live(a.e.deadlineOf(t)), reason
 	// State stops reporting leadership before the term's context is
 	// cancelled: whoever sees the cancellation and reads State sees no term.
 	a.e.setState(func(s *State) {
@@ -267,14 +289,21 @@ func (a *actor) revoke(reason error) *term {
 }
 
 // expireIfDue ends the term at its local deadline, whatever the backend is
-// doing; an alarm that went off early (the deadline moved meanwhile) is
-// set again.
+// doing; an alarm that went off early (the deadline moved meanwhile, or
+// the session was renewed and the campaign not told yet) is set again,
+// or left to the session's expiry alarm.
 func (a *actor) expireIfDue() {
 	if a.term == nil {
 		return
 	}
-	if left := time.Until(a.e.deadlineOf(a.term)); left > 0 {
-		a.alarms.deadline.set(left)
+	if a.lastRenewal().After(a.on.renewed) {
+		a.adopt() // a renewal the campaign has not been told of yet
+		if a.term == nil {
+			return
+		}
+	}
+	if d := a.e.deadlineOf(a.term); time.Until(d) > 0 {
+		a.armDeadline(d)
 		return
 	}
 	reason := events.ErrLeaseExpired

@@ -200,6 +200,9 @@ func (e *Elector) State() State {
 	defer e.mu.Unlock()
 	s := e.state
 	s.Dropped = e.out.Dropped()
+	if s.Leader && e.current != nil {
+		s.Deadline = e.current.live(s.Deadline)
+	}
 	return s
 }
 

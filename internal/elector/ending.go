@@ -80,7 +80,7 @@ func (a *actor) drain(t *term) {
 	if drained == nil {
 		return
 	}
-	limit := min(a.cfg.Grace, time.Until(a.e.deadlineOf(t)))
+	limit := min(a.cfg.Grace, time.Until(t.live(a.e.deadlineOf(t))))
 	timer := time.NewTimer(max(limit, 0))
 	defer timer.Stop()
 	select {

@@ -20,9 +20,11 @@ type Hook interface {
 	// Term: a term began; e is its Elected event, ttl its session's TTL,
 	// ctx the campaign's Run context, session the hooks of the session it
 	// is on, which hear that session's keep-alives (the campaign's own
-	// Hooks when the session is its private one). The TermHook hears the
-	// rest of it.
-	Term(ctx context.Context, e events.Event, backend string, ttl time.Duration, session Hooks) TermHook
+	// Hooks when the session is its private one), and deadline reads the
+	// term's deadline as its session's last renewal puts it (a renewal
+	// tells no campaign or hook; deadline takes only the session's lock).
+	// The TermHook hears the rest of it.
+	Term(ctx context.Context, e events.Event, backend string, ttl time.Duration, session Hooks, deadline func() time.Time) TermHook
 	// KeepAlive: a renewal of the session whose Config holds the hook
 	// returned err (nil when it succeeded).
 	KeepAlive(err error)
@@ -38,8 +40,6 @@ type TermHook interface {
 	// Context returns the parent of the term's context, made from ctx
 	// (to carry a trace span, say).
 	Context(ctx context.Context) context.Context
-	// Renewed: a renewal moved the term's deadline.
-	Renewed(deadline time.Time)
 	// Work: work bound to the term began (WhileLeader, Campaign.Term);
 	// done is called when it returns.
 	Work() (done func())
@@ -72,13 +72,13 @@ func (hs Hooks) Campaign(name, backend string) {
 }
 
 // Term tells every hook that a term began.
-func (hs Hooks) Term(ctx context.Context, e events.Event, backend string, ttl time.Duration, session Hooks) TermHook {
+func (hs Hooks) Term(ctx context.Context, e events.Event, backend string, ttl time.Duration, session Hooks, deadline func() time.Time) TermHook {
 	if len(hs) == 0 {
 		return noTermHooks
 	}
 	ts := make(termHooks, len(hs))
 	for i, h := range hs {
-		ts[i] = h.Term(ctx, e, backend, ttl, session)
+		ts[i] = h.Term(ctx, e, backend, ttl, session, deadline)
 	}
 	return ts
 }
@@ -114,12 +114,6 @@ func (ts termHooks) Context(ctx context.Context) context.Context {
 		ctx = t.Context(ctx)
 	}
 	return ctx
-}
-
-func (ts termHooks) Renewed(deadline time.Time) {
-	for _, t := range ts {
-		t.Renewed(deadline)
-	}
 }
 
 func (ts termHooks) Work() func() { return works(ts, TermHook.Work) }

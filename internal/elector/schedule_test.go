@@ -101,7 +101,7 @@ func TestStartDueOrder(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		a := newTestActor(t, ctx)
-		tm := newTerm(events.Event{Kind: events.Elected, Name: "lock", Token: 1}, noTermHooks)
+		tm := newTerm(events.Event{Kind: events.Elected, Name: "lock", Token: 1}, nil, 0, 0)
 		a.e.end(tm) // no work bound to it: the release need not wait
 		a.mu.Lock()
 		a.releases = []release{{term: tm, sess: a.on.sess}} // an expired term's: no pause follows

@@ -30,6 +30,10 @@ type Session struct {
 	orphans  map[string]orphan // locks left held by a failed release, by name
 	attached int               // electors running on the session
 	actors   map[*actor]bool   // the campaigns among them, told of every change
+	untold   bool              // a change the campaigns have not all been told of
+	expiry   expiry            // tells the campaigns when a renewal's deadline comes
+	telling  bool              // tell is running
+	tellers  sync.WaitGroup    // tell
 	detached chan struct{}     // signalled (buffer 1) when one detaches
 	renewing bool              // a keep-alive is in flight
 	fatal    error             // why Run gave up, if no retry could cure it
@@ -113,20 +117,63 @@ func (c *Session) health() (renewing bool, failing error) {
 	return c.renewing, c.cur.failing
 }
 
-// set changes the state and tells every campaign on the session, each
-// under its own lock: a campaign costs no goroutine while it holds.
+// set changes the state. The campaigns on the session hear of it in a
+// goroutine of the session's (tell), never in the caller's: the keep-alive
+// does not wait for their locks. On a starved machine, telling ten
+// thousand campaigns of a renewal took longer than the TTL; a keep-alive
+// that waited for it came too late, the session expired, and the storm of
+// re-acquires that followed starved the next one (a term never waits to
+// be told either: see actor.lastRenewal).
 func (c *Session) set(s shared) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.cur = s
+	c.expiry.follow(c, s)
 	close(c.changed)
 	c.changed = make(chan struct{})
-	actors := make([]*actor, 0, len(c.actors))
-	for a := range c.actors {
-		actors = append(actors, a)
+	c.untold = true
+	if !c.telling {
+		c.telling = true
+		c.tellers.Go(c.tell)
 	}
-	c.mu.Unlock()
-	for _, a := range actors {
-		a.do(a.adopt)
+}
+
+// renew records a renewal and tells no campaign: a term's deadline is
+// read from the session (term.live), and the session's one expiry alarm
+// stands for every term's own until the deadline comes (see expiry), so
+// a renewal costs the same whether one campaign or a hundred thousand
+// are on the session. Whoever waits for a change (state) still hears of
+// it.
+func (c *Session) renew(s shared) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cur = s
+	c.expiry.follow(c, s)
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// tell tells every campaign on the session of the session's state, each
+// under its own lock, until no change is left untold. A change that comes
+// meanwhile is told in one more round: a campaign reads the state when
+// told (adopt), so it never hears a stale one.
+func (c *Session) tell() {
+	for {
+		c.mu.Lock()
+		if !c.untold {
+			c.telling = false
+			c.mu.Unlock()
+			return
+		}
+		c.untold = false
+		actors := make([]*actor, 0, len(c.actors))
+		for a := range c.actors {
+			actors = append(actors, a)
+		}
+		c.mu.Unlock()
+		for _, a := range actors {
+			a.do(a.adopt)
+		}
 	}
 }
 
@@ -167,6 +214,10 @@ func (c *Session) Run(ctx context.Context) error {
 		c.mu.Unlock()
 	}
 	c.stop()
+	c.mu.Lock()
+	c.expiry.stop()
+	c.mu.Unlock()
+	c.tellers.Wait()
 	c.mu.Lock()
 	c.closed = true // a session runs once: the backend's is gone
 	c.mu.Unlock()
@@ -239,7 +290,12 @@ func (c *Session) tick(ctx context.Context) (time.Time, error) {
 	c.cfg.Hooks.KeepAlive(err)
 	switch {
 	case err == nil:
-		c.set(shared{sess: cur.sess, renewed: start, gen: cur.gen})
+		renewed := shared{sess: cur.sess, renewed: start, gen: cur.gen}
+		if cur.failing != nil || len(cur.sess.Lost()) > 0 {
+			c.set(renewed) // the campaigns hear of a recovery, and look at Lost
+		} else {
+			c.renew(renewed)
+		}
 		c.releaseOrphans(cctx, cur)
 		return start.Add(c.cfg.KeepAlive), nil
 	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
@@ -327,6 +383,7 @@ func (c *Session) Close() error {
 		cur.closing = true
 		c.set(cur)
 	}
+	c.tellers.Wait()
 	return nil
 }
 
