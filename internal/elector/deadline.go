@@ -1,6 +1,11 @@
 package elector
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"github.com/hustings/hustings/events"
+)
 
 // expiry is a session's deadline alarm: one timer for every term on the
 // session, since one renewal moves all their deadlines. It goes off when
@@ -85,4 +90,72 @@ func (c *Session) covers(d time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.expiry.covers(d)
+}
+
+// lastRenewal returns the start of the last renewal of the session the
+// campaign is on, which the session may not have told it of yet (see
+// Session.set), or what it was told if the session was replaced since.
+func (a *actor) lastRenewal() time.Time {
+	cur := a.on.current()
+	if cur.gen == a.on.gen && cur.sess != nil && cur.sess == a.on.sess && cur.renewed.After(a.on.renewed) {
+		return cur.renewed
+	}
+	return a.on.renewed
+}
+
+// armDeadline sets the term's deadline alarm for d, unless the session's
+// expiry alarm goes off no later (see expiry): that one then tells the
+// campaign, which sets its own.
+func (a *actor) armDeadline(d time.Time) {
+	if a.on.covers(d) {
+		a.alarms.deadline.stop()
+		return
+	}
+	a.alarms.deadline.set(time.Until(d))
+}
+
+// extend moves the term's deadline after a successful renewal.
+func (a *actor) extend(deadline time.Time) {
+	t := a.term
+	a.armDeadline(deadline)
+	a.e.setState(func(s *State) {
+		s.Deadline = deadline
+		t.setDeadline(deadline)
+	})
+}
+
+// expireIfDue ends the term at its local deadline, whatever the backend is
+// doing; an alarm that went off early (the deadline moved meanwhile, or
+// the session was renewed and the campaign not told yet) is set again,
+// or left to the session's expiry alarm.
+func (a *actor) expireIfDue() {
+	if a.term == nil {
+		return
+	}
+	if a.lastRenewal().After(a.on.renewed) {
+		a.adopt() // a renewal the campaign has not been told of yet
+		if a.term == nil {
+			return
+		}
+	}
+	if d := a.e.deadlineOf(a.term); time.Until(d) > 0 {
+		a.armDeadline(d)
+		return
+	}
+	reason := events.ErrLeaseExpired
+	cause := a.fail.last
+	renewing, failing := a.on.health()
+	if cause == nil {
+		cause = failing
+	}
+	if cause != nil || renewing {
+		reason = events.ErrUnreachable
+	}
+	if cause != nil {
+		reason = fmt.Errorf("%w: %w", reason, cause)
+	}
+	t := a.revoke(reason)
+	// The session may live on: release the lock before trying again, so
+	// the next term never reuses this one's token.
+	a.releases = append(a.releases, release{term: t, sess: a.on.sess})
 }
