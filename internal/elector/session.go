@@ -127,10 +127,7 @@ func (c *Session) health() (renewing bool, failing error) {
 func (c *Session) set(s shared) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cur = s
-	c.expiry.follow(c, s)
-	close(c.changed)
-	c.changed = make(chan struct{})
+	c.record(s)
 	c.untold = true
 	if !c.telling {
 		c.telling = true
@@ -147,6 +144,12 @@ func (c *Session) set(s shared) {
 func (c *Session) renew(s shared) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.record(s)
+}
+
+// record makes s the state, moves the expiry alarm and wakes whoever
+// waits for a change; c.mu held.
+func (c *Session) record(s shared) {
 	c.cur = s
 	c.expiry.follow(c, s)
 	close(c.changed)
