@@ -92,16 +92,21 @@ func (c *Session) covers(d time.Time) bool {
 	return c.expiry.covers(d)
 }
 
+// renewal returns the start of the session's last successful Open or
+// KeepAlive if the session is still generation gen, else the zero time.
+func (c *Session) renewal(gen uint64) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur.gen != gen || c.cur.sess == nil {
+		return time.Time{}
+	}
+	return c.cur.renewed
+}
+
 // lastRenewal returns the start of the last renewal of the session the
 // campaign is on, which the session may not have told it of yet (see
-// Session.set), or what it was told if the session was replaced since.
-func (a *actor) lastRenewal() time.Time {
-	cur := a.on.current()
-	if cur.gen == a.on.gen && cur.sess != nil && cur.sess == a.on.sess && cur.renewed.After(a.on.renewed) {
-		return cur.renewed
-	}
-	return a.on.renewed
-}
+// Session.renew), or what it was told if the session was replaced since.
+func (a *actor) lastRenewal() time.Time { return later(a.on.renewed, a.on.renewal(a.on.gen)) }
 
 // armDeadline sets the term's deadline alarm for d, unless the session's
 // expiry alarm goes off no later (see expiry): that one then tells the
@@ -114,10 +119,10 @@ func (a *actor) armDeadline(d time.Time) {
 	a.alarms.deadline.set(time.Until(d))
 }
 
-// extend moves the term's deadline after a successful renewal.
+// extend moves the term's deadline after a successful renewal; adopt,
+// its caller, then sets the alarm.
 func (a *actor) extend(deadline time.Time) {
 	t := a.term
-	a.armDeadline(deadline)
 	a.e.setState(func(s *State) {
 		s.Deadline = deadline
 		t.setDeadline(deadline)

@@ -53,7 +53,7 @@ func (a *actor) adopt() {
 	if a.term != nil && cur.sess != nil && !a.lockLost() && renewed {
 		a.extend(cur.renewed.Add(a.cfg.TTL - a.cfg.MarginFor(a.cfg.TTL)))
 	}
-	if a.term != nil { // the session's expiry alarm may have told it: its own takes over
+	if a.term != nil { // moved, or the session's expiry alarm told it: its own takes over
 		a.armDeadline(a.e.deadlineOf(a.term))
 	}
 	if a.at.renewWanted && a.term == nil {

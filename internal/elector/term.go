@@ -50,8 +50,8 @@ func (t *term) live(d time.Time) time.Time {
 	if t.on == nil {
 		return d
 	}
-	if cur := t.on.current(); cur.gen == t.gen && cur.sess != nil {
-		return later(d, cur.renewed.Add(t.span))
+	if r := t.on.renewal(t.gen); !r.IsZero() {
+		return later(d, r.Add(t.span))
 	}
 	return d
 }
