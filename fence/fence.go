@@ -82,9 +82,11 @@ func (g *Guard) entry(lock string) *entry {
 // the process starts; it never lowers it and does not call Save.
 func (g *Guard) Load(lock string, token events.Token) {
 	e := g.entry(lock)
+	e.raising.Lock() // raise reads highest under raising alone
+	defer e.raising.Unlock()
 	e.rw.Lock()
+	defer e.rw.Unlock()
 	e.highest = max(e.highest, token)
-	e.rw.Unlock()
 }
 
 // Do runs write if token is at least the highest token admitted for lock,
