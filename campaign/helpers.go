@@ -19,7 +19,8 @@ import (
 // If fn returns an error while its term is still in force, the error is
 // logged and the term resigned, so another candidate can try. If fn returns
 // nil early, the term stays in force until it ends. WhileLeader returns what
-// c.Run returns.
+// c.Run returns. A panic in fn goes on up to the caller once c has stopped
+// and let the lock go.
 //
 // termCtx cannot stop a write fn has already decided on: a paused process
 // (a GC pause, a stopped VM) writes when it wakes, its term long over. Fence

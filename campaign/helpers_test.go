@@ -156,3 +156,40 @@ func TestRevokedIsDeliveredBeforeWorkReturns(t *testing.T) {
 		<-done
 	})
 }
+
+// A panic in the work goes on up to WhileLeader's caller at once, and the
+// campaign stops and lets the lock go: the next candidate is elected
+// without waiting for the lease to run out.
+func TestWhileLeaderPanicStopsTheCampaign(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		a, err := campaign.New(b, "lock", campaign.WithID("a"), campaign.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		recovered := make(chan any, 1)
+		go func() {
+			defer func() { recovered <- recover() }()
+			campaign.WhileLeader(t.Context(), a, func(ctx context.Context, term events.Event) error {
+				panic("boom")
+			})
+		}()
+		var panicked time.Time
+		select {
+		case r := <-recovered:
+			if r != "boom" {
+				t.Fatalf("recovered %v, want the work's panic", r)
+			}
+			panicked = time.Now()
+		case <-time.After(time.Hour):
+			t.Fatal("WhileLeader had not returned an hour after its work panicked")
+		}
+		other := start(t, b, "b")
+		won := next(t, other.c.Events())
+		if d := won.Time.Sub(panicked); d >= ttl {
+			t.Errorf("b elected %v after a's work panicked; want the lock let go at once, not after its lease (%v)", d, ttl)
+		}
+		other.stop(t)
+	})
+}

@@ -85,7 +85,7 @@ type Result[T any] struct {
 // decided: bad input (ErrInvalid), a backend failure (wrapped; matches the
 // errors of package backends), or ctx ending before fn ran, returned as is
 // (ctx.Err()). Once fn ran, the Result says how (see Result) and the error
-// is nil.
+// is nil. A panic in fn goes on up to the caller once the lock is let go.
 func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn func(ctx context.Context, token events.Token) (T, error), opts ...Option) (Result[T], error) {
 	return runIfLeader(ctx, b, name, fn, elector.ForRun, opts)
 }
@@ -118,12 +118,14 @@ func runIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	}
 	fctx, cancel := h.Context(ctx)
 	worked := hook.Work(h.Slot, h.Token, h.Deadline)
+	// Deferred, so that a panic in fn, which goes on up to the caller,
+	// still ends the work and lets the lock go.
+	defer h.Unlock(ctx, &cfg)
+	defer cancel()
+	defer worked()
 	began := time.Now()
 	v, ferr := fn(fctx, h.Token)
 	cfg.Observer.Action(full, label, time.Since(began), ferr)
-	worked()
-	cancel()
-	h.Unlock(ctx, &cfg)
 	res = Result[T]{Outcome: Succeeded, Value: v, Slot: h.Slot, Token: h.Token}
 	if ferr != nil {
 		res.Outcome, res.Err = ActionFailed, ferr
@@ -131,9 +133,10 @@ func runIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	return res, nil
 }
 
-// outcomeOf names a run's outcome for its hooks: "" when it returned err.
+// outcomeOf names a run's outcome for its hooks: "" when it returned err,
+// or had none (fn panicked).
 func outcomeOf(o Outcome, err error) string {
-	if err != nil {
+	if err != nil || o == 0 {
 		return ""
 	}
 	return o.String()
@@ -162,10 +165,10 @@ func onFailure[T any](ctx context.Context, cfg *elector.Config, name, label stri
 	case elector.FailOpenRun:
 		cfg.Logger.Warn("backend failed; running without the lock", "id", cfg.ID, "err", err)
 		fctx, cancel := context.WithTimeout(ctx, cfg.Lease-cfg.MarginFor(cfg.Lease))
+		defer cancel()
 		began := time.Now()
 		v, ferr := fn(fctx, 0)
 		cfg.Observer.Action(name, label, time.Since(began), ferr)
-		cancel()
 		res := Result[T]{Outcome: Succeeded, Value: v}
 		if ferr != nil {
 			res.Outcome, res.Err = ActionFailed, ferr

@@ -201,3 +201,33 @@ func TestRunIfLeaderOnSessionOutlivesTheTTL(t *testing.T) {
 		}
 	})
 }
+
+// A panic in fn goes on up to the caller, but not before the run has let
+// the lock go: on a session the name would otherwise stay claimed, and
+// renewed, for as long as the session lives; without one, held until its
+// TTL. The ops hooks see the work end too.
+func TestRunIfLeaderPanicReleasesTheLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		s := runSession(t, b, "a")
+		synctest.Wait()
+		for how, opts := range map[string][]campaign.Option{"on a session": {campaign.WithSession(s)}, "without one": {campaign.WithID("a")}} {
+			func() {
+				defer func() {
+					if r := recover(); r != "boom" {
+						t.Errorf("%s: recovered %v, want fn's panic to reach the caller", how, r)
+					}
+				}()
+				campaign.RunIfLeader(t.Context(), b, "job", func(ctx context.Context, _ events.Token) (int, error) {
+					panic("boom")
+				}, opts...)
+			}()
+			res, err := campaign.RunIfLeader(t.Context(), b, "job", func(ctx context.Context, tok events.Token) (int, error) {
+				return 1, nil
+			}, campaign.WithID("b"))
+			if err != nil || res.Outcome != campaign.Succeeded {
+				t.Errorf("%s: after a run that panicked, another candidate's run = %+v, %v; want Succeeded: the lock is still held", how, res, err)
+			}
+		}
+	})
+}

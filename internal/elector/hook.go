@@ -56,7 +56,8 @@ type RunHook interface {
 	// deadline; done is called when it returns.
 	Work(slot int, token events.Token, deadline time.Time) (done func())
 	// Ended: the run ended; outcome is "succeeded", "skipped" or
-	// "action-failed", or "" when the run returned err undecided.
+	// "action-failed", or "" when the run returned err undecided or fn
+	// panicked.
 	Ended(outcome string, err error)
 }
 

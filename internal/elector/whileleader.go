@@ -20,8 +20,13 @@ func WhileLeader(ctx context.Context, e *Elector, fn func(ctx context.Context, t
 	elected := e.electedSignal()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	// Stopped before the wait: a panic in fn, which goes on up to the
+	// caller, ends the run (and with it the term and the lock) instead of
+	// waiting for it for ever.
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
 	runErr := make(chan error, 1)
-	wg.Go(func() { runErr <- e.Run(ctx) })
+	wg.Go(func() { runErr <- e.Run(rctx) })
 	var last events.Token // the term fn last ran for
 	for {
 		select {
@@ -37,11 +42,16 @@ func WhileLeader(ctx context.Context, e *Elector, fn func(ctx context.Context, t
 			continue // the term ended before we got to it, or fn ran for it
 		}
 		last = ev.Token
-		err := fn(tctx, ev)
-		done()
+		err := work(tctx, ev, fn, done)
 		if err != nil && tctx.Err() == nil {
 			e.cfg.Logger.Warn("work failed; resigning", "name", e.name, "token", ev.Token, "err", err)
 			_ = e.resign(ctx, ev.Token)
 		}
 	}
+}
+
+// work calls fn for a term and then done, even if fn panics.
+func work(ctx context.Context, ev events.Event, fn func(context.Context, events.Event) error, done func()) error {
+	defer done()
+	return fn(ctx, ev)
 }
