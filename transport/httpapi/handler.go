@@ -23,7 +23,7 @@ type Source interface {
 type Handler struct {
 	mu      sync.Mutex
 	sources []Source
-	added   chan struct{} // signalled (buffer 1) by Register, for Run; made by addedLocked
+	changed chan struct{} // signalled (buffer 1) by Register and Unregister, for Run; made by changedLocked
 	hist    history       // what Run records
 }
 
@@ -42,28 +42,36 @@ func (h *Handler) Register(s Source) {
 	if !slices.Contains(h.sources, s) {
 		h.sources = append(h.sources, s)
 	}
+	h.signalLocked() // Run subscribes to it
+}
+
+// signalLocked tells Run the sources changed, unless it has a signal
+// pending already; h.mu held.
+func (h *Handler) signalLocked() {
 	select {
-	case h.addedLocked() <- struct{}{}: // Run subscribes to it
-	default: // Run has a signal pending already
+	case h.changedLocked() <- struct{}{}:
+	default:
 	}
 }
 
-// addedLocked returns the channel Register signals, made on first use so
-// that a Handler not made by New does not leave Run waiting on a nil
-// channel for sources registered after it started; h.mu held.
-func (h *Handler) addedLocked() chan struct{} {
-	if h.added == nil {
-		h.added = make(chan struct{}, 1)
+// changedLocked returns the channel Register and Unregister signal, made
+// on first use so that a Handler not made by New does not leave Run
+// waiting on a nil channel for sources registered after it started; h.mu
+// held.
+func (h *Handler) changedLocked() chan struct{} {
+	if h.changed == nil {
+		h.changed = make(chan struct{}, 1)
 	}
-	return h.added
+	return h.changed
 }
 
 // Unregister removes s; streams already subscribed to it keep it until they
-// end. Removing a source not registered does nothing.
+// end, Run lets it go. Removing a source not registered does nothing.
 func (h *Handler) Unregister(s Source) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.sources = slices.DeleteFunc(h.sources, func(x Source) bool { return x == s })
+	h.signalLocked() // Run unsubscribes from it
 }
 
 func (h *Handler) registered() []Source {

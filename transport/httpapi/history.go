@@ -79,27 +79,39 @@ func (hs *history) dropLocked(n int) {
 // Run records the events of every source registered with h, those
 // registered while it runs included, for GET /history (which the live page
 // reads when it opens, to show the last minutes rather than only what
-// happens once it is open). It blocks until ctx ends, waits for the
-// goroutines it started (one per source), and returns ctx.Err(). Without
-// Run, GET /history is empty. Run it once per Handler: a second Run at the
-// same time records nothing the first does not.
+// happens once it is open); a source unregistered is let go. It blocks
+// until ctx ends, waits for the goroutines it started (one per source),
+// and returns ctx.Err(). Without Run, GET /history is empty. Run it once
+// per Handler: a second Run at the same time records nothing the first
+// does not.
 func (h *Handler) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
 	h.mu.Lock()
-	added := h.addedLocked()
+	changed := h.changedLocked()
 	h.mu.Unlock()
-	subscribed := map[Source]bool{}
+	subscribed := map[Source]context.CancelFunc{}
 	for {
+		now := map[Source]bool{}
 		for _, s := range h.registered() {
-			if subscribed[s] {
+			now[s] = true
+		}
+		for s, unsubscribe := range subscribed {
+			if !now[s] {
+				unsubscribe()
+				delete(subscribed, s)
+			}
+		}
+		for s := range now {
+			if subscribed[s] != nil {
 				continue
 			}
-			subscribed[s] = true
-			sub := s.Subscribe(ctx)
+			sctx, unsubscribe := context.WithCancel(ctx)
+			subscribed[s] = unsubscribe
+			sub := s.Subscribe(sctx)
 			wg.Go(func() {
-				for e := range received(ctx, sub) {
+				for e := range received(sctx, sub) {
 					h.hist.add(e)
 				}
 			})
@@ -107,7 +119,7 @@ func (h *Handler) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-added:
+		case <-changed:
 		}
 	}
 }

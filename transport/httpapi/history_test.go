@@ -106,3 +106,47 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// watched is a Source that hands out the contexts it was subscribed with.
+type watched struct {
+	httpapi.Source
+	subs chan context.Context
+}
+
+func (w watched) Subscribe(ctx context.Context) <-chan events.Event {
+	w.subs <- ctx
+	return w.Source.Subscribe(ctx)
+}
+
+// Run lets a source go once it is unregistered: a process that registers
+// and unregisters campaigns as they come and go must not keep a
+// subscription (and a goroutine) for each one it ever had.
+func TestRunUnsubscribesUnregistered(t *testing.T) {
+	b := memory.New()
+	leader, _ := leaderAndWaiter(t, b)
+	src := &watched{Source: leader, subs: make(chan context.Context, 1)}
+	h := httpapi.New()
+	h.Register(src)
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- h.Run(ctx) }()
+	defer func() { cancel(); <-ran }()
+	var sub context.Context
+	select {
+	case sub = <-src.subs:
+	case <-time.After(patience):
+		t.Fatal("Run did not subscribe to the registered source")
+	}
+	h.Unregister(src)
+	select {
+	case <-sub.Done():
+	case <-time.After(patience):
+		t.Fatal("Run still subscribed to a source unregistered")
+	}
+	h.Register(src) // and registered again: subscribed again
+	select {
+	case <-src.subs:
+	case <-time.After(patience):
+		t.Fatal("Run did not subscribe to the source registered again")
+	}
+}
