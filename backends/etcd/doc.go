@@ -7,8 +7,19 @@
 // Open grants one etcd lease per session, of the TTL rounded up to whole
 // seconds (at least one; the server may raise it to its minimum, never
 // lower: a shorter grant is refused with backends.ErrInvalid, because
-// callers compute their deadlines from the TTL they asked for), and puts a
-// session key bound to it. Every lock key the session takes is bound to
+// callers compute their deadlines from the TTL they asked for): one
+// request, and the only write of Open. A session key bound to the lease,
+// whose existence shows a transaction that the session lives, is put by
+// the session's first transaction (an Acquire, or a Release), in that
+// transaction, so a one-shot run (Open, Acquire, Close) is three writes:
+// the grant, the acquiring transaction and the revoke. Until such a
+// transaction has answered, each transaction of the session puts the key
+// where it would read it: etcd refuses a put bound to a lease it no longer
+// knows and fails the whole transaction with "lease not found", so the put
+// proves the session alive as the read would, writes nothing for a lost
+// session, and never brings the key back once the lease is gone; first
+// calls in flight at once each put the same key, which keeps the create
+// revision of the first. Every lock key the session takes is bound to
 // the same lease, as is its registry entry in each group, so one KeepAlive
 // renews them all (one keep-alive request, whatever the number of locks),
 // and when the lease expires or Close revokes it, etcd deletes them all at
@@ -19,7 +30,10 @@
 //
 // A lock is the key prefix+"lock/"+name. Acquire is one transaction: if
 // the session key exists and the lock key does not, put the lock key bound
-// to the session's lease; else read both. The fencing token is the lock
+// to the session's lease; else read both (the session's first Acquire puts
+// the session key in either branch instead of comparing or reading it, see
+// Sessions; the lock key then has the session key's create revision). The
+// fencing token is the lock
 // key's create revision: it strictly increases per name for the life of
 // the cluster's data, across server restarts and compactions, because etcd
 // never reuses a revision. A session that acquires a lock it holds gets the
@@ -54,14 +68,14 @@
 //
 // With the session's loss watch following (Losses was called, as every
 // campaign.Session does), the watch, of every lock key from the revision
-// after the session opened, has already moved each lock whose key was
+// after the session's lease was granted, has already moved each lock whose key was
 // deleted, rewritten or rebound, or whose guard key went, to Lost when
 // the server pushed the change. KeepAlive then only has to know that the
 // watch is not behind: beside the lease keep-alive request it reads the
-// session key (a linearizable read, so its revision is no older than the
-// call), asks the watch's stream for a progress notification, and returns
-// once one shows that the watch has seen every change up to that
-// revision. That is three requests, whatever the number of locks, and no
+// session key's count (a linearizable read, so its revision is no older
+// than the call; the key need not be put yet), asks the watch's stream
+// for a progress notification, and returns once one shows that the watch
+// has seen every change up to that revision. That is three requests, whatever the number of locks, and no
 // per-lock state beyond the grants the session remembers. Only progress
 // notifications count: etcd sends a watch that is catching up its events
 // in batches whose revision runs ahead of them. A server sends a

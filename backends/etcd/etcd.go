@@ -169,19 +169,21 @@ func ttlSeconds(d time.Duration) int64 {
 }
 
 // grant grants a lease that lasts at least d, or fails with
-// backends.ErrInvalid if the server grants less.
-func (b *Backend) grant(ctx context.Context, what string, d time.Duration) (clientv3.LeaseID, error) {
+// backends.ErrInvalid if the server grants less. It also returns the
+// store's revision when the lease was granted: every write bound to the
+// lease comes after it.
+func (b *Backend) grant(ctx context.Context, what string, d time.Duration) (clientv3.LeaseID, int64, error) {
 	want := ttlSeconds(d)
 	resp, err := b.client.Grant(ctx, want)
 	if err != nil {
-		return 0, translate(ctx, what, err)
+		return 0, 0, translate(ctx, what, err)
 	}
 	if resp.TTL < want {
 		b.revoke(ctx, resp.ID)
-		return 0, fmt.Errorf("%w: etcd: %s: asked for a lease of %ds (%v rounded up) and the server granted %ds; "+
+		return 0, 0, fmt.Errorf("%w: etcd: %s: asked for a lease of %ds (%v rounded up) and the server granted %ds; "+
 			"callers count on the full TTL, so the lease must last at least as long as asked", backends.ErrInvalid, what, want, d, resp.TTL)
 	}
-	return resp.ID, nil
+	return resp.ID, resp.ResponseHeader.GetRevision(), nil
 }
 
 // revoke revokes lease id, best effort: a lease that is not revoked ends

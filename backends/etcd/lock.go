@@ -2,10 +2,12 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hustings/hustings/backends"
@@ -35,7 +37,7 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	}
 	var guard clientv3.LeaseID
 	if lease > 0 {
-		g, err := s.b.grant(ctx, "acquire", lease)
+		g, _, err := s.b.grant(ctx, "acquire", lease)
 		if err != nil {
 			return 0, err
 		}
@@ -66,7 +68,7 @@ func (s *session) acquire(ctx context.Context, name string, guard clientv3.Lease
 			s.setGuard(name, guard)
 			return events.Token(resp.Header.Revision), true, nil
 		}
-		if resp.Responses[0].GetResponseRange().Count == 0 {
+		if !lives(resp.Responses[0]) {
 			return 0, false, s.lost("acquire")
 		}
 		kvs := resp.Responses[1].GetResponseRange().Kvs
@@ -92,20 +94,29 @@ func (s *session) acquire(ctx context.Context, name string, guard clientv3.Lease
 
 // txnAcquire puts key bound to the session's lease (and its guard key
 // bound to guard, if any) if the session is alive and key does not exist.
-// Otherwise it reads whether the session is alive, and key.
+// Otherwise it reads whether the session is alive, and key. A session
+// whose key is pending puts it in either branch instead of reading it
+// (see alive), so its first Acquire also opens it, in the same round
+// trip and the same revision as the lock.
 func (s *session) txnAcquire(ctx context.Context, key string, guard clientv3.LeaseID) (*clientv3.TxnResponse, error) {
 	v := value{ID: s.id, Session: s.lease, Guard: guard}
-	put := []clientv3.Op{clientv3.OpPut(key, v.encode(), clientv3.WithLease(s.lease))}
+	alive, pending := s.alive()
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}
+	var put []clientv3.Op
+	if pending {
+		put = append(put, alive)
+	} else {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.key), ">", 0))
+	}
+	put = append(put, clientv3.OpPut(key, v.encode(), clientv3.WithLease(s.lease)))
 	if guard != 0 {
 		put = append(put, clientv3.OpPut(guardKey(key, guard), "", clientv3.WithLease(guard)))
 	}
-	return s.b.client.Txn(ctx).If(
-		clientv3.Compare(clientv3.CreateRevision(s.key), ">", 0),
-		clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
-	).Then(put...).Else(
-		clientv3.OpGet(s.key, clientv3.WithCountOnly()),
-		clientv3.OpGet(key),
-	).Commit()
+	resp, err := s.b.client.Txn(ctx).If(cmps...).Then(put...).Else(alive, clientv3.OpGet(key)).Commit()
+	if err == nil && pending {
+		s.put()
+	}
+	return resp, err
 }
 
 // clearStale deletes the lock key read as l, whose guard is gone, unless
@@ -139,7 +150,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	}
 	var holdLease clientv3.LeaseID
 	if hold > 0 {
-		l, err := s.b.grant(ctx, "release", hold)
+		l, _, err := s.b.grant(ctx, "release", hold)
 		if err != nil {
 			return err
 		}
@@ -170,12 +181,18 @@ func (s *session) release(ctx context.Context, name string, token events.Token, 
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(g), ">", 0))
 		ops = append(ops, clientv3.OpDelete(g))
 	}
-	resp, err := s.b.client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(s.key, clientv3.WithCountOnly())).Commit()
-	if err != nil {
+	alive, pending := s.alive()
+	resp, err := s.b.client.Txn(ctx).If(cmps...).Then(ops...).Else(alive).Commit()
+	switch {
+	case pending && errors.Is(err, rpctypes.ErrLeaseNotFound):
+		return fmt.Errorf("%w: %q: %w", backends.ErrNotHeld, name, s.lost("release"))
+	case err != nil:
 		return translate(ctx, "release", err)
-	}
-	if !resp.Succeeded {
-		if resp.Responses[0].GetResponseRange().Count == 0 {
+	case !resp.Succeeded:
+		if pending {
+			s.put()
+		}
+		if !lives(resp.Responses[0]) {
 			return fmt.Errorf("%w: %q: %w", backends.ErrNotHeld, name, s.lost("release"))
 		}
 		return s.notHeld(name, token)

@@ -42,11 +42,12 @@ func (s *session) Losses() <-chan struct{} {
 }
 
 // watchLosses follows the loss watch until ctx ends. It watches from the
-// revision after the session was opened, so no change is missed however
-// late the watch is set up, and resumes where it stopped when the watch
-// breaks (after a pause; KeepAlive reads the locks meanwhile), or from
-// the oldest revision kept when it was compacted away (KeepAlive then
-// reads the locks once, to cover what the watch skipped).
+// revision after the session's lease was granted, before any lock of the
+// session was taken, so no change is missed however late the watch is set
+// up, and resumes where it stopped when the watch breaks (after a pause;
+// KeepAlive reads the locks meanwhile), or from the oldest revision kept
+// when it was compacted away (KeepAlive then reads the locks once, to
+// cover what the watch skipped).
 func (s *session) watchLosses(ctx context.Context) {
 	rev := s.opened + 1
 	for {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -18,10 +19,11 @@ import (
 )
 
 // Open starts a session for candidate id: it grants an etcd lease of ttl
-// rounded up to whole seconds (at least one) and puts the session's key
-// under it, in two round trips. It returns an error matching
-// backends.ErrInvalid for an empty id, a ttl ≤ 0, or a server that grants
-// a shorter lease than asked.
+// rounded up to whole seconds (at least one), in one round trip. The
+// session's key, bound to the lease, is put by the session's first
+// transaction, beside that transaction's work (see session.alive). It
+// returns an error matching backends.ErrInvalid for an empty id, a ttl ≤
+// 0, or a server that grants a shorter lease than asked.
 func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
 	if err := validate.Session(id, ttl); err != nil {
 		return nil, err
@@ -32,18 +34,12 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 	if b.client.Ctx().Err() != nil {
 		return nil, fmt.Errorf("%w: etcd: open session: the client is closed", backends.ErrInvalid)
 	}
-	lease, err := b.grant(ctx, "open session", ttl)
+	lease, rev, err := b.grant(ctx, "open session", ttl)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{b: b, id: id, lease: lease, key: b.sessionKey(lease), guards: make(map[string]clientv3.LeaseID)}
-	resp, err := b.client.Put(ctx, s.key, id, clientv3.WithLease(lease))
-	if err != nil {
-		b.revoke(ctx, lease)
-		return nil, translate(ctx, "open session", err)
-	}
-	s.opened = resp.Header.Revision
-	return s, nil
+	return &session{b: b, id: id, lease: lease, key: b.sessionKey(lease), opened: rev,
+		pending: true, guards: make(map[string]clientv3.LeaseID)}, nil
 }
 
 // session is one candidate's liveness on etcd: one lease, to which every
@@ -52,11 +48,12 @@ type session struct {
 	b      *Backend
 	id     string
 	lease  clientv3.LeaseID
-	key    string // bound to lease: exists while the session lives
-	opened int64  // the store's revision when the session key was put
+	key    string // bound to lease: exists while the session lives, once put
+	opened int64  // the store's revision when the lease was granted
 
 	mu      sync.Mutex
 	closed  bool
+	pending bool                        // no transaction that put key has answered yet
 	guards  map[string]clientv3.LeaseID // guard leases of locks taken with a lease, by name
 	unwatch context.CancelFunc          // stops the loss watch; nil until Losses
 	watcher sync.WaitGroup              // the loss watch's goroutine
@@ -197,6 +194,44 @@ func (s *session) usable() error {
 		return fmt.Errorf("etcd: session of %s: %w", s.id, backends.ErrSessionClosed)
 	}
 	return nil
+}
+
+// alive returns the operation by which a transaction learns whether the
+// session lives: a count of its key once a transaction put it, otherwise
+// a put of it (pending). etcd refuses a put bound to a lease it no longer
+// knows, and fails the whole transaction with "lease not found", so the
+// put writes nothing for a lost session and the key is never put once the
+// lease is gone: a transaction that returns has proved the session alive.
+// Transactions in flight at once may each put the key; the puts are the
+// same, and the key keeps its first create revision. pending reports
+// which operation it is; the caller calls put once such a transaction
+// answered.
+func (s *session) alive() (op clientv3.Op, pending bool) {
+	s.mu.Lock()
+	pending = s.pending
+	s.mu.Unlock()
+	if pending {
+		return clientv3.OpPut(s.key, s.id, clientv3.WithLease(s.lease)), true
+	}
+	return clientv3.OpGet(s.key, clientv3.WithCountOnly()), false
+}
+
+// put records that a transaction that puts the session key answered: the
+// key exists from then on as long as the lease does (unless deleted
+// behind the session's back, which later calls then take for its loss).
+func (s *session) put() {
+	s.mu.Lock()
+	s.pending = false
+	s.mu.Unlock()
+}
+
+// lives reports whether r, the answer to alive's operation, shows the
+// session alive: a put answered, or a count found the key.
+func lives(r *etcdserverpb.ResponseOp) bool {
+	if rr := r.GetResponseRange(); rr != nil {
+		return rr.Count > 0
+	}
+	return r.GetResponsePut() != nil
 }
 
 // guard returns the guard lease of the lock name, 0 if it has none.
