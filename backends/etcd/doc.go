@@ -7,24 +7,27 @@
 // Open grants one etcd lease per session, of the TTL rounded up to whole
 // seconds (at least one; the server may raise it to its minimum, never
 // lower: a shorter grant is refused with backends.ErrInvalid, because
-// callers compute their deadlines from the TTL they asked for): one
-// request, and the only write of Open. A session key bound to the lease,
-// whose existence shows a transaction that the session lives, is put by
-// the session's first transaction (an Acquire, or a Release), in that
-// transaction, so a one-shot run (Open, Acquire, Close) is three writes:
-// the grant, the acquiring transaction and the revoke. Until such a
-// transaction has answered, each transaction of the session puts the key
-// where it would read it: etcd refuses a put bound to a lease it no longer
-// knows and fails the whole transaction with "lease not found", so the put
-// proves the session alive as the read would, writes nothing for a lost
-// session, and never brings the key back once the lease is gone; first
-// calls in flight at once each put the same key, which keeps the create
-// revision of the first. Every lock key the session takes is bound to
-// the same lease, as is its registry entry in each group, so one KeepAlive
-// renews them all (one keep-alive request, whatever the number of locks),
-// and when the lease expires or Close revokes it, etcd deletes them all at
-// once. etcd checks for expired leases periodically (every 500 ms), so a
-// lost session's locks are freed somewhat after the TTL, never before.
+// callers compute their deadlines from the TTL they asked for). Every lock
+// key the session takes is bound to the same lease, as is its registry
+// entry in each group, so one KeepAlive renews them all (one keep-alive
+// request, whatever the number of locks), and when the lease expires or
+// Close revokes it, etcd deletes them all at once. etcd checks for expired
+// leases periodically (every 500 ms), so a lost session's locks are freed
+// somewhat after the TTL, never before.
+//
+// A session key, bound to the lease too, lets a transaction check that the
+// session lives (it exists). Open does not put it: the grant is its one
+// request and its one write. The session's first transaction (an Acquire,
+// or a Release) puts it, where it would otherwise read it, so a run that
+// opens a session, takes a lock and closes (campaign.RunIfLeader without a
+// session) is three writes: the grant, the acquiring transaction and the
+// revoke. etcd refuses a put bound to a lease it no longer knows, failing
+// the whole transaction with "lease not found": the put proves the session
+// alive as the read would, writes nothing for a lost session, and can never
+// bring the key back once the lease is gone. Until a transaction that put
+// the key has answered, each one puts it, so first calls in flight at once
+// each put the same key, which keeps the create revision of the first.
+// KeepAlive, Register and Close need no session key and put none.
 //
 // # Locks and fencing
 //
@@ -32,14 +35,13 @@
 // the session key exists and the lock key does not, put the lock key bound
 // to the session's lease; else read both (the session's first Acquire puts
 // the session key in either branch instead of comparing or reading it, see
-// Sessions; the lock key then has the session key's create revision). The
-// fencing token is the lock
-// key's create revision: it strictly increases per name for the life of
-// the cluster's data, across server restarts and compactions, because etcd
-// never reuses a revision. A session that acquires a lock it holds gets the
-// same token back. A session whose lease is gone gets
-// backends.ErrSessionLost, never a lock, even if the lock is free: a zombie
-// candidate cannot take a lock on the strength of a dead session.
+// Sessions). The fencing token is the lock key's create revision: it
+// strictly increases per name for the life of the cluster's data, across
+// server restarts and compactions, because etcd never reuses a revision. A
+// session that acquires a lock it holds gets the same token back. A session
+// whose lease is gone gets backends.ErrSessionLost, never a lock, even if
+// the lock is free: a zombie candidate cannot take a lock on the strength
+// of a dead session.
 //
 // A lock acquired with a lease > 0 is also bound to a second lease of that
 // length (rounded up to whole seconds, so the lock may live up to a second,
