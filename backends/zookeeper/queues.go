@@ -1,10 +1,6 @@
 package zookeeper
 
-import (
-	"context"
-	"slices"
-	"time"
-)
+import "slices"
 
 // queueState is what a Backend knows of one lock name's queue: the nodes
 // its sessions have in it, the Watches that follow it, and the latest
@@ -157,28 +153,20 @@ func (b *Backend) confirmedHeld(name, child string) bool {
 	return true
 }
 
-// awaitListing waits, for at most d or until ctx ends, until a listing of
-// name newer than gen is made that does not show a node of the Backend's
-// at the head (see listed).
-func (b *Backend) awaitListing(ctx context.Context, name string, gen uint64, d time.Duration) {
+// listingAfter returns a channel closed at the next listing of name
+// that does not show a node of the Backend's at the head (see listed), or
+// nil if one newer than gen was made already (or the queue is gone).
+func (b *Backend) listingAfter(name string, gen uint64) <-chan struct{} {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	q := b.queueOf(name, false)
 	if q == nil || q.woke > gen {
-		b.mu.Unlock()
-		return
+		return nil
 	}
 	if q.listed == nil {
 		q.listed = make(chan struct{})
 	}
-	ch := q.listed
-	b.mu.Unlock()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ch:
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	return q.listed
 }
 
 // target picks the child of name to watch from its children's names: ""

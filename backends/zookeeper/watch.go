@@ -57,10 +57,14 @@ func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, erro
 }
 
 // follow forwards ZooKeeper watch events on name to ch, arming a new watch
-// after each, until ctx ends or the watch breaks; then it closes ch.
+// after each, until ctx ends or the watch breaks; then it closes ch. It
+// waits in this frame, with one timer for all its waits: in a loop of
+// contended runs each Watch's goroutine lives for one signal, and a wait
+// three calls deeper made most of them grow their stack.
 func (b *Backend) follow(ctx context.Context, name string, ev <-chan zk.Event, ch chan struct{}) {
 	defer close(ch)
 	defer b.watching(name, false)
+	var relist *time.Timer // bounds the wait for the receiver's listing; made at the first signal
 	for {
 		select {
 		case <-ctx.Done():
@@ -73,6 +77,20 @@ func (b *Backend) follow(ctx context.Context, name string, ev <-chan zk.Event, c
 		_, gen, _ := b.latest(name)
 		b.confirm(name, "")
 		signal(ch)
+		if listed := b.listingAfter(name, gen); listed != nil {
+			if relist == nil {
+				relist = time.NewTimer(relistAfter)
+			} else {
+				relist.Reset(relistAfter)
+			}
+			select {
+			case <-listed:
+			case <-relist.C:
+			case <-ctx.Done():
+				return
+			}
+			relist.Stop()
+		}
 		next, own, err := b.rearm(ctx, name, gen)
 		if err != nil {
 			return
@@ -95,14 +113,13 @@ func signal(ch chan struct{}) {
 }
 
 // rearm sets the next watch on name after one fired, when the listing
-// numbered gen was the latest: from the listing the receiver's reaction
-// makes, if one comes within relistAfter, else from a listing of its own
-// (own is true). A listing that shows a node of this Backend's at the
-// head (its session is taking the lock) is used only once relistAfter
-// has passed: the receiver, a waiter that has just won, usually ends the
-// watch by then.
+// numbered gen was the latest and follow has waited up to relistAfter
+// for the receiver's reaction: from the listing that reaction made, if
+// one came, else from a listing of its own (own is true). A listing that
+// shows a node of this Backend's at the head (its session is taking the
+// lock) does not end that wait: the receiver, a waiter that has just won,
+// usually ends the watch by then.
 func (b *Backend) rearm(ctx context.Context, name string, gen uint64) (ev <-chan zk.Event, own bool, err error) {
-	b.awaitListing(ctx, name, gen, relistAfter)
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
