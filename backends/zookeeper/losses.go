@@ -19,9 +19,12 @@ type lossWatch struct {
 	cancel  context.CancelFunc
 	granted chan struct{} // signalled (buffer 1) grantSettle after an Acquire granted a lock
 	done    chan struct{} // closed when the watch's goroutine returns
-	// settle signals granted once the grants since it was set have
-	// settled; nil when none is pending. Guarded by the session's mu.
+	// settle signals granted once the grants since due was set have
+	// settled: made at the first grant and reused (a loop of runs on a
+	// session sets it at each). due is when it is to signal, zero when
+	// no signal is pending. Both guarded by the session's mu.
 	settle *time.Timer
+	due    time.Time
 }
 
 // Losses returns the channel of backends.LossNotifier. Its first call
@@ -47,28 +50,36 @@ func (s *session) Losses() <-chan struct{} {
 // wakes no goroutine. s.mu must be held.
 func (s *session) tellGranted() {
 	w := s.watch
-	if w == nil || w.settle != nil {
+	if w == nil || !w.due.IsZero() {
 		return
 	}
-	var t *time.Timer
-	t = time.AfterFunc(s.b.grantSettle, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if w.settle != t { // settled stopped it once it had fired; a grant since may have set another
-			return
-		}
-		w.settle = nil
-		signal(w.granted)
-	})
-	w.settle = t
+	w.due = time.Now().Add(s.b.grantSettle)
+	if w.settle == nil {
+		w.settle = time.AfterFunc(s.b.grantSettle, func() { s.settle(w) })
+	} else {
+		w.settle.Reset(s.b.grantSettle)
+	}
 }
 
-// settled stops the loss watch's settling timer, if one is pending: the
-// locks it was set for are all released already. s.mu must be held.
+// settle signals w.granted when the timer set by tellGranted fires,
+// unless settled stopped it (a firing that had begun as it did finds due
+// zero, or set again for later).
+func (s *session) settle(w *lossWatch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w.due.IsZero() || time.Now().Before(w.due) {
+		return
+	}
+	w.due = time.Time{}
+	signal(w.granted)
+}
+
+// settled stops the loss watch's settling timer, if a signal is pending:
+// the locks it was set for are all released already. s.mu must be held.
 func (s *session) settled() {
-	if w := s.watch; w != nil && w.settle != nil {
+	if w := s.watch; w != nil && !w.due.IsZero() {
 		w.settle.Stop()
-		w.settle = nil
+		w.due = time.Time{}
 	}
 }
 
