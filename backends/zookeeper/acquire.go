@@ -51,7 +51,7 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	case l.granted:
 		return s.reacquire(ctx, l, lease, start)
 	case s.b.confirmedHeld(name, l.child):
-		return 0, fmt.Errorf("%w: %q: the node ahead of its own is still there", backends.ErrHeld, name)
+		return 0, &heldError{name: name, watched: true}
 	}
 	return s.contend(ctx, l, lease, start, 0)
 }
@@ -188,11 +188,30 @@ func (s *session) contend(ctx context.Context, l *lock, lease time.Duration, sta
 
 // heldErr is contend's error for the verdict v, held, on name.
 func heldErr(name string, v verdict) error {
-	if v.holder.ID == "" {
-		return fmt.Errorf("%w: %q: %d nodes ahead in its queue", backends.ErrHeld, name, v.ahead)
-	}
-	return fmt.Errorf("%w: %q by %s (token %d)", backends.ErrHeld, name, v.holder.ID, v.holder.Token)
+	return &heldError{name: name, holder: v.holder, ahead: v.ahead}
 }
+
+// heldError is Acquire's error for a lock another holds: it matches
+// backends.ErrHeld and writes its message only when asked, since a
+// waiter in a loop of contended runs gets two per turn and reads none.
+type heldError struct {
+	name    string
+	holder  backends.Holder // the holder, if it was judged
+	ahead   int             // else the nodes ahead of the session's own
+	watched bool            // a watch found the node ahead of the session's still there
+}
+
+func (e *heldError) Error() string {
+	switch {
+	case e.watched:
+		return fmt.Sprintf("%v: %q: the node ahead of its own is still there", backends.ErrHeld, e.name)
+	case e.holder.ID == "":
+		return fmt.Sprintf("%v: %q: %d nodes ahead in its queue", backends.ErrHeld, e.name, e.ahead)
+	}
+	return fmt.Sprintf("%v: %q by %s (token %d)", backends.ErrHeld, e.name, e.holder.ID, e.holder.Token)
+}
+
+func (e *heldError) Unwrap() error { return backends.ErrHeld }
 
 // Release deletes the session's node of name, which wakes the next
 // waiter. With a hold, the same transaction creates the persistent hold
