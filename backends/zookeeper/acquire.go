@@ -88,7 +88,7 @@ func (s *session) join(ctx context.Context, name string, lease time.Duration, st
 // is lost, and it joins anew.
 func (s *session) reacquire(ctx context.Context, l *lock, lease time.Duration, start time.Time) (events.Token, error) {
 	var ok bool
-	err := s.b.call(ctx, "acquire "+l.name, func() error {
+	err := s.b.call(ctx, "acquire", l.name, func() error {
 		var err error
 		ok, _, err = s.b.conn.Exists(l.path)
 		return err
@@ -122,13 +122,13 @@ func (s *session) create(ctx context.Context, name string, lease time.Duration, 
 		return err
 	}
 	sent := time.Now()
-	err := s.b.call(ctx, "acquire "+name, multi)
+	err := s.b.call(ctx, "acquire", name, multi)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err := s.b.ensure(ctx, parent, true); err != nil {
 			return nil, nil, err
 		}
 		sent = time.Now()
-		err = s.b.call(ctx, "acquire "+name, multi)
+		err = s.b.call(ctx, "acquire", name, multi)
 	}
 	if err != nil {
 		return nil, nil, s.fail(ctx, "acquire "+name, err)
@@ -154,7 +154,7 @@ func (s *session) adopt(ctx context.Context, l *lock) error {
 	default:
 		return nil
 	}
-	_ = s.b.call(ctx, "delete "+l.path, func() error { return s.b.conn.Delete(l.path, -1) })
+	_ = s.b.call(ctx, "delete", l.path, func() error { return s.b.conn.Delete(l.path, -1) })
 	return err
 }
 
@@ -263,7 +263,7 @@ func (s *session) release(ctx context.Context, l *lock, hold time.Duration) erro
 			return err
 		}
 	}
-	err := s.b.call(ctx, "release "+l.name, del)
+	err := s.b.call(ctx, "release", l.name, del)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		s.forget(l)

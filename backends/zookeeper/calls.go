@@ -19,18 +19,28 @@ import (
 // go-zookeeper's queue for a reconnect. go-zookeeper takes no context: a
 // request in flight when the link goes silent returns when go-zookeeper
 // gives up on the connection, two thirds of the session timeout after it
-// last heard from the server. f's errors are returned as they are.
-func (b *Backend) call(ctx context.Context, what string, f func() error) error {
+// last heard from the server. f's errors are returned as they are. The
+// call is named by op and its object (see what), joined only for an
+// error: most calls return none.
+func (b *Backend) call(ctx context.Context, op, object string, f func() error) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: zookeeper: %s: %w", backends.ErrUnavailable, what, err)
+		return fmt.Errorf("%w: zookeeper: %s: %w", backends.ErrUnavailable, what(op, object), err)
 	}
 	if st := b.conn.State(); st != zk.StateHasSession {
-		return fmt.Errorf("%w: zookeeper: %s: connection has no session (%v)", backends.ErrUnavailable, what, st)
+		return fmt.Errorf("%w: zookeeper: %s: connection has no session (%v)", backends.ErrUnavailable, what(op, object), st)
 	}
 	if b.onCall != nil {
-		b.onCall(what)
+		b.onCall(what(op, object))
 	}
 	return f()
+}
+
+// what names a call: its op and the object it acts on, if any.
+func what(op, object string) string {
+	if object == "" {
+		return op
+	}
+	return op + " " + object
 }
 
 // fail translates err, which the caller does not handle itself, into the
@@ -67,12 +77,12 @@ func (b *Backend) ensure(ctx context.Context, p string, container bool) error {
 		}
 		return err
 	}
-	err := b.call(ctx, "create "+p, create)
+	err := b.call(ctx, "create", p, create)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err := b.ensure(ctx, path.Dir(p), false); err != nil {
 			return err
 		}
-		err = b.call(ctx, "create "+p, create)
+		err = b.call(ctx, "create", p, create)
 	}
 	if err == nil || errors.Is(err, zk.ErrNodeExists) {
 		return nil
@@ -86,7 +96,7 @@ func (b *Backend) ensure(ctx context.Context, p string, container bool) error {
 func (b *Backend) now(ctx context.Context, p string) (int64, error) {
 	var st *zk.Stat
 	sent := time.Now()
-	err := b.call(ctx, "read the server clock", func() error {
+	err := b.call(ctx, "read the server clock", "", func() error {
 		var err error
 		st, err = b.conn.Set(p, nil, -1)
 		return err
@@ -101,7 +111,7 @@ func (b *Backend) now(ctx context.Context, p string) (int64, error) {
 // children lists the children of path, as the call "list "+name; a path
 // that does not exist has none (found is false).
 func (b *Backend) children(ctx context.Context, name, path string) (names []string, found bool, err error) {
-	err = b.call(ctx, "list "+name, func() error {
+	err = b.call(ctx, "list", name, func() error {
 		var err error
 		names, _, err = b.conn.Children(path)
 		return err

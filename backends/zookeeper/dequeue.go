@@ -37,7 +37,7 @@ func (s *session) Dequeue(ctx context.Context, name string) error {
 		return nil
 	}
 	s.ledger.Released(name, 0) // the node may hold the lock: this is a release
-	err := s.b.call(ctx, "dequeue "+name, func() error { return s.b.conn.Delete(l.path, -1) })
+	err := s.b.call(ctx, "dequeue", name, func() error { return s.b.conn.Delete(l.path, -1) })
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return s.fail(ctx, "dequeue "+name, err)
 	}

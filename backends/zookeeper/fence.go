@@ -60,7 +60,7 @@ func (b *Backend) FencedMulti(ctx context.Context, name string, token events.Tok
 // outcome.
 func (b *Backend) fencedMulti(ctx context.Context, name string, token events.Token, check *zk.CheckVersionRequest, ops []any) ([]zk.MultiResponse, error) {
 	var res []zk.MultiResponse
-	err := b.call(ctx, "fenced multi "+name, func() error {
+	err := b.call(ctx, "fenced multi", name, func() error {
 		var err error
 		res, err = b.conn.Multi(append([]any{check}, ops...)...)
 		return err
@@ -96,7 +96,7 @@ func (b *Backend) fence(ctx context.Context, name string, token events.Token) (*
 	p := parent + "/" + kids[0].name
 	var ok bool
 	var st *zk.Stat
-	err = b.call(ctx, "read "+p, func() error {
+	err = b.call(ctx, "read", p, func() error {
 		var err error
 		ok, st, err = b.conn.Exists(p)
 		return err

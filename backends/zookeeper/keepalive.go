@@ -128,7 +128,7 @@ func (s *session) confirm(ctx context.Context, renew bool, locks []*lock) error 
 			return nil
 		}
 		var res []zk.MultiResponse
-		err := s.b.call(ctx, "keep-alive", func() error {
+		err := s.b.call(ctx, "keep-alive", "", func() error {
 			var err error
 			res, err = s.b.conn.Multi(ops...)
 			return err

@@ -249,7 +249,7 @@ func (s *session) watchGranted(ctx context.Context, watched map[*lock]*shard, pl
 		var wg sync.WaitGroup
 		for i, l := range batch {
 			wg.Go(func() {
-				errs[i] = s.b.call(ctx, "watch "+l.path, func() (err error) {
+				errs[i] = s.b.call(ctx, "watch", l.path, func() (err error) {
 					exists[i], _, chans[i], err = s.b.conn.ExistsW(l.path)
 					return err
 				})

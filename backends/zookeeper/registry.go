@@ -136,7 +136,7 @@ func (s *session) putEntry(ctx context.Context, group, p string, data []byte) (u
 // A missing entry is zk.ErrNoNode as it is.
 func (s *session) setEntry(ctx context.Context, group, p string, data []byte) (uint64, error) {
 	var st *zk.Stat
-	err := s.b.call(ctx, "register in "+group, func() error {
+	err := s.b.call(ctx, "register in", group, func() error {
 		var err error
 		st, err = s.b.conn.Set(p, data, -1)
 		return err
@@ -153,7 +153,6 @@ func (s *session) setEntry(ctx context.Context, group, p string, data []byte) (u
 // createEntry creates the entry p in a transaction that also writes the
 // group's node, whose new mzxid is the entry's czxid.
 func (s *session) createEntry(ctx context.Context, group, p string, data []byte) (uint64, error) {
-	what := "register in " + group
 	parent := s.b.groupPath(group)
 	var res []zk.MultiResponse
 	multi := func() error {
@@ -163,21 +162,21 @@ func (s *session) createEntry(ctx context.Context, group, p string, data []byte)
 			&zk.SetDataRequest{Path: parent, Version: -1})
 		return err
 	}
-	err := s.b.call(ctx, what, multi)
+	err := s.b.call(ctx, "register in", group, multi)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err := s.b.ensure(ctx, parent, true); err != nil {
 			return 0, err
 		}
-		err = s.b.call(ctx, what, multi)
+		err = s.b.call(ctx, "register in", group, multi)
 	}
 	var order uint64
 	switch {
 	case errors.Is(err, zk.ErrNodeExists): // made by a call whose answer was lost
 		if order, err = s.setEntry(ctx, group, p, data); err != nil {
-			return 0, s.fail(ctx, what, err)
+			return 0, s.fail(ctx, "register in "+group, err)
 		}
 	case err != nil:
-		return 0, s.fail(ctx, what, err)
+		return 0, s.fail(ctx, "register in "+group, err)
 	default:
 		order = uint64(res[1].Stat.Mzxid)
 	}
@@ -200,7 +199,7 @@ func (s *session) adoptEntry(ctx context.Context, group, p string) error {
 	default:
 		return nil
 	}
-	_ = s.b.call(ctx, "delete "+p, func() error { return s.b.conn.Delete(p, -1) })
+	_ = s.b.call(ctx, "delete", p, func() error { return s.b.conn.Delete(p, -1) })
 	return err
 }
 
@@ -219,7 +218,7 @@ func (s *session) Deregister(ctx context.Context, group string) error {
 	}
 	defer s.leave(key)
 	p := s.b.groupPath(group) + "/" + s.sid
-	err := s.b.call(ctx, "deregister from "+group, func() error { return s.b.conn.Delete(p, -1) })
+	err := s.b.call(ctx, "deregister from", group, func() error { return s.b.conn.Delete(p, -1) })
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return s.fail(ctx, "deregister from "+group, err)
 	}

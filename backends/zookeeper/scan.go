@@ -240,7 +240,7 @@ func (b *Backend) deleted(err error) (verdict, error) {
 func (b *Backend) get(ctx context.Context, p string, v any) (*zk.Stat, error) {
 	var data []byte
 	var st *zk.Stat
-	err := b.call(ctx, "read "+p, func() error {
+	err := b.call(ctx, "read", p, func() error {
 		var err error
 		data, st, err = b.conn.Get(p)
 		return err
@@ -273,26 +273,26 @@ func (b *Backend) readClock(ctx context.Context, parent string, now *int64) erro
 // deleteNode deletes p at version. zk.ErrNoNode and zk.ErrBadVersion are
 // returned as they are, other errors translated.
 func (b *Backend) deleteNode(ctx context.Context, p string, version int32) error {
-	err := b.call(ctx, "delete "+p, func() error { return b.conn.Delete(p, version) })
-	return keepRace(ctx, "delete "+p, err)
+	err := b.call(ctx, "delete", p, func() error { return b.conn.Delete(p, version) })
+	return keepRace(ctx, "delete", p, err)
 }
 
 // deleteNodes deletes an expired session node and its lock child in one
 // transaction, so that a renewal that came first (a new version) keeps
 // both.
 func (b *Backend) deleteNodes(ctx context.Context, sp string, sv int32, p string, v int32) error {
-	err := b.call(ctx, "delete "+p, func() error {
+	err := b.call(ctx, "delete", p, func() error {
 		_, err := b.conn.Multi(&zk.DeleteRequest{Path: sp, Version: sv}, &zk.DeleteRequest{Path: p, Version: v})
 		return err
 	})
-	return keepRace(ctx, "delete "+p, err)
+	return keepRace(ctx, "delete", p, err)
 }
 
 // keepRace returns the errors that mean "others acted first" as they are
-// and translates the others.
-func keepRace(ctx context.Context, what string, err error) error {
+// and translates the others, of the call op on object.
+func keepRace(ctx context.Context, op, object string, err error) error {
 	if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
 		return err
 	}
-	return fail(ctx, what, err)
+	return fail(ctx, what(op, object), err)
 }

@@ -94,12 +94,12 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 		_, err := b.conn.Create(s.path, s.data, zk.FlagEphemeral, b.acl)
 		return err
 	}
-	err := b.call(ctx, "open session", create)
+	err := b.call(ctx, "open session", "", create)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err := b.ensure(ctx, b.sessionsPath(), false); err != nil {
 			return nil, err
 		}
-		err = b.call(ctx, "open session", create)
+		err = b.call(ctx, "open session", "", create)
 	}
 	if err != nil {
 		return nil, fail(ctx, "open session", err)
@@ -299,7 +299,7 @@ func (s *session) lose(l *lock) {
 // drop forgets l and deletes its node, as far as ctx allows.
 func (s *session) drop(ctx context.Context, l *lock) {
 	s.forget(l)
-	_ = s.b.call(ctx, "delete "+l.path, func() error { return s.b.conn.Delete(l.path, -1) })
+	_ = s.b.call(ctx, "delete", l.path, func() error { return s.b.conn.Delete(l.path, -1) })
 }
 
 // enter waits until no other Acquire or Release of name by s is in
@@ -356,7 +356,7 @@ func (b *Backend) removeAll(ctx context.Context, paths []string) error {
 	for i, p := range paths {
 		ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
 	}
-	err := b.call(ctx, "close session", func() error {
+	err := b.call(ctx, "close session", "", func() error {
 		_, err := b.conn.Multi(ops...)
 		return err
 	})
@@ -364,7 +364,7 @@ func (b *Backend) removeAll(ctx context.Context, paths []string) error {
 		return fail(ctx, "close session", err)
 	}
 	for _, p := range paths {
-		err := b.call(ctx, "delete "+path.Base(p), func() error { return b.conn.Delete(p, -1) })
+		err := b.call(ctx, "delete", path.Base(p), func() error { return b.conn.Delete(p, -1) })
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return fail(ctx, "close session", err)
 		}

@@ -168,7 +168,7 @@ func (b *Backend) arm(ctx context.Context, name string, fromLatest bool) (<-chan
 func (b *Backend) watchCreation(ctx context.Context, parent string) (<-chan zk.Event, bool, error) {
 	var ev <-chan zk.Event
 	var exists bool
-	err := b.call(ctx, "watch "+parent, func() error {
+	err := b.call(ctx, "watch", parent, func() error {
 		var err error
 		exists, _, ev, err = b.conn.ExistsW(parent)
 		return err
@@ -183,7 +183,7 @@ func (b *Backend) watchCreation(ctx context.Context, parent string) (<-chan zk.E
 // ok is false if the node is gone by now (GetW sets no watch then).
 func (b *Backend) watchNode(ctx context.Context, parent, child string) (<-chan zk.Event, bool, error) {
 	var ev <-chan zk.Event
-	err := b.call(ctx, "watch "+parent, func() error {
+	err := b.call(ctx, "watch", parent, func() error {
 		var err error
 		if child == "" {
 			_, _, ev, err = b.conn.ChildrenW(parent)
