@@ -68,6 +68,7 @@ func parseChild(name string) (c child, ok bool) {
 // queue sorts a lock's children: the lock children in sequence order, and
 // whether a hold marker is among them. Names it does not know are left out.
 func queue(names []string) (kids []child, hold bool) {
+	kids = make([]child, 0, len(names))
 	for _, name := range names {
 		if name == holdNode {
 			hold = true

@@ -58,7 +58,12 @@ func (b *Backend) look(ctx context.Context, name string, s *session) (verdict, e
 // (0 until then). A node that vanished, or a delete that failed, means
 // others acted meanwhile, maybe placing a hold: the verdict is relist.
 func (b *Backend) lookOnce(ctx context.Context, name string, s *session, l *lock, now *int64) (verdict, error) {
-	parent := b.lockPath(name)
+	var parent string
+	if l != nil {
+		parent = l.parent()
+	} else {
+		parent = b.lockPath(name)
+	}
 	names, found, err := b.children(ctx, name, parent)
 	switch {
 	case err != nil:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +57,10 @@ type lock struct {
 	judged  time.Time // the last look that judged the nodes ahead (see walk); start at first
 	granted bool      // an Acquire returned it as the holder; set under the session's mu
 }
+
+// parent returns the path of the lock's parent node, which l's node is
+// a child of: b.lockPath(l.name), without building it again.
+func (l *lock) parent() string { return l.path[:strings.LastIndexByte(l.path, '/')] }
 
 // leaseOver reports whether the lock's lease has ended at now.
 func (l *lock) leaseOver(now time.Time) bool {
