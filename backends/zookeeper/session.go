@@ -31,7 +31,7 @@ type session struct {
 	zkSession int64  // the ZooKeeper session the node belongs to
 
 	mu       sync.Mutex
-	busy     map[string]chan struct{} // lock names with an Acquire or Release in progress; closed when it ends
+	busy     map[string]chan struct{} // lock names with an Acquire or Release in progress (see enter)
 	expires  time.Time                // start of the last successful Open or KeepAlive + ttl, local clock
 	closed   bool
 	lost     error             // set once the session is known to be lost
@@ -309,15 +309,21 @@ func (s *session) drop(ctx context.Context, l *lock) {
 
 // enter waits until no other Acquire or Release of name by s is in
 // progress, so that the session has one node per name at most. Calls for
-// different names go on in parallel.
+// different names go on in parallel. A call in progress has an entry in
+// s.busy: a channel that leave closes, made by the first call that waits
+// for it (nil until then, so that a call nobody waits for makes none).
 func (s *session) enter(ctx context.Context, name string) error {
 	for {
 		s.mu.Lock()
 		wait, busy := s.busy[name]
 		if !busy {
-			s.busy[name] = make(chan struct{})
+			s.busy[name] = nil
 			s.mu.Unlock()
 			return nil
+		}
+		if wait == nil {
+			wait = make(chan struct{})
+			s.busy[name] = wait
 		}
 		s.mu.Unlock()
 		select {
@@ -328,11 +334,14 @@ func (s *session) enter(ctx context.Context, name string) error {
 	}
 }
 
-// leave ends the call on name that enter let in.
+// leave ends the call on name that enter let in, and wakes the calls
+// waiting for it.
 func (s *session) leave(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	close(s.busy[name])
+	if wait := s.busy[name]; wait != nil {
+		close(wait)
+	}
 	delete(s.busy, name)
 }
 
