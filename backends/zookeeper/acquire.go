@@ -109,9 +109,13 @@ func (s *session) reacquire(ctx context.Context, l *lock, lease time.Duration, s
 // children.
 func (s *session) create(ctx context.Context, name string, lease time.Duration, start time.Time) (*lock, *zk.Stat, error) {
 	parent := s.b.lockPath(name)
+	data := s.lockData
+	if lease > 0 {
+		data = encode(lockData{ID: s.id, Lease: millis(lease)})
+	}
 	req := &zk.CreateRequest{
 		Path:  parent + "/" + s.sid + "-",
-		Data:  encode(lockData{ID: s.id, Lease: millis(lease)}),
+		Data:  data,
 		Acl:   s.b.acl,
 		Flags: zk.FlagEphemeral | zk.FlagSequence,
 	}

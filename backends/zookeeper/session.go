@@ -28,6 +28,7 @@ type session struct {
 	sid       string
 	path      string // the session node
 	data      []byte // the session node's data
+	lockData  []byte // the data of its lock nodes without a lease, encoded once
 	zkSession int64  // the ZooKeeper session the node belongs to
 
 	mu       sync.Mutex
@@ -89,6 +90,7 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 		sid:       sid,
 		path:      b.sessionsPath() + "/" + sid,
 		data:      encode(sessionData{ID: id, TTL: millis(ttl)}),
+		lockData:  encode(lockData{ID: id}),
 		zkSession: b.conn.SessionID(),
 		busy:      make(map[string]chan struct{}),
 		expires:   start.Add(ttl),
