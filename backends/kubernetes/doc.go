@@ -84,8 +84,14 @@
 // that update made, which is at most the one the next acquirer reads: so
 // tokens strictly increase per lock across holders, and across the
 // deletion and recreation of its Lease (a new object gets a newer
-// version), which leaseTransitions does not survive. Release and Fence
-// are updates conditioned on the resourceVersion read too.
+// version), which leaseTransitions does not survive. Fence is an update
+// conditioned on the resourceVersion read too, and so is Release: on the
+// version the session's take left the Lease at, which the session
+// remembers (32 bytes a held lock), so a Release sends no read; if the
+// Lease changed since (409 Conflict: a fenced write), or carries more than
+// the backend's own labels and annotations (an earlier term's fenced
+// annotation), Release reads it and updates it conditioned on the version
+// read.
 //
 // # Fencing
 //
@@ -124,13 +130,14 @@
 // Every call blocks until the server answers or ctx ends: Open one
 // request, KeepAlive two in parallel, Holder one or two, Acquire one to
 // four (a read of the lock Lease, a create on its first use, a read of
-// its holder's session Lease, the taking update), Release two, Register
-// one to three, Members two, Close one LIST, one write per Lease of the
-// session (eight at a time) and one DELETE. Holder, Acquire and Members
-// also delete each session Lease they judge expired (one more request,
-// once per dead session); an Acquire that loses a race reads again, at
-// most five times. A call with a done ctx sends nothing
-// and returns an error matching backends.ErrUnavailable and ctx.Err().
+// its holder's session Lease, the taking update), Release one (three
+// after a fenced write), Register one to three, Members two, Close one
+// LIST, one write per Lease of the session (eight at a time) and one
+// DELETE. Holder, Acquire and Members also delete each session Lease
+// they judge expired (one more request, once per dead session); an
+// Acquire that loses a race reads again, at most five times. A call with
+// a done ctx sends nothing and returns an error matching
+// backends.ErrUnavailable and ctx.Err().
 // The client's own rate limiter (client-go's default is 5 requests a
 // second, burst 10) and the server's API Priority and Fairness queue
 // every request, KeepAlive included: give the client a QPS that covers

@@ -57,6 +57,7 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 			return 0, err
 		case live && t.session == s.lease:
 			s.granted(name, t.token, lease, start)
+			s.remember(name, t.token, l)
 			return t.token, nil
 		case live:
 			return 0, fmt.Errorf("%w: %q by %s", backends.ErrHeld, name, t.candidate)
@@ -74,6 +75,7 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 		}
 		s.b.seen.see(lockKey(name), termOf(took).mark())
 		s.granted(name, tok, lease, start)
+		s.remember(name, tok, took)
 		return tok, nil
 	}
 	return 0, fmt.Errorf("%w: %q changed under %d tries in a row", backends.ErrHeld, name, maxTries)
@@ -183,9 +185,13 @@ func held(l *coordv1.Lease, hold time.Duration, now time.Time) *coordv1.Lease {
 }
 
 // Release frees name, or keeps it held by nobody alive for hold, if its
-// Lease names this session under token: one GET and one update
-// conditioned on it (again after a conflict with a fenced write).
-// Whatever its outcome, the session claims name under token no more.
+// Lease names this session under token: one update conditioned on the
+// resourceVersion the session's take (or its last Acquire) left it at.
+// If the Lease changed since (409 Conflict: a fenced write), or the
+// session does not remember it (a Lease that carries more than the
+// backend's own labels and annotations), it reads the Lease and updates
+// it conditioned on the version read (again after a conflict). Whatever
+// its outcome, the session claims name under token no more.
 func (s *session) Release(ctx context.Context, name string, token events.Token, hold time.Duration) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -201,6 +207,11 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	s.mu.Unlock()
 	if err := ctxErr(ctx, "release"); err != nil {
 		return err
+	}
+	if m, ok := s.recall(name, token); ok && token != 0 {
+		if done, err := s.releaseTaken(ctx, name, m, hold); done {
+			return err
+		}
 	}
 	for range maxTries {
 		l, err := s.b.leases.Get(ctx, s.b.LockLease(name), metav1.GetOptions{})
@@ -233,6 +244,27 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 		return nil
 	}
 	return fmt.Errorf("%w: kubernetes: release: %q changed under %d tries in a row", backends.ErrUnavailable, name, maxTries)
+}
+
+// releaseTaken writes the lock Lease name released, rebuilt from what
+// the session remembers of it, in one update conditioned on the
+// remembered resourceVersion: no read. It reports false, for Release to
+// read the Lease and try again, if the Lease changed since (a fenced
+// write; a take by another session after this one's term ended).
+func (s *session) releaseTaken(ctx context.Context, name string, m taken, hold time.Duration) (bool, error) {
+	l, now := s.rebuild(name, m, 0), time.Now()
+	next := free(l, now)
+	if hold > 0 {
+		next = held(l, hold, now)
+	}
+	_, err := s.b.leases.Update(ctx, next, metav1.UpdateOptions{})
+	switch {
+	case apierrors.IsConflict(err):
+		return false, nil
+	case apierrors.IsNotFound(err):
+		return true, s.notHeld(name, m.token)
+	}
+	return true, translate(ctx, "release", err)
 }
 
 // notHeld is Release's error for a lock the session does not hold under

@@ -34,6 +34,7 @@ type session struct {
 	rec       *coordv1.Lease       // the session Lease as last written
 	renewed   time.Time            // start of the last successful Open or KeepAlive
 	ends      map[string]leaseTerm // locks granted with a lease, by name
+	taken     map[string]taken     // locks granted, as last written or read, for Release
 
 	ledger ledger.Ledger // what Acquire granted, and what KeepAlive found gone
 }
@@ -122,6 +123,7 @@ func (s *session) KeepAlive(ctx context.Context) error {
 	for name, tok := range granted {
 		if found[name] != tok || s.leaseOver(name, tok, start) {
 			s.ledger.Gone(name, tok)
+			s.forget(name, tok)
 		}
 	}
 	s.relisten()

@@ -1,0 +1,120 @@
+package kubernetes_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientset "k8s.io/client-go/kubernetes"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/kubernetes"
+	"github.com/hustings/hustings/events"
+)
+
+// getLock reads the Lease of the lock name.
+func getLock(t *testing.T, cs clientset.Interface, ns string, b *kubernetes.Backend, name string) *coordv1.Lease {
+	t.Helper()
+	l, err := cs.CoordinationV1().Leases(ns).Get(t.Context(), b.LockLease(name), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get the Lease of %q: %v", name, err)
+	}
+	return l
+}
+
+// acquire acquires name on s, failing the test on an error.
+func acquire(t *testing.T, s backends.Session, name string) events.Token {
+	t.Helper()
+	tok, err := s.Acquire(t.Context(), name, 0)
+	if err != nil {
+		t.Fatalf("%s: Acquire(%q): %v", s.ID(), name, err)
+	}
+	return tok
+}
+
+// release releases name on s with hold, failing the test on an error.
+func release(t *testing.T, s backends.Session, name string, tok events.Token, hold time.Duration) {
+	t.Helper()
+	if err := s.Release(t.Context(), name, tok, hold); err != nil {
+		t.Fatalf("%s: Release(%q, %d): %v", s.ID(), name, tok, err)
+	}
+}
+
+// TestReleaseWritesWithoutReading: a Release is one update of the Lease
+// as the session's take left it, with no read; a Lease changed since (a
+// fenced write) or carrying more than the backend's own annotations is
+// read first, and what else it carries is kept.
+func TestReleaseWritesWithoutReading(t *testing.T) {
+	var calls methodCount
+	cs := client(t, &calls)
+	ns := namespace(t, cs)
+	b := newBackend(t, cs, ns)
+	a, other := open(t, b, "a", 10*time.Second), open(t, b, "b", 10*time.Second)
+	const name, fenced = "release/unread", "example.com/last-writer"
+	steps := []struct {
+		what    string
+		fence   bool          // write a fenced annotation before the release
+		hold    time.Duration // release with a hold
+		reads   int64         // GETs the Release makes
+		updates int64         // and updates
+	}{
+		{"plain", false, 0, 0, 1},
+		{"with a hold", false, 200 * time.Millisecond, 0, 1},
+		{"after a fenced write", true, 0, 1, 2}, // the first refused (409)
+		{"of a Lease carrying an earlier term's fenced annotation", false, 0, 1, 1},
+	}
+	for _, st := range steps {
+		tok := acquire(t, a, name)
+		if st.fence {
+			if err := fencedWrite(t.Context(), b, name, tok); err != nil {
+				t.Fatalf("%s: Fence: %v", st.what, err)
+			}
+		}
+		gets, puts := calls.get.Load(), calls.put.Load()
+		release(t, a, name, tok, st.hold)
+		if got := calls.get.Load() - gets; got != st.reads {
+			t.Errorf("%s: Release made %d GETs, want %d", st.what, got, st.reads)
+		}
+		if got := calls.put.Load() - puts; got != st.updates {
+			t.Errorf("%s: Release made %d updates, want %d", st.what, got, st.updates)
+		}
+		l := getLock(t, cs, ns, b, name)
+		if s, ok := l.Labels["hustings.io/session"]; ok {
+			t.Errorf("%s: the released Lease still names session %s", st.what, s)
+		}
+		if st.reads > 0 && l.Annotations[fenced] == "" {
+			t.Errorf("%s: the fenced annotation is gone: %v", st.what, l.Annotations)
+		}
+		if st.hold > 0 {
+			if got := *l.Spec.HolderIdentity; got != "a" || l.Annotations["hustings.io/hold-ms"] != "200" {
+				t.Errorf("%s: holder %q, annotations %v; want a, on hold for 200 ms", st.what, got, l.Annotations)
+			}
+			if _, err := other.Acquire(t.Context(), name, 0); !errors.Is(err, backends.ErrHeld) {
+				t.Fatalf("%s: b's Acquire during the hold: %v, want ErrHeld", st.what, err)
+			}
+			waitUntil(t, "b acquires after the hold", func() bool {
+				_, err := other.Acquire(t.Context(), name, 0)
+				return err == nil
+			})
+			release(t, other, name, getToken(t, cs, ns, b, name), 0)
+			continue
+		}
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "" {
+			t.Errorf("%s: the released Lease has holder %v, want none", st.what, l.Spec.HolderIdentity)
+		}
+		release(t, other, name, acquire(t, other, name), 0)
+	}
+}
+
+// getToken returns the token the Lease of the lock name records.
+func getToken(t *testing.T, cs clientset.Interface, ns string, b *kubernetes.Backend, name string) events.Token {
+	t.Helper()
+	var tok events.Token
+	if _, err := fmt.Sscan(getLock(t, cs, ns, b, name).Annotations["hustings.io/token"], &tok); err != nil {
+		t.Fatalf("token of %q: %v", name, err)
+	}
+	return tok
+}
