@@ -72,7 +72,13 @@
 // takes it with one update conditioned on the resourceVersion it read: of
 // several candidates racing, one wins and the others get 409 Conflict,
 // read again and find it held (ErrHeld). A lock another session visibly
-// holds is reported held without a write.
+// holds is reported held without a write. While a Watch of the lock is
+// open (a waiting campaign's), Acquire starts from the Lease as the watch
+// last delivered it instead of reading it, so a waiter woken by a release
+// takes the lock with one update: a copy that is stale costs a conflict
+// and a read, or an ErrHeld that the watch's next signal corrects, never
+// a grant; a copy naming the session itself is not trusted (it may be
+// from before its own release) and the Lease is read.
 //
 // The token is that resourceVersion, the one the acquiring update was
 // conditioned on, recorded in the annotation hustings.io/token by the
@@ -129,15 +135,16 @@
 //
 // Every call blocks until the server answers or ctx ends: Open one
 // request, KeepAlive two in parallel, Holder one or two, Acquire one to
-// four (a read of the lock Lease, a create on its first use, a read of
-// its holder's session Lease, the taking update), Release one (three
-// after a fenced write), Register one to three, Members two, Close one
-// LIST, one write per Lease of the session (eight at a time) and one
-// DELETE. Holder, Acquire and Members also delete each session Lease
-// they judge expired (one more request, once per dead session); an
-// Acquire that loses a race reads again, at most five times. A call with
-// a done ctx sends nothing and returns an error matching
-// backends.ErrUnavailable and ctx.Err().
+// four (a read of the lock Lease unless the watch delivered it, a create
+// on its first use, a read of its holder's session Lease, the taking
+// update), Release one (two for a Lease carrying more than the
+// backend's own labels and annotations, three after a fenced write),
+// Register one to three, Members two, Close one LIST, one write per
+// Lease of the session (eight at a time) and one DELETE. Holder, Acquire
+// and Members also delete each session Lease they judge expired (one
+// more request, once per dead session); an Acquire that loses a race
+// reads again, at most five times. A call with a done ctx sends nothing
+// and returns an error matching backends.ErrUnavailable and ctx.Err().
 // The client's own rate limiter (client-go's default is 5 requests a
 // second, burst 10) and the server's API Priority and Fairness queue
 // every request, KeepAlive included: give the client a QPS that covers

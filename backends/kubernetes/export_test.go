@@ -1,6 +1,10 @@
 package kubernetes
 
-import "time"
+import (
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+)
 
 // SetWatchTimeout makes the server end each watch request of b after d
 // (whole seconds), so that tests see the watch resume.
@@ -8,3 +12,18 @@ func SetWatchTimeout(b *Backend, d time.Duration) { b.watchTimeout = int64(d / t
 
 // SessionLease returns the name of the Lease of a session of this package.
 func SessionLease(s any) string { return s.(*session).lease }
+
+// Watched returns the Lease of the lock name as b's watch last delivered
+// it, as Acquire finds it; nil if none.
+func Watched(b *Backend, name string) *coordv1.Lease { return b.hub.lease(name) }
+
+// SetWatched makes b's watch show l as the Lease of the lock name, as a
+// watch that runs behind would; a Watch of name must be open.
+func SetWatched(b *Backend, name string, l *coordv1.Lease) {
+	b.hub.mu.Lock()
+	defer b.hub.mu.Unlock()
+	b.hub.names[name].lease = l
+}
+
+// Prefix returns the Lease-name prefix of b.
+func Prefix(b *Backend) string { return b.prefix }

@@ -118,3 +118,85 @@ func getToken(t *testing.T, cs clientset.Interface, ns string, b *kubernetes.Bac
 	}
 	return tok
 }
+
+// TestAcquireFromTheWatch: a waiter woken by a release takes the lock
+// with one update and no read, from the Lease its watch delivered.
+func TestAcquireFromTheWatch(t *testing.T) {
+	var calls methodCount
+	cs := client(t, nil)
+	ns := namespace(t, cs)
+	holderB := newBackend(t, cs, ns)
+	waiterB := prefixed(t, client(t, &calls), ns, kubernetes.Prefix(holderB))
+	holder, waiter := open(t, holderB, "holder", 10*time.Second), open(t, waiterB, "waiter", 10*time.Second)
+	const name = "handover/watched"
+	tok := acquire(t, holder, name)
+	ch := watchLock(t, waiterB, name)
+	if _, err := waiter.Acquire(t.Context(), name, 0); !errors.Is(err, backends.ErrHeld) {
+		t.Fatalf("waiter's Acquire of a held lock: %v, want ErrHeld", err)
+	}
+	drain(ch)
+	release(t, holder, name, tok, 0)
+	signalled(t, ch, "the release")
+	waitUntil(t, "the watch delivers the release", func() bool {
+		l := kubernetes.Watched(waiterB, name)
+		return l != nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == ""
+	})
+	gets, puts := calls.get.Load(), calls.put.Load()
+	acquire(t, waiter, name)
+	if got := calls.get.Load() - gets; got != 0 {
+		t.Errorf("the woken Acquire made %d GETs, want none", got)
+	}
+	if got := calls.put.Load() - puts; got != 1 {
+		t.Errorf("the woken Acquire made %d updates, want 1", got)
+	}
+}
+
+// TestStaleWatchNeverGrants: an Acquire that finds the lock in a Lease
+// its watch delivered long ago never takes it from its holder: a freed
+// Lease since taken costs a conflict and a read, and a Lease that names
+// the session itself (from before its release) is read again, not
+// trusted.
+func TestStaleWatchNeverGrants(t *testing.T) {
+	cs := client(t, nil)
+	ns := namespace(t, cs)
+	holderB := newBackend(t, cs, ns)
+	waiterB := prefixed(t, cs, ns, kubernetes.Prefix(holderB))
+	holder, waiter := open(t, holderB, "holder", 10*time.Second), open(t, waiterB, "waiter", 10*time.Second)
+	tests := []struct {
+		name  string
+		stale func(t *testing.T, name string) *coordv1.Lease // leaves the lock held by holder
+	}{
+		{"a freed Lease", func(t *testing.T, name string) *coordv1.Lease {
+			release(t, holder, name, acquire(t, holder, name), 0)
+			freed := getLock(t, cs, ns, holderB, name)
+			acquire(t, holder, name)
+			return freed
+		}},
+		{"the waiter's own Lease", func(t *testing.T, name string) *coordv1.Lease {
+			tok := acquire(t, waiter, name)
+			own := getLock(t, cs, ns, waiterB, name)
+			release(t, waiter, name, tok, 0)
+			acquire(t, holder, name)
+			return own
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := "stale/" + tt.name
+			stale := tt.stale(t, name)
+			current := getLock(t, cs, ns, holderB, name)
+			watchLock(t, waiterB, name)
+			waitUntil(t, "the watch delivers the take", func() bool {
+				l := kubernetes.Watched(waiterB, name)
+				return l != nil && l.ResourceVersion == current.ResourceVersion
+			})
+			kubernetes.SetWatched(waiterB, name, stale)
+			if tok, err := waiter.Acquire(t.Context(), name, 0); !errors.Is(err, backends.ErrHeld) {
+				t.Fatalf("Acquire from a stale Lease = %d, %v; want ErrHeld", tok, err)
+			}
+			if h, err := holderB.Holder(t.Context(), name); err != nil || h.ID != "holder" {
+				t.Fatalf("Holder = %+v, %v; want holder", h, err)
+			}
+		})
+	}
+}

@@ -23,11 +23,12 @@ const maxTries = 5
 // (released, its lease or hold ended, its session gone or judged expired
 // by this process's clock), or held by this session (then it returns the
 // same token). It reads the lock Lease (creating it free on first use,
-// one more write, ever), judges its holder (one more GET of the holder's
-// session Lease when another session holds it), and takes it with one
-// update conditioned on the resourceVersion read, recording that
-// resourceVersion as the token. A lock held by a live session is
-// ErrHeld, found without any write.
+// one more write, ever) unless the Backend's watch delivered it (a
+// waiter watches its lock: see watched), judges its holder (one more GET
+// of the holder's session Lease when another session holds it), and
+// takes it with one update conditioned on the resourceVersion read,
+// recording that resourceVersion as the token. A lock held by a live
+// session is ErrHeld, found without any write.
 func (s *session) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
 	if err := s.usable(); err != nil {
 		return 0, err
@@ -38,14 +39,17 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	if err := ctxErr(ctx, "acquire"); err != nil {
 		return 0, err
 	}
-	for range maxTries {
+	for try := range maxTries {
 		start := time.Now()
 		if s.expired(start) {
 			return 0, s.markLost()
 		}
-		l, err := s.b.lockLease(ctx, name)
-		if err != nil {
-			return 0, err
+		l := s.watched(name, try)
+		if l == nil {
+			var err error
+			if l, err = s.b.lockLease(ctx, name); err != nil {
+				return 0, err
+			}
 		}
 		t, err := s.b.term(l, name)
 		if err != nil {
@@ -79,6 +83,25 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 		return tok, nil
 	}
 	return 0, fmt.Errorf("%w: %q changed under %d tries in a row", backends.ErrHeld, name, maxTries)
+}
+
+// watched returns, for the first try of an Acquire, the Lease of the
+// lock name as the Backend's watch last delivered it (a candidate that
+// waits for name watches it), if there is one and it does not name this
+// session; nil otherwise, and the Lease is read. A stale copy costs a
+// conflict (the take is conditioned on its resourceVersion) or an
+// ErrHeld that the watch's next signal corrects, never a grant: so the
+// session must not find itself the holder in it, as the copy may be from
+// before its own release.
+func (s *session) watched(name string, try int) *coordv1.Lease {
+	if try > 0 {
+		return nil
+	}
+	l := s.b.hub.lease(name)
+	if l == nil || l.Labels[labelSession] == s.lease {
+		return nil
+	}
+	return l
 }
 
 // granted records a grant in the ledger, and its lease's end.

@@ -149,9 +149,10 @@ func (h *hub) deliver(r *run, typ kwatch.EventType, l *coordv1.Lease) {
 	}
 }
 
-// lockChanged signals the watches of a lock whose Lease changed, and
-// sets when its hold or lease ends if nothing else changes (from when
-// this term was first seen: a fenced write does not move it).
+// lockChanged signals the watches of a lock whose Lease changed, keeps
+// the Lease for their Acquire, and sets when its hold or lease ends if
+// nothing else changes (from when this term was first seen: a fenced
+// write does not move it).
 func (h *hub) lockChanged(r *run, typ kwatch.EventType, l *coordv1.Lease) {
 	t := termOf(l)
 	live := typ != kwatch.Deleted && t.token != 0
@@ -170,11 +171,15 @@ func (h *hub) lockChanged(r *run, typ kwatch.EventType, l *coordv1.Lease) {
 	if n == nil {
 		return
 	}
-	n.signal()
+	defer n.signal() // after n.lease is set: a woken Acquire reads it
 	if !live {
 		*n = watched{subs: n.subs}
+		if typ != kwatch.Deleted {
+			n.lease = l.DeepCopy() // not a LIST's item: that would keep the whole LIST
+		}
 		return
 	}
+	n.lease = l.DeepCopy()
 	if n.mark != t.mark() {
 		n.mark, n.session, n.termEnd, n.sessionEnd = t.mark(), "", time.Time{}, time.Time{}
 		if d := max(t.hold, t.lease); d > 0 {

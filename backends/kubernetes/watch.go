@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	coordv1 "k8s.io/api/coordination/v1"
+
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/internal/validate"
 )
@@ -17,7 +19,9 @@ var _ backends.Watcher = (*Backend)(nil)
 // signals its locks, and a lock whose holder, lease or hold would end by
 // this process's judgment signals then. It returns once the watch's
 // first LIST is done, so no change after Watch returned is missed.
-// Signals coalesce in a buffer of one.
+// Signals coalesce in a buffer of one. While a Watch of name is open,
+// the Backend keeps its Lease as last delivered (one copy per watched
+// name), set before the signal, for the Acquire the signal wakes.
 //
 // Every Watch of a Backend shares one LIST and WATCH of the namespace's
 // Leases with the Backend's prefix label, and one goroutine, which exist
@@ -64,10 +68,11 @@ type hub struct {
 // watched is what the hub knows of one watched lock.
 type watched struct {
 	subs       map[*watch]struct{}
-	session    string    // the session Lease holding it, as last seen
-	mark       string    // its term and phase, as last seen
-	termEnd    time.Time // when its lease or hold ends; zero: none known
-	sessionEnd time.Time // when its session ends if not renewed; zero: unknown
+	lease      *coordv1.Lease // its Lease as last seen (nil if deleted, or not seen since the Watch began); never changed
+	session    string         // the session Lease holding it, as last seen
+	mark       string         // its term and phase, as last seen
+	termEnd    time.Time      // when its lease or hold ends; zero: none known
+	sessionEnd time.Time      // when its session ends if not renewed; zero: unknown
 }
 
 // due returns when n's holder may be judged gone, or zero.
@@ -159,6 +164,18 @@ func (w *watch) end() {
 	}
 	delete(h.names, w.name)
 	h.stopIfIdle()
+}
+
+// lease returns the Lease of the lock name as the watch last delivered
+// it, if a Watch of name is open and has seen it since it began; nil
+// otherwise. The caller must not change it.
+func (h *hub) lease(name string) *coordv1.Lease {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n := h.names[name]; n != nil {
+		return n.lease
+	}
+	return nil
 }
 
 // signal wakes every watch of n.
