@@ -141,6 +141,11 @@ func termOf(l *coordv1.Lease) term {
 	return t
 }
 
+// timed reports whether the term ends by a clock of its own, a lease or
+// a hold: only then is its mark judged (see Backend.live), and worth
+// recording; a term without either lives as long as its session.
+func (t term) timed() bool { return t.lease > 0 || t.hold > 0 }
+
 // mark returns what an observer's clock is set by for a lock Lease: the
 // term and its phase, not the resourceVersion, so that fenced writes
 // (which change the resourceVersion) never extend a lease or a hold.

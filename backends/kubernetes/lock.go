@@ -77,7 +77,9 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 		case err != nil:
 			return 0, translate(ctx, "acquire", err)
 		}
-		s.b.seen.see(lockKey(name), termOf(took).mark())
+		if t := termOf(took); t.timed() {
+			s.b.seen.see(lockKey(name), t.mark())
+		}
 		s.granted(name, tok, lease, start)
 		s.remember(name, tok, took)
 		return tok, nil

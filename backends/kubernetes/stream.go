@@ -156,7 +156,7 @@ func (h *hub) deliver(r *run, typ kwatch.EventType, l *coordv1.Lease) {
 func (h *hub) lockChanged(r *run, typ kwatch.EventType, l *coordv1.Lease) {
 	t := termOf(l)
 	live := typ != kwatch.Deleted && t.token != 0
-	if live {
+	if live && t.timed() {
 		h.b.seen.see(lockKey(t.name), t.mark())
 	}
 	h.mu.Lock()
