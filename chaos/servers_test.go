@@ -61,11 +61,11 @@ var backendsUnderTest = []backend{
 	{name: "etcd", start: startEtcd, slack: 800 * time.Millisecond, pushed: true},
 	{name: "zookeeper", start: startZooKeeper, slack: 300 * time.Millisecond, pushed: true},
 	{name: "postgres", start: startPostgres, slack: 300 * time.Millisecond},
-	// A handover is a read and an update of the lock Lease to release it,
-	// the watch's delivery, and a read and an update to take it, each
-	// write through the apiserver to etcd and its fsync: bench's p99 for
-	// one lock is 21.6 ms; the long profile at 2efdb00 saw group slots
-	// handed over in 55 and 66 ms.
+	// A handover is an update of the lock Lease to release it, the
+	// watch's delivery, and an update to take it (a read before each at
+	// 2efdb00), each write through the apiserver to etcd and its fsync:
+	// bench's p99 for one lock was 21.6 ms with the reads; the long
+	// profile at 2efdb00 saw group slots handed over in 55 and 66 ms.
 	{name: "kubernetes", start: startKubernetes, slack: 300 * time.Millisecond, handover: 100 * time.Millisecond, pushed: true},
 }
 
