@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/kubernetes"
 )
 
@@ -25,7 +26,7 @@ func TestExpiryIgnoresTimestamps(t *testing.T) {
 			ns := namespace(t, cs)
 			b := prefixed(t, cs, ns, "skew")
 			observer := prefixed(t, cs, ns, "skew") // another process: no sight of a yet
-			a := open(t, b, "a", ttl)
+			a := backendtest.Open(t, b, "a", ttl)
 			tok, err := a.Acquire(t.Context(), "skewed", 0)
 			if err != nil {
 				t.Fatal(err)
@@ -81,7 +82,7 @@ func TestLateRenewalKeepsLocks(t *testing.T) {
 	ns := namespace(t, cs)
 	holder := prefixed(t, plain, ns, "late")
 	observer := prefixed(t, cs, ns, "late")
-	a := open(t, holder, "a", ttl)
+	a := backendtest.Open(t, holder, "a", ttl)
 	tok, err := a.Acquire(t.Context(), "late", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +104,7 @@ func TestLateRenewalKeepsLocks(t *testing.T) {
 		}
 	}
 	calls.beforeDelete.Store(&renew)
-	b := open(t, observer, "b", ttl)
+	b := backendtest.Open(t, observer, "b", ttl)
 	_, err = b.Acquire(t.Context(), "late", 0)
 	if !errors.Is(err, backends.ErrHeld) {
 		t.Fatalf("Acquire after the late renewal: %v, want ErrHeld", err)

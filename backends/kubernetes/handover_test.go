@@ -11,6 +11,7 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/kubernetes"
 	"github.com/hustings/hustings/events"
 )
@@ -23,16 +24,6 @@ func getLock(t *testing.T, cs clientset.Interface, ns string, b *kubernetes.Back
 		t.Fatalf("get the Lease of %q: %v", name, err)
 	}
 	return l
-}
-
-// acquire acquires name on s, failing the test on an error.
-func acquire(t *testing.T, s backends.Session, name string) events.Token {
-	t.Helper()
-	tok, err := s.Acquire(t.Context(), name, 0)
-	if err != nil {
-		t.Fatalf("%s: Acquire(%q): %v", s.ID(), name, err)
-	}
-	return tok
 }
 
 // release releases name on s with hold, failing the test on an error.
@@ -52,7 +43,7 @@ func TestReleaseWritesWithoutReading(t *testing.T) {
 	cs := client(t, &calls)
 	ns := namespace(t, cs)
 	b := newBackend(t, cs, ns)
-	a, other := open(t, b, "a", 10*time.Second), open(t, b, "b", 10*time.Second)
+	a, other := backendtest.Open(t, b, "a", 10*time.Second), backendtest.Open(t, b, "b", 10*time.Second)
 	const name, fenced = "release/unread", "example.com/last-writer"
 	steps := []struct {
 		what    string
@@ -67,7 +58,7 @@ func TestReleaseWritesWithoutReading(t *testing.T) {
 		{"of a Lease carrying an earlier term's fenced annotation", false, 0, 1, 1},
 	}
 	for _, st := range steps {
-		tok := acquire(t, a, name)
+		tok := backendtest.Acquire(t, a, name)
 		if st.fence {
 			if err := fencedWrite(t.Context(), b, name, tok); err != nil {
 				t.Fatalf("%s: Fence: %v", st.what, err)
@@ -105,7 +96,7 @@ func TestReleaseWritesWithoutReading(t *testing.T) {
 		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "" {
 			t.Errorf("%s: the released Lease has holder %v, want none", st.what, l.Spec.HolderIdentity)
 		}
-		release(t, other, name, acquire(t, other, name), 0)
+		release(t, other, name, backendtest.Acquire(t, other, name), 0)
 	}
 }
 
@@ -127,9 +118,9 @@ func TestAcquireFromTheWatch(t *testing.T) {
 	ns := namespace(t, cs)
 	holderB := newBackend(t, cs, ns)
 	waiterB := prefixed(t, client(t, &calls), ns, kubernetes.Prefix(holderB))
-	holder, waiter := open(t, holderB, "holder", 10*time.Second), open(t, waiterB, "waiter", 10*time.Second)
+	holder, waiter := backendtest.Open(t, holderB, "holder", 10*time.Second), backendtest.Open(t, waiterB, "waiter", 10*time.Second)
 	const name = "handover/watched"
-	tok := acquire(t, holder, name)
+	tok := backendtest.Acquire(t, holder, name)
 	ch := watchLock(t, waiterB, name)
 	if _, err := waiter.Acquire(t.Context(), name, 0); !errors.Is(err, backends.ErrHeld) {
 		t.Fatalf("waiter's Acquire of a held lock: %v, want ErrHeld", err)
@@ -142,7 +133,7 @@ func TestAcquireFromTheWatch(t *testing.T) {
 		return l != nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == ""
 	})
 	gets, puts := calls.get.Load(), calls.put.Load()
-	acquire(t, waiter, name)
+	backendtest.Acquire(t, waiter, name)
 	if got := calls.get.Load() - gets; got != 0 {
 		t.Errorf("the woken Acquire made %d GETs, want none", got)
 	}
@@ -161,22 +152,22 @@ func TestStaleWatchNeverGrants(t *testing.T) {
 	ns := namespace(t, cs)
 	holderB := newBackend(t, cs, ns)
 	waiterB := prefixed(t, cs, ns, kubernetes.Prefix(holderB))
-	holder, waiter := open(t, holderB, "holder", 10*time.Second), open(t, waiterB, "waiter", 10*time.Second)
+	holder, waiter := backendtest.Open(t, holderB, "holder", 10*time.Second), backendtest.Open(t, waiterB, "waiter", 10*time.Second)
 	tests := []struct {
 		name  string
 		stale func(t *testing.T, name string) *coordv1.Lease // leaves the lock held by holder
 	}{
 		{"a freed Lease", func(t *testing.T, name string) *coordv1.Lease {
-			release(t, holder, name, acquire(t, holder, name), 0)
+			release(t, holder, name, backendtest.Acquire(t, holder, name), 0)
 			freed := getLock(t, cs, ns, holderB, name)
-			acquire(t, holder, name)
+			backendtest.Acquire(t, holder, name)
 			return freed
 		}},
 		{"the waiter's own Lease", func(t *testing.T, name string) *coordv1.Lease {
-			tok := acquire(t, waiter, name)
+			tok := backendtest.Acquire(t, waiter, name)
 			own := getLock(t, cs, ns, waiterB, name)
 			release(t, waiter, name, tok, 0)
-			acquire(t, holder, name)
+			backendtest.Acquire(t, holder, name)
 			return own
 		}},
 	}

@@ -26,7 +26,7 @@ func TestKeepAliveIsOneWrite(t *testing.T) {
 	cs := client(t, &calls)
 	ns := namespace(t, cs)
 	b := newBackend(t, cs, ns)
-	s := open(t, b, "holder", time.Minute)
+	s := backendtest.Open(t, b, "holder", time.Minute)
 	losses := s.(backends.LossNotifier).Losses() // the watch sees every take: none is a loss
 	var wg sync.WaitGroup
 	errs := make(chan error, locks)

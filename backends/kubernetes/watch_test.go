@@ -1,25 +1,13 @@
 package kubernetes_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/kubernetes"
 )
-
-// open opens a session on b that is closed when the test ends.
-func open(t *testing.T, b *kubernetes.Backend, id string, ttl time.Duration) backends.Session {
-	t.Helper()
-	s, err := b.Open(t.Context(), id, ttl)
-	if err != nil {
-		t.Fatalf("Open(%q): %v", id, err)
-	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	return s
-}
 
 // watchLock watches name on b until the test ends.
 func watchLock(t *testing.T, b *kubernetes.Backend, name string) <-chan struct{} {
@@ -69,7 +57,7 @@ func TestWatchIsShared(t *testing.T) {
 	var calls methodCount
 	cs := client(t, &calls)
 	b := newBackend(t, cs, namespace(t, cs))
-	a := open(t, b, "a", 10*time.Second)
+	a := backendtest.Open(t, b, "a", 10*time.Second)
 	tok, err := a.Acquire(t.Context(), "lock-0", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +94,7 @@ func TestWatchResumes(t *testing.T) {
 	cs := client(t, &calls)
 	b := newBackend(t, cs, namespace(t, cs))
 	kubernetes.SetWatchTimeout(b, time.Second)
-	a := open(t, b, "a", 10*time.Second)
+	a := backendtest.Open(t, b, "a", 10*time.Second)
 	ch := watchLock(t, b, "resumed")
 	waitUntil(t, "the watch resumed twice", func() bool { return calls.watch.Load() >= 3 })
 	if l := calls.list.Load(); l != 1 {
@@ -127,7 +115,7 @@ func TestWatchRelistsOnGone(t *testing.T) {
 	cs := client(t, &calls)
 	b := newBackend(t, cs, namespace(t, cs))
 	kubernetes.SetWatchTimeout(b, time.Second)
-	a := open(t, b, "a", 10*time.Second)
+	a := backendtest.Open(t, b, "a", 10*time.Second)
 	ch := watchLock(t, b, "relisted")
 	drain(ch)
 	calls.expire.Store(true)
@@ -173,7 +161,7 @@ func TestWatchSignalsExpiry(t *testing.T) {
 	cs := client(t, nil)
 	b := newBackend(t, cs, namespace(t, cs))
 	const ttl = time.Second
-	a := open(t, b, "a", ttl)
+	a := backendtest.Open(t, b, "a", ttl)
 	if _, err := a.Acquire(t.Context(), "expiring", 0); err != nil {
 		t.Fatal(err)
 	}

@@ -107,7 +107,7 @@ func TestPartitionLosesSession(t *testing.T) {
 		b := memory.New()
 		ctx := t.Context()
 		a := open(t, b, "a", 5*time.Second)
-		tok := acquire(t, a, "job")
+		tok := backendtest.Acquire(t, a, "job")
 		b.Partition("a")
 
 		time.Sleep(4 * time.Second)
@@ -133,7 +133,7 @@ func TestPartitionLosesSession(t *testing.T) {
 			t.Fatalf("KeepAlive after the heal: %v, want ErrSessionLost: renewals during the partition never arrived", err)
 		}
 		c := open(t, b, "c", 5*time.Second)
-		if next := acquire(t, c, "job"); next <= tok {
+		if next := backendtest.Acquire(t, c, "job"); next <= tok {
 			t.Fatalf("token after the partition = %d, want > %d", next, tok)
 		}
 	})
@@ -172,7 +172,7 @@ func TestPartitionAll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := memory.New()
 		a := open(t, b, "a", time.Minute)
-		tok := acquire(t, a, "job")
+		tok := backendtest.Acquire(t, a, "job")
 		b.PartitionAll()
 		calls := map[string]func(ctx context.Context) error{
 			"Open":      func(ctx context.Context) error { _, err := b.Open(ctx, "b", time.Minute); return err },
@@ -206,7 +206,7 @@ func TestPartitionedClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := memory.New()
 		a := open(t, b, "a", 5*time.Second)
-		acquire(t, a, "job")
+		backendtest.Acquire(t, a, "job")
 		b.Partition("a")
 		if err := callWithin(time.Second, a.Close); !errors.Is(err, backends.ErrUnavailable) {
 			t.Fatalf("partitioned Close: %v, want ErrUnavailable", err)
@@ -234,7 +234,7 @@ func TestWatchSignals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := memory.New()
 		a := open(t, b, "a", 5*time.Second)
-		acquire(t, a, "job")
+		backendtest.Acquire(t, a, "job")
 		ch, err := b.Watch(t.Context(), "job")
 		if err != nil {
 			t.Fatal(err)
@@ -264,16 +264,6 @@ func open(t *testing.T, b *memory.Backend, id string, ttl time.Duration) backend
 		t.Fatalf("Open(%q): %v", id, err)
 	}
 	return s
-}
-
-// acquire takes name through s, failing the test on error.
-func acquire(t *testing.T, s backends.Session, name string) events.Token {
-	t.Helper()
-	tok, err := s.Acquire(t.Context(), name, 0)
-	if err != nil {
-		t.Fatalf("%s: Acquire(%q): %v", s.ID(), name, err)
-	}
-	return tok
 }
 
 // callWithin calls call with a context that ends after d.

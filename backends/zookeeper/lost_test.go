@@ -1,7 +1,6 @@
 package zookeeper_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/events"
 )
 
@@ -19,14 +19,14 @@ import (
 func TestRivalTakesDeletedLock(t *testing.T) {
 	const timeout = 4 * time.Second
 	conn := dial(t, server(t).Addr(), timeout)
-	a := open(t, newBackend(t, conn, timeout), "a", timeout)
+	a := backendtest.Open(t, newBackend(t, conn, timeout), "a", timeout)
 	rivals := newBackend(t, dial(t, server(t).Addr(), timeout), timeout)
-	rival := open(t, rivals, "rival", timeout)
-	tok := acquire(t, a, "job")
-	kept := acquire(t, a, "other")
+	rival := backendtest.Open(t, rivals, "rival", timeout)
+	tok := backendtest.Acquire(t, a, "job")
+	kept := backendtest.Acquire(t, a, "other")
 
 	deleteHolder(t, conn, "job")
-	next := acquire(t, rival, "job")
+	next := backendtest.Acquire(t, rival, "job")
 	if next <= tok {
 		t.Fatalf("rival's token %d, want > %d", next, tok)
 	}
@@ -51,11 +51,11 @@ func TestKeepAliveFindsEveryDeletedLock(t *testing.T) {
 	srv := server(t)
 	conn := dial(t, srv.Addr(), timeout)
 	b := newBackend(t, conn, timeout)
-	s := open(t, b, "a", timeout)
+	s := backendtest.Open(t, b, "a", timeout)
 	toks := make(map[string]events.Token)
 	for i := range 10 {
 		name := fmt.Sprintf("lock-%d", i)
-		toks[name] = acquire(t, s, name)
+		toks[name] = backendtest.Acquire(t, s, name)
 	}
 	want := make(map[string]events.Token)
 	for _, name := range []string{"lock-2", "lock-5", "lock-9"} {
@@ -99,7 +99,7 @@ func TestKeepAliveFindsDeletedLocksInEveryBatch(t *testing.T) {
 	const timeout = 4 * time.Second
 	conn := dial(t, server(t).Addr(), timeout)
 	b := newBackend(t, conn, timeout)
-	s := open(t, b, "a", timeout)
+	s := backendtest.Open(t, b, "a", timeout)
 	acquireAll(t, s, 0, 1001)
 	want := make(map[string]events.Token)
 	for _, name := range []string{"lock-0", "lock-500", "lock-1000"} {
@@ -116,27 +116,6 @@ func TestKeepAliveFindsDeletedLocksInEveryBatch(t *testing.T) {
 	if lost := s.Lost(); !maps.Equal(lost, want) {
 		t.Fatalf("Lost() = %v, want %v", lost, want)
 	}
-}
-
-// open opens a session for id on b, closed when the test ends.
-func open(t *testing.T, b backends.Backend, id string, ttl time.Duration) backends.Session {
-	t.Helper()
-	s, err := b.Open(t.Context(), id, ttl)
-	if err != nil {
-		t.Fatalf("Open(%q): %v", id, err)
-	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) }) // t.Context() is done by now
-	return s
-}
-
-// acquire takes name through s, failing the test on any error.
-func acquire(t *testing.T, s backends.Session, name string) events.Token {
-	t.Helper()
-	tok, err := s.Acquire(t.Context(), name, 0)
-	if err != nil {
-		t.Fatalf("%s: Acquire(%q): %v", s.ID(), name, err)
-	}
-	return tok
 }
 
 // wantHolder fails the test unless b reports name held by id under tok.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/zookeeper"
 	"github.com/hustings/hustings/events"
 )
@@ -52,9 +53,9 @@ func acquireOnceFree(t *testing.T, s backends.Session, name, what string) events
 func TestWaiterReadsLiveHolderOnce(t *testing.T) {
 	wb := ownBackend(t)
 	calls := zookeeper.CountCalls(wb)
-	h := open(t, ownBackend(t), "holder", queueTimeout)
-	w := open(t, wb, "waiter", queueTimeout)
-	acquire(t, h, "job")
+	h := backendtest.Open(t, ownBackend(t), "holder", queueTimeout)
+	w := backendtest.Open(t, wb, "waiter", queueTimeout)
+	backendtest.Acquire(t, h, "job")
 	wantHeld(t, w, "job")
 	calls.Store(0)
 	wantHeld(t, w, "job")
@@ -69,9 +70,9 @@ func TestWaiterReadsLiveHolderOnce(t *testing.T) {
 // dead holder alive.
 func TestRememberedHolderStillExpires(t *testing.T) {
 	const ttl = 500 * time.Millisecond
-	h := open(t, ownBackend(t), "holder", ttl)
-	w := open(t, ownBackend(t), "waiter", queueTimeout)
-	tok := acquire(t, h, "job")
+	h := backendtest.Open(t, ownBackend(t), "holder", ttl)
+	w := backendtest.Open(t, ownBackend(t), "waiter", queueTimeout)
+	tok := backendtest.Acquire(t, h, "job")
 	wantHeld(t, w, "job")
 	wantHeld(t, w, "job") // judged from what it read
 	next := acquireOnceFree(t, w, "job", "the waiter takes the lock of the expired holder")
@@ -87,9 +88,9 @@ func TestRememberedHolderStillExpires(t *testing.T) {
 func TestWaiterWatchesFromItsListing(t *testing.T) {
 	wb := ownBackend(t)
 	calls := zookeeper.CountCalls(wb)
-	h := open(t, ownBackend(t), "holder", queueTimeout)
-	w := open(t, wb, "waiter", queueTimeout)
-	tok := acquire(t, h, "job")
+	h := backendtest.Open(t, ownBackend(t), "holder", queueTimeout)
+	w := backendtest.Open(t, wb, "waiter", queueTimeout)
+	tok := backendtest.Acquire(t, h, "job")
 	wantHeld(t, w, "job")
 	calls.Store(0)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -105,7 +106,7 @@ func TestWaiterWatchesFromItsListing(t *testing.T) {
 		t.Fatal(err)
 	}
 	woken(t, ch, "the waiter after the release")
-	acquire(t, w, "job")
+	backendtest.Acquire(t, w, "job")
 	cancel()
 	for range ch { // until the watch's goroutine returns
 	}
@@ -120,9 +121,9 @@ func TestWaiterWatchesFromItsListing(t *testing.T) {
 // it took: here another candidate's acquire and release.
 func TestWatchWithoutReactionWakesAgain(t *testing.T) {
 	ob := ownBackend(t)
-	a := open(t, ownBackend(t), "a", queueTimeout)
-	b := open(t, ownBackend(t), "b", queueTimeout)
-	tok := acquire(t, a, "job")
+	a := backendtest.Open(t, ownBackend(t), "a", queueTimeout)
+	b := backendtest.Open(t, ownBackend(t), "b", queueTimeout)
+	tok := backendtest.Acquire(t, a, "job")
 	ch, err := ob.Watch(t.Context(), "job")
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +132,7 @@ func TestWatchWithoutReactionWakesAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	woken(t, ch, "the observer after a's release")
-	tok = acquire(t, b, "job")
+	tok = backendtest.Acquire(t, b, "job")
 	if err := b.Release(t.Context(), "job", tok, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -146,10 +147,10 @@ func TestWaiterBehindWaiterListsOnly(t *testing.T) {
 	wb := ownBackend(t)
 	zookeeper.JudgeEvery(wb, time.Hour) // however slow the machine
 	calls := zookeeper.CountCalls(wb)
-	h := open(t, ownBackend(t), "holder", queueTimeout)
-	next := open(t, ownBackend(t), "next", queueTimeout)
-	w := open(t, wb, "waiter", queueTimeout)
-	acquire(t, h, "job")
+	h := backendtest.Open(t, ownBackend(t), "holder", queueTimeout)
+	next := backendtest.Open(t, ownBackend(t), "next", queueTimeout)
+	w := backendtest.Open(t, wb, "waiter", queueTimeout)
+	backendtest.Acquire(t, h, "job")
 	wantHeld(t, next, "job")
 	calls.Store(0)
 	wantHeld(t, w, "job")
@@ -164,10 +165,10 @@ func TestWaiterBehindWaiterListsOnly(t *testing.T) {
 // tries, deletes both once their TTL has passed, and takes the lock.
 func TestWaiterBehindDeadNodesTakesOver(t *testing.T) {
 	const ttl = 500 * time.Millisecond
-	h := open(t, ownBackend(t), "holder", ttl)
-	d := open(t, ownBackend(t), "next", ttl)
-	w := open(t, ownBackend(t), "waiter", queueTimeout)
-	tok := acquire(t, h, "job")
+	h := backendtest.Open(t, ownBackend(t), "holder", ttl)
+	d := backendtest.Open(t, ownBackend(t), "next", ttl)
+	w := backendtest.Open(t, ownBackend(t), "waiter", queueTimeout)
+	tok := backendtest.Acquire(t, h, "job")
 	wantHeld(t, d, "job")
 	wantHeld(t, w, "job")
 	got := acquireOnceFree(t, w, "job", "the waiter takes the lock behind two expired sessions")
@@ -183,14 +184,14 @@ func TestShortHoldSetsNoLossWatch(t *testing.T) {
 	b := ownBackend(t)
 	zookeeper.GrantSettle(b, time.Hour) // however slow the machine
 	calls := zookeeper.CountCalls(b)
-	s := open(t, b, "a", queueTimeout)
-	tok := acquire(t, s, "job") // creates the lock's parent
+	s := backendtest.Open(t, b, "a", queueTimeout)
+	tok := backendtest.Acquire(t, s, "job") // creates the lock's parent
 	if err := s.Release(t.Context(), "job", tok, 0); err != nil {
 		t.Fatal(err)
 	}
 	calls.Store(0)
 	s.(backends.LossNotifier).Losses() // starts the loss watch
-	tok = acquire(t, s, "job")
+	tok = backendtest.Acquire(t, s, "job")
 	if err := s.Release(t.Context(), "job", tok, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -209,9 +210,9 @@ func TestShortHoldSetsNoLossWatch(t *testing.T) {
 func TestTryAfterWatchIsAnswered(t *testing.T) {
 	wb := ownBackend(t)
 	calls := zookeeper.CountCalls(wb)
-	h := open(t, ownBackend(t), "holder", queueTimeout)
-	w := open(t, wb, "waiter", queueTimeout)
-	tok := acquire(t, h, "job")
+	h := backendtest.Open(t, ownBackend(t), "holder", queueTimeout)
+	w := backendtest.Open(t, wb, "waiter", queueTimeout)
+	tok := backendtest.Acquire(t, h, "job")
 	wantHeld(t, w, "job")
 	ch, err := wb.Watch(t.Context(), "job")
 	if err != nil {
@@ -230,7 +231,7 @@ func TestTryAfterWatchIsAnswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	woken(t, ch, "the waiter after the release")
-	acquire(t, w, "job")
+	backendtest.Acquire(t, w, "job")
 }
 
 // TestLockRecreatedIsJudgedAfresh: a lock's parent is a container, which
@@ -242,8 +243,8 @@ func TestTryAfterWatchIsAnswered(t *testing.T) {
 func TestLockRecreatedIsJudgedAfresh(t *testing.T) {
 	const lease = 100 * time.Millisecond
 	conn := dial(t, server(t).Addr(), queueTimeout)
-	h := open(t, newBackend(t, conn, queueTimeout), "holder", queueTimeout)
-	w := open(t, ownBackend(t), "waiter", queueTimeout)
+	h := backendtest.Open(t, newBackend(t, conn, queueTimeout), "holder", queueTimeout)
+	w := backendtest.Open(t, ownBackend(t), "waiter", queueTimeout)
 	tok, err := h.Acquire(t.Context(), "job", lease)
 	if err != nil {
 		t.Fatal(err)
