@@ -5,7 +5,7 @@
 // # Tables
 //
 // Migrate creates, in a schema of their own (WithSchema, default
-// "hustings"), three tables, two sequences and one function; SQL prints
+// "hustings"), three tables, two sequences and two functions; SQL prints
 // the same statements for a DBA to apply by hand. New never creates
 // anything; a backend whose tables are missing fails with
 // backends.ErrInvalid naming Migrate.
@@ -15,11 +15,12 @@
 //     clock_timestamp(); no statement ever extends a session that has
 //     expired.
 //   - locks: one row per lock name, with the holding session, the
-//     candidate ID, the fencing token and the lock's own expires_at
-//     (never past a lease's end). Whether a lock is free is decided by its
-//     row alone: it is free once its expires_at has passed. A lock
-//     released with a hold keeps its row, marked hold, until the hold
-//     ends.
+//     candidate ID, the fencing token and the lock's own expires_at: the
+//     lease's end, or 'infinity' without a lease. A lock is held while
+//     its session lives and its own expires_at has not passed, so that a
+//     keep-alive writes the session row alone, however many locks the
+//     session holds. A lock released with a hold keeps its row, marked
+//     hold, held by nobody alive until its own expires_at.
 //   - members: the group registry (backends.Registry), live while the
 //     entry's session is.
 //   - tokens (a bigint sequence, NO CYCLE): every fencing token. Tokens
@@ -29,20 +30,23 @@
 // # Statements
 //
 // Every call is one statement, one round trip. Open inserts the session
-// row. Acquire first reads the lock row: a lock another session visibly
-// holds is reported held by that read alone (no write, no row lock, no
-// commit waiting for an fsync, no wait behind the holder). Otherwise it
-// is one INSERT ... ON CONFLICT (DO NOTHING for a missing row, DO UPDATE
-// ... WHERE the row is this session's or has expired), RETURNING the
-// token; it reads its own session row FOR SHARE, which orders it with
-// that session's keep-alive, and copies the session's expires_at into
-// the lock row. KeepAlive calls
-// the schema's keep_alive function, which renews the session row and then,
-// in a statement with a snapshot of its own, every lock row of the session
-// (so a lock acquired while it waited is renewed too), and returns the
-// locks it renewed: KeepAlive compares them with what Acquire granted and
-// reports the others by Lost. Release deletes the row (or marks it hold);
-// Close deletes the session row, its lock rows and its registry entries.
+// row. Acquire first reads the lock row and its holder's session row: a
+// lock another session visibly holds is reported held by that read alone
+// (no write, no row lock, no commit waiting for an fsync, no wait behind
+// the holder). Otherwise it is one INSERT ... ON CONFLICT (DO NOTHING for
+// a missing row, DO UPDATE ... WHERE the row is this session's or no
+// longer live), RETURNING the token; it reads its own session row FOR
+// SHARE, which orders it with that session's keep-alive, and, to take a
+// lock over, the holder's session row FOR SHARE too, judging the holder
+// dead on the version it locked: a keep-alive of the holder either
+// committed before (and is seen) or waits, and then finds its session
+// expired. KeepAlive calls the schema's renew_session function, which
+// renews the session row and then, in a statement with a snapshot of its
+// own (so it sees a lock acquired while it waited, or taken over before
+// it renewed), reads the session's live locks: KeepAlive compares them
+// with what Acquire granted and reports the others by Lost. Release
+// deletes the row (or marks it hold); Close deletes the session row, its
+// lock rows and its registry entries.
 // Serialization failures (40001) and deadlocks (40P01) are retried inside
 // the backend, up to 5 times with a short jittered pause; users never see
 // them. The backend keeps no session-level state (no advisory locks, no
@@ -55,23 +59,40 @@
 // client's call, before the server reads its clock, so they end first.
 // clock_timestamp(), not now(): now() is the start of the transaction,
 // and a statement that waited for a row lock (a keep-alive behind an
-// acquire) would judge expiry by a time long past, renewing a lock that
-// expired meanwhile, after its release had found it expired and left it
-// (seen in the chaos suite: the session then got the lock back under the
-// same token, for a new term).
+// acquire) would judge expiry by a time long past, renewing a session
+// that expired meanwhile, after its release had found it expired and left
+// its lock (seen in the chaos suite: the session then got the lock back
+// under the same token, for a new term).
+//
+// # Upgrading from a version that renewed every lock row
+//
+// Versions before renew_session judged a lock by its row's expires_at
+// alone, which their keep_alive function moved on every renewal; this
+// version leaves it in place. Such a process beside this one would take a
+// live lock one TTL after its acquire. Migrate therefore replaces
+// keep_alive with a function that raises an error (SQLSTATE 55000), of
+// another return type: an old process's keep-alives fail from then on, so
+// its sessions expire and its campaigns step down, and its Migrate fails
+// (it cannot CREATE OR REPLACE a function whose return type changed).
+// Until its sessions expire, it cannot take a lock of this version either:
+// it finds the row's expires_at in the future ('infinity', or the lease's
+// end). Do not drop keep_alive by hand. Upgrade every process; a rolling
+// upgrade is safe, but the old processes lose their sessions as soon as
+// the first new one runs Migrate.
 //
 // # Wake-ups
 //
 // Acquire, Release and Close NOTIFY one channel per schema
 // ("hustings.<schema>") in the same statement: the payload is how many
-// milliseconds the lock now lives, and its name. Watch LISTENs on one
+// milliseconds the lock now lives unless renewed (until its session's
+// expiry or its lease's end), and its name. Watch LISTENs on one
 // connection per Backend that it dials itself (WithListener; default: the
 // pool's configuration), not one from the pool, which every watched lock
 // of the Backend shares, as the Redis backend shares one pub/sub
 // connection. Nothing notifies an expiry (a crashed holder, a lease), so
 // the listener also keeps, per watched lock, a timer set to the expiry it
-// last saw; when it fires, it re-reads the rows due (one query for all of
-// them) and signals the locks that are free. Behind a transaction pooler,
+// last saw; when it fires, it re-reads the rows due and their sessions'
+// (one query for all of them), and signals the locks that are free. Behind a transaction pooler,
 // give WithListener a configuration that reaches the server directly.
 // Every Watch channel is closed by the Backend when its context ends or
 // the listening connection breaks.
@@ -82,9 +103,9 @@
 // that name is still held under token, and takes its row FOR SHARE: a
 // take-over (an UPDATE of that row) waits until the transaction commits or
 // rolls back, so the old leader's write lands before the next term begins,
-// and a stale leader's Fence fails with backends.ErrNotHeld. While a
-// fenced transaction is open, the holder's own keep-alive waits for it
-// too: keep fenced transactions shorter than the safety margin.
+// and a stale leader's Fence fails with backends.ErrNotHeld, from the
+// moment its session expired. Keep fenced transactions short: a take-over
+// waits for them (the holder's own keep-alive does not).
 //
 // # Concurrency
 //
@@ -108,7 +129,8 @@
 //     next KeepAlive, not pushed (the session is not a
 //     backends.LossNotifier).
 //   - Rows of expired sessions are deleted a few at a time by later Opens;
-//     lock rows stay, one per name ever used.
+//     lock rows stay, one per name ever used (a lock whose session row is
+//     gone is free).
 //   - Liveness needs a server that answers. Every PostgreSQL backend
 //     process calls setsid(); on a Linux host with sched_autogroup_enabled
 //     each is then alone in a scheduling group, and beside CPU-bound work

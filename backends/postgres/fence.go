@@ -12,23 +12,28 @@ import (
 	"github.com/hustings/hustings/internal/validate"
 )
 
-// fenceSQL finds the lock row held under the token and locks it FOR
-// SHARE until the caller's transaction ends. clock_timestamp(), not
+// fenceSQL finds the lock row held under the token, live, and locks it
+// FOR SHARE until the caller's transaction ends: a take-over changes the
+// row, so it waits for that transaction. The session is judged alive by a
+// plain read, which is sound (see acquireSQL); it need not be locked, as
+// no take-over can happen without the lock row. clock_timestamp(), not
 // now(): a transaction may have begun long before.
-const fenceSQL = `SELECT 1 FROM {locks}
-WHERE name = $1 AND token = $2 AND NOT hold AND expires_at > clock_timestamp()
-FOR SHARE`
+const fenceSQL = `SELECT 1 FROM {locks} l
+WHERE l.name = $1 AND l.token = $2 AND NOT l.hold AND ` + liveSQL + `
+FOR SHARE OF l`
 
 // Fence checks, inside the caller's own transaction tx, that the lock
 // name is still held under token, and keeps it so until tx ends: it takes
-// the lock row FOR SHARE, so a take-over (and the holder's own
-// KeepAlive) waits for tx to commit or roll back. A leader that writes
-// in tx after Fence returned nil therefore commits before any later term
-// begins, and a stale leader's Fence returns an error matching
-// backends.ErrNotHeld: roll tx back. opts may hold WithSchema only.
+// the lock row FOR SHARE, so a take-over waits for tx to commit or roll
+// back. A leader that writes in tx after Fence returned nil therefore
+// commits before any later term begins, and a stale leader's Fence (its
+// session expired, its lease ended, or its lock released or taken over)
+// returns an error matching backends.ErrNotHeld: roll tx back. opts may
+// hold WithSchema only.
 //
-// Keep fenced transactions short: while tx runs, the holder's KeepAlive
-// waits too. In a REPEATABLE READ or SERIALIZABLE transaction, a lock
+// Keep fenced transactions short: while tx runs, a take-over of the lock
+// waits (the holder's KeepAlive does not: it writes the session row
+// alone). In a REPEATABLE READ or SERIALIZABLE transaction, a lock
 // row changed since tx began fails with a serialization failure (40001),
 // returned matching backends.ErrUnavailable: run the transaction again.
 // Fence runs no retry itself: a failed statement aborts tx.

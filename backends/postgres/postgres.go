@@ -103,17 +103,16 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Backend, error) {
 	return b, nil
 }
 
-// Holder reports who holds the lock name: one SELECT of its row. A lock
-// released with a hold reports the releasing candidate until the hold
-// ends.
+// Holder reports who holds the lock name: one SELECT of its row and its
+// session's. A lock released with a hold reports the releasing candidate
+// until the hold ends.
 func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, error) {
 	if err := validate.Name(name); err != nil {
 		return backends.Holder{}, err
 	}
 	var h backends.Holder
 	err := b.run(ctx, "holder", func() error {
-		err := b.pool.QueryRow(ctx, b.t.expand(`SELECT candidate, token FROM {locks}
-			WHERE name = $1 AND expires_at > clock_timestamp()`), name).Scan(&h.ID, &h.Token)
+		err := b.pool.QueryRow(ctx, b.t.expand(holderSQL), name).Scan(&h.ID, &h.Token)
 		if errors.Is(err, pgx.ErrNoRows) {
 			h = backends.Holder{}
 			return nil
@@ -122,6 +121,15 @@ func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, err
 	})
 	return h, err
 }
+
+// liveSQL is the condition under which a row l of the locks table is live
+// (see the table in SQL), for a statement that reads {sessions} and
+// {locks} as they are: a session seen alive in any snapshot is alive now.
+const liveSQL = `l.expires_at > clock_timestamp() AND (l.hold OR EXISTS (
+  SELECT 1 FROM {sessions} ls WHERE ls.id = l.session_id AND ls.expires_at > clock_timestamp()))`
+
+// holderSQL reads the holder of a live lock row.
+const holderSQL = `SELECT l.candidate, l.token FROM {locks} l WHERE l.name = $1 AND ` + liveSQL
 
 // maxTries bounds how often one call runs a statement that failed with a
 // serialization failure (40001) or a deadlock (40P01): both mean the

@@ -30,11 +30,13 @@ CREATE TABLE IF NOT EXISTS %[1]s.sessions (
   expires_at timestamptz NOT NULL
 );
 
--- One row per lock name that is or was held. The lock is held while
--- expires_at is in the future: by session_id, or, if hold, by nobody
--- alive (released with a minimum hold). The keep-alive of the session
--- moves expires_at (never past lease_end); an acquire takes the row over
--- once it has passed.
+-- One row per lock name that is or was held. A row held by a session
+-- (NOT hold) is live while its session row is live and its own expires_at,
+-- the lease's end ('infinity' without a lease), has not passed: the
+-- session's keep-alive renews the session row alone, whatever the number
+-- of locks. A row released with a minimum hold (hold) is held by nobody
+-- alive until its own expires_at. An acquire takes a row over once it is
+-- not live.
 CREATE TABLE IF NOT EXISTS %[1]s.locks (
   name       text        PRIMARY KEY,
   session_id text        NOT NULL,
@@ -59,46 +61,54 @@ CREATE TABLE IF NOT EXISTS %[1]s.members (
   PRIMARY KEY (grp, session_id)
 );
 
--- keep_alive renews a session and every lock it holds: one call, one
--- round trip, whatever the number of locks. Its two statements take
--- snapshots of their own (READ COMMITTED), so a lock acquired while the
--- first waited for the session row (an acquire holds it FOR SHARE) is
--- seen and renewed by the second. The session row is locked first, and
--- only then judged: an UPDATE judges its WHERE before it waits for a row
--- lock, so it would revive a session that expired while it waited (seen
--- in the chaos suite, beside two CPU burners: a release found the
--- session expired and left its lock, which the revived session then took
--- back under the same token).
+-- renew_session renews a session and reads the locks it holds: one call,
+-- one round trip and one row written, whatever the number of locks. The
+-- session row is locked first, and only then judged: an UPDATE judges its
+-- WHERE before it waits for a row lock, so it would revive a session that
+-- expired while it waited (seen in the chaos suite, beside two CPU
+-- burners: a release found the session expired and left its lock, which
+-- the revived session then took back under the same token). An acquire
+-- that takes a lock over from this session holds this row FOR SHARE while
+-- it judges the session dead (see acquireSQL), so the two are ordered:
+-- either the take-over judged first, and this call then finds the session
+-- expired (nothing revives it), or this call renewed first, and the
+-- take-over sees the renewal and takes nothing. The read of the locks is
+-- a statement of its own, with a snapshot taken after the renewal (READ
+-- COMMITTED), so it sees every take-over that judged before it, and
+-- every acquire of this session that held the session row while the
+-- renewal waited for it.
 -- alive is false if the session had expired; names and tokens are the
--- locks renewed.
-CREATE OR REPLACE FUNCTION %[1]s.keep_alive(p_session text,
+-- session's live locks.
+CREATE OR REPLACE FUNCTION %[1]s.renew_session(p_session text,
   OUT alive boolean, OUT names text[], OUT tokens bigint[])
-LANGUAGE plpgsql AS $$
-DECLARE
-  renewed_until timestamptz;
+LANGUAGE plpgsql AS $renew$
 BEGIN
   PERFORM 1 FROM %[1]s.sessions WHERE id = p_session FOR UPDATE;
   UPDATE %[1]s.sessions s SET expires_at = clock_timestamp() + s.ttl
-    WHERE s.id = p_session AND s.expires_at > clock_timestamp()
-    RETURNING s.expires_at INTO renewed_until;
-  alive := renewed_until IS NOT NULL;
+    WHERE s.id = p_session AND s.expires_at > clock_timestamp();
+  alive := FOUND;
   IF NOT alive THEN
     RETURN;
   END IF;
-  -- The same for the lock rows: an acquire by another session locks a row
-  -- it finds held (ON CONFLICT locks the row even where it does not
-  -- update it), and an UPDATE that waited for it would not judge the
-  -- expiry again.
-  PERFORM 1 FROM %[1]s.locks WHERE session_id = p_session AND NOT hold FOR UPDATE;
-  WITH renewed AS (
-    UPDATE %[1]s.locks l SET expires_at = LEAST(renewed_until, COALESCE(l.lease_end, renewed_until))
-      WHERE l.session_id = p_session AND NOT l.hold AND l.expires_at > clock_timestamp()
-      RETURNING l.name, l.token
-  )
-  SELECT COALESCE(array_agg(r.name), '{}'), COALESCE(array_agg(r.token), '{}')
-    INTO names, tokens FROM renewed r;
+  SELECT COALESCE(array_agg(l.name), '{}'), COALESCE(array_agg(l.token), '{}')
+    INTO names, tokens FROM %[1]s.locks l
+    WHERE l.session_id = p_session AND NOT l.hold AND l.expires_at > clock_timestamp();
 END
-$$;
+$renew$;
+
+-- keep_alive was the keep-alive of the backend's versions that judged a
+-- lock by its row's expires_at alone, renewing every row each time. Such
+-- a process beside this version would take a live lock one TTL after its
+-- acquire: it refuses now, and its return type differs, so that such a
+-- version's Migrate fails too (it cannot CREATE OR REPLACE it).
+DROP FUNCTION IF EXISTS %[1]s.keep_alive(text);
+CREATE FUNCTION %[1]s.keep_alive(p_session text) RETURNS void
+LANGUAGE plpgsql AS $refuse$
+BEGIN
+  RAISE EXCEPTION 'hustings: this schema was migrated by a newer version of the postgres backend, which judges locks by their session: upgrade this process'
+    USING ERRCODE = '55000';
+END
+$refuse$;
 `
 
 // SQL returns the statements Migrate runs for schema (DefaultSchema if
@@ -111,7 +121,7 @@ func SQL(schema string) string {
 	return fmt.Sprintf(schemaSQL, pgx.Identifier{schema}.Sanitize())
 }
 
-// Migrate creates the schema, tables, sequences and function the backend
+// Migrate creates the schema, tables, sequences and functions the backend
 // uses, where they do not exist yet: the statements SQL returns, in one
 // transaction. It is idempotent; New never calls it. Options other than
 // WithSchema do not apply to it and are ErrInvalid.
@@ -158,7 +168,8 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts ...Option) error {
 }
 
 // migratedSQL reports whether every table, sequence and index of a schema
-// exists and its keep_alive function has the body SQL gives it.
+// exists and its functions renew_session and keep_alive have the bodies
+// SQL gives them.
 const migratedSQL = `SELECT to_regclass($1 || '.sessions') IS NOT NULL
   AND to_regclass($1 || '.locks') IS NOT NULL
   AND to_regclass($1 || '.members') IS NOT NULL
@@ -166,35 +177,44 @@ const migratedSQL = `SELECT to_regclass($1 || '.sessions') IS NOT NULL
   AND to_regclass($1 || '.orders') IS NOT NULL
   AND to_regclass($1 || '.locks_session') IS NOT NULL
   AND EXISTS (SELECT 1 FROM pg_proc
-    WHERE oid = to_regprocedure($1 || '.keep_alive(text)') AND prosrc = $2)`
+    WHERE oid = to_regprocedure($1 || '.renew_session(text)') AND prosrc = $2)
+  AND EXISTS (SELECT 1 FROM pg_proc
+    WHERE oid = to_regprocedure($1 || '.keep_alive(text)') AND prosrc = $3)`
 
 // migrated reports whether schema is as Migrate would leave it: one read
 // of the catalogs, which takes no lock a statement of the backend waits
 // for.
 func migrated(ctx context.Context, pool *pgxpool.Pool, schema string) (bool, error) {
-	_, body, _ := strings.Cut(SQL(schema), "$$")
-	body, _, _ = strings.Cut(body, "$$")
+	sql := SQL(schema)
 	var ok bool
-	err := pool.QueryRow(ctx, migratedSQL, pgx.Identifier{schema}.Sanitize(), body).Scan(&ok)
+	err := pool.QueryRow(ctx, migratedSQL, pgx.Identifier{schema}.Sanitize(), body(sql, "$renew$"), body(sql, "$refuse$")).Scan(&ok)
 	return ok, err
+}
+
+// body returns the text between the first two occurrences of the dollar
+// quote tag in sql: a function's body, as pg_proc.prosrc holds it.
+func body(sql, tag string) string {
+	_, b, _ := strings.Cut(sql, tag)
+	b, _, _ = strings.Cut(b, tag)
+	return b
 }
 
 // tables holds the schema-qualified names the statements use.
 type tables struct {
-	sessions, locks, members, tokens, orders, keepAlive string
-	channel                                             string // NOTIFY channel of lock changes
+	sessions, locks, members, tokens, orders, renew string
+	channel                                         string // NOTIFY channel of lock changes
 }
 
 func newTables(schema string) tables {
 	q := pgx.Identifier{schema}.Sanitize() + "."
 	return tables{
-		sessions:  q + "sessions",
-		locks:     q + "locks",
-		members:   q + "members",
-		tokens:    q + "tokens",
-		orders:    q + "orders",
-		keepAlive: q + "keep_alive",
-		channel:   "hustings." + schema,
+		sessions: q + "sessions",
+		locks:    q + "locks",
+		members:  q + "members",
+		tokens:   q + "tokens",
+		orders:   q + "orders",
+		renew:    q + "renew_session",
+		channel:  "hustings." + schema,
 	}
 }
 
@@ -202,6 +222,6 @@ func newTables(schema string) tables {
 func (t tables) expand(stmt string) string {
 	return strings.NewReplacer(
 		"{sessions}", t.sessions, "{locks}", t.locks, "{members}", t.members,
-		"{tokens}", t.tokens, "{orders}", t.orders, "{keep_alive}", t.keepAlive,
+		"{tokens}", t.tokens, "{orders}", t.orders, "{renew_session}", t.renew,
 	).Replace(stmt)
 }

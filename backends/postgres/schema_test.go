@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hustings/hustings/backends"
@@ -23,7 +24,7 @@ import (
 func TestSQLNamesTheSchema(t *testing.T) {
 	for schema, want := range map[string]string{"": `"hustings"`, "app": `"app"`, `Odd"Name`: `"Odd""Name"`} {
 		sql := postgres.SQL(schema)
-		for _, obj := range []string{"SCHEMA IF NOT EXISTS " + want, want + ".sessions", want + ".locks", want + ".members", want + ".tokens", want + ".keep_alive", "NO CYCLE"} {
+		for _, obj := range []string{"SCHEMA IF NOT EXISTS " + want, want + ".sessions", want + ".locks", want + ".members", want + ".tokens", want + ".renew_session", want + ".keep_alive", "NO CYCLE"} {
 			if !strings.Contains(sql, obj) {
 				t.Errorf("SQL(%q) lacks %s", schema, obj)
 			}
@@ -157,5 +158,57 @@ func TestMigrateOfCurrentSchemaTakesNoTableLock(t *testing.T) {
 	defer cancel()
 	if err := postgres.Migrate(mctx, pool); err != nil {
 		t.Fatalf("Migrate beside an open writer of the locks table: %v", err)
+	}
+}
+
+// oldKeepAlive is the signature of the keep-alive function of the
+// versions that renewed every lock row (its body matters not here).
+const oldKeepAlive = `CREATE OR REPLACE FUNCTION hustings.keep_alive(p_session text,
+  OUT alive boolean, OUT names text[], OUT tokens bigint[])
+LANGUAGE sql AS $$ SELECT true, '{}'::text[], '{}'::bigint[] $$`
+
+// TestMigrateRetiresTheOldKeepAlive: Migrate upgrades a schema of a
+// version that renewed every lock row; from then on the old keep_alive
+// refuses, and the old version's Migrate, which would put it back, fails.
+func TestMigrateRetiresTheOldKeepAlive(t *testing.T) {
+	srv := pgtest.Start(t)
+	pool := pgtest.Pool(t, srv.DSN())
+	ctx := t.Context()
+	if err := postgres.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	// Make it the old version's schema.
+	if _, err := pool.Exec(ctx, `DROP FUNCTION hustings.renew_session(text); DROP FUNCTION hustings.keep_alive(text)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, oldKeepAlive); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := postgres.Migrate(ctx, pool); err != nil {
+		t.Fatalf("Migrate of the old version's schema: %v", err)
+	}
+	b, err := postgres.New(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openSession(t, b, "upgraded", time.Minute)
+	if _, err := s.Acquire(ctx, "after-upgrade", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.KeepAlive(ctx); err != nil {
+		t.Fatalf("KeepAlive after the upgrade: %v", err)
+	}
+	var pe *pgconn.PgError
+	_, err = pool.Exec(ctx, `SELECT * FROM hustings.keep_alive('any')`)
+	if !errors.As(err, &pe) || pe.Code != "55000" || !strings.Contains(pe.Message, "upgrade this process") {
+		t.Fatalf("old keep_alive after the upgrade: %v, want SQLSTATE 55000 asking for an upgrade", err)
+	}
+	_, err = pool.Exec(ctx, oldKeepAlive)
+	if !errors.As(err, &pe) || pe.Code != "42P13" {
+		t.Fatalf("the old version's CREATE OR REPLACE of keep_alive: %v, want SQLSTATE 42P13 (return type changed)", err)
+	}
+	if err := postgres.Migrate(ctx, pool); err != nil {
+		t.Fatalf("Migrate again: %v", err)
 	}
 }

@@ -60,68 +60,90 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 // ID returns the candidate ID the session was opened for.
 func (s *session) ID() string { return s.id }
 
-// acquireSQL takes the lock if its row is missing, expired, or this
-// session's (then it keeps its token, expiry and lease).
+// acquireSQL takes the lock if its row is missing, not live (see the
+// locks table in SQL: its session expired or is gone, its lease or hold
+// ended), or this session's (then it keeps its token and lease).
 //
-// It first reads the lock row, plainly: a lock that another session
-// visibly holds is reported held without a write, a row lock or a commit
-// that waits for an fsync, and without waiting for anyone. Contenders
-// used to lock the holder's row (ON CONFLICT locks the row even where it
-// does not update it) while holding their own session row FOR SHARE, so
-// each contender's keep-alive waited behind the holder's; beside two CPU
+// It first reads the lock row and its holder's session row, plainly: a
+// lock that another session visibly holds is reported held without a
+// write, a row lock or a commit that waits for an fsync, and without
+// waiting for anyone. A session seen alive in any snapshot is alive now
+// (its expires_at only grows, and once passed never moves), so that read
+// is sound; one seen expired may have been renewed since. Contenders used
+// to lock the holder's row (ON CONFLICT locks the row even where it does
+// not update it) while holding their own session row FOR SHARE, so each
+// contender's keep-alive waited behind the holder's; beside two CPU
 // burners those chains outlasted the TTL and lost every session at once
 // (the chaos suite). A lock freed since that read is found by the
 // caller's watch, as one freed just after would be.
 //
-// Otherwise it reads the session row FOR SHARE, which orders it with the
-// session's keep_alive (an UPDATE of that row): the lock's expires_at is
-// copied from the session's latest one, and a keep_alive that waited for
-// this statement sees the new lock row. A missing row is inserted ON
-// CONFLICT DO NOTHING: when several waiters race for a lock just
-// released, the losers take no lock on the winner's row. An existing row
-// (expired, or this session's) is taken by ON CONFLICT DO UPDATE, which
-// reads its latest committed version. A change is NOTIFYed with the
-// milliseconds the lock now lives.
+// Otherwise it locks its own session row FOR SHARE (s), which orders it
+// with the session's renew_session: a renewal that waited for this
+// statement reads the new lock row. If another session's row is found
+// (prev), it locks that session's row FOR SHARE too, and judges the
+// holder dead only on the version it locked, with a clock read after the
+// lock: a renewal of the holder committed before is seen (a row lock
+// reads the latest version), and one not yet begun waits for this
+// statement and then finds its session expired. So a holder never has a
+// lock confirmed by its keep-alive that an acquire judged dead. Both
+// judgements come after their locks: a WHERE beside FOR SHARE is judged
+// before the wait. A missing row is inserted ON CONFLICT DO NOTHING: when
+// several waiters race for a lock just released, the losers take no lock
+// on the winner's row. An existing row is taken by ON CONFLICT DO UPDATE,
+// whose WHERE judges the row's latest version after locking it; a row
+// changed since the first read (now another session's) is not taken. A
+// change is NOTIFYed with the milliseconds the lock now lives (the
+// session's expiry, or the lease's end if sooner).
 //
 // $1 name, $2 session ID, $3 lease ms (0: none), $4 channel. Returns
 // whether the session lives, the token if granted, and the holder seen.
 const acquireSQL = `WITH cur AS (
-  SELECT candidate, expires_at > clock_timestamp() AND (session_id <> $2 OR hold) AS other
-  FROM {locks} WHERE name = $1
+  SELECT l.session_id, l.candidate, l.expires_at > clock_timestamp() AND (l.hold OR (l.session_id <> $2
+    AND EXISTS (SELECT 1 FROM {sessions} h WHERE h.id = l.session_id AND h.expires_at > clock_timestamp()))) AS other
+  FROM {locks} l WHERE l.name = $1
 ), s AS (
   SELECT id, candidate, expires_at FROM {sessions}
-  WHERE id = $2 AND expires_at > clock_timestamp() AND NOT EXISTS (SELECT 1 FROM cur WHERE other)
+  WHERE id = $2 AND NOT EXISTS (SELECT 1 FROM cur WHERE other)
+  FOR SHARE
+), live AS (
+  SELECT id, candidate, expires_at FROM s WHERE expires_at > clock_timestamp()
+), prev AS (
+  SELECT id, expires_at FROM {sessions}
+  WHERE id = (SELECT session_id FROM cur WHERE session_id <> $2) AND EXISTS (SELECT 1 FROM live)
   FOR SHARE
 ), v AS (
-  SELECT $1::text AS name, s.id, s.candidate, nextval('{tokens}') AS token,
-    CASE WHEN $3::bigint > 0 THEN LEAST(s.expires_at, clock_timestamp() + $3::bigint * interval '1 millisecond') ELSE s.expires_at END AS expires_at,
-    CASE WHEN $3::bigint > 0 THEN clock_timestamp() + $3::bigint * interval '1 millisecond' END AS lease_end
-  FROM s
+  SELECT $1::text AS name, live.id, live.candidate, nextval('{tokens}') AS token,
+    CASE WHEN $3::bigint > 0 THEN clock_timestamp() + $3::bigint * interval '1 millisecond' END AS lease_end,
+    NOT EXISTS (SELECT 1 FROM prev WHERE prev.expires_at > clock_timestamp()) AS prev_dead
+  FROM live
 ), fresh AS (
   INSERT INTO {locks} (name, session_id, candidate, token, expires_at, lease_end, hold)
-  SELECT name, id, candidate, token, expires_at, lease_end, false FROM v WHERE NOT EXISTS (SELECT 1 FROM cur)
+  SELECT name, id, candidate, token, COALESCE(lease_end, 'infinity'), lease_end, false FROM v WHERE NOT EXISTS (SELECT 1 FROM cur)
   ON CONFLICT (name) DO NOTHING
   RETURNING token, expires_at
 ), taken AS (
   INSERT INTO {locks} AS l (name, session_id, candidate, token, expires_at, lease_end, hold)
-  SELECT name, id, candidate, token, expires_at, lease_end, false FROM v WHERE EXISTS (SELECT 1 FROM cur)
+  SELECT name, id, candidate, token, COALESCE(lease_end, 'infinity'), lease_end, false FROM v WHERE EXISTS (SELECT 1 FROM cur)
   ON CONFLICT (name) DO UPDATE SET
     session_id = excluded.session_id,
     candidate = excluded.candidate,
-    token = CASE WHEN l.expires_at > clock_timestamp() THEN l.token ELSE excluded.token END,
-    expires_at = CASE WHEN l.expires_at > clock_timestamp() THEN l.expires_at ELSE excluded.expires_at END,
-    lease_end = CASE WHEN l.expires_at > clock_timestamp() THEN l.lease_end ELSE excluded.lease_end END,
+    token = CASE WHEN l.session_id = excluded.session_id AND NOT l.hold AND l.expires_at > clock_timestamp() THEN l.token ELSE excluded.token END,
+    lease_end = CASE WHEN l.session_id = excluded.session_id AND NOT l.hold AND l.expires_at > clock_timestamp() THEN l.lease_end ELSE excluded.lease_end END,
+    expires_at = CASE WHEN l.session_id = excluded.session_id AND NOT l.hold AND l.expires_at > clock_timestamp() THEN l.expires_at ELSE excluded.expires_at END,
     hold = false
-  WHERE l.expires_at <= clock_timestamp() OR (l.session_id = excluded.session_id AND NOT l.hold)
+  WHERE (l.session_id = excluded.session_id AND NOT l.hold)
+    OR l.expires_at <= clock_timestamp()
+    OR (NOT l.hold AND l.session_id = (SELECT session_id FROM cur) AND (SELECT prev_dead FROM v))
   RETURNING l.token, l.expires_at
 ), a AS (
-  SELECT token, expires_at FROM fresh UNION ALL SELECT token, expires_at FROM taken
+  SELECT token, LEAST(expires_at, (SELECT expires_at FROM live)) AS lives FROM fresh
+  UNION ALL SELECT token, LEAST(expires_at, (SELECT expires_at FROM live)) FROM taken
 )
-SELECT EXISTS (SELECT 1 FROM s)
+SELECT EXISTS (SELECT 1 FROM live)
     OR EXISTS (SELECT 1 FROM {sessions} WHERE id = $2 AND expires_at > clock_timestamp()),
   (SELECT token FROM a),
   (SELECT count(*) FROM a,
-    pg_notify($4::text, ceil(extract(epoch FROM a.expires_at - clock_timestamp()) * 1000)::bigint || ' ' || $1) n),
+    pg_notify($4::text, ceil(extract(epoch FROM a.lives - clock_timestamp()) * 1000)::bigint || ' ' || $1) n),
   (SELECT candidate FROM cur)`
 
 // Acquire takes name if it is free, held by this session (same token), or
@@ -164,10 +186,15 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 
 // releaseSQL deletes the lock row, or marks it held by nobody alive for
 // the hold, if this session holds it under the token, and NOTIFYs it. A
-// row of the session's that has expired is deleted all the same: left,
-// a keep-alive or an acquire of the session that judged it alive (a
-// statement's snapshot and clock are not taken at one instant) would give
-// the session its token back for a new term, as the chaos suite saw.
+// row of the session's that is no longer live (its lease ended, or the
+// session expired) is deleted all the same: left, a keep-alive or an
+// acquire of the session that judged it alive (a statement's snapshot and
+// clock are not taken at one instant) would give the session its token
+// back for a new term, as the chaos suite saw. A hold is set only on a
+// live row: the session seen alive in the statement's snapshot is alive
+// now (see acquireSQL), and a take-over that judged it dead has changed
+// the row, which the UPDATE then finds (it judges the latest version of a
+// row changed while it waited).
 //
 // $1 name, $2 session ID, $3 token, $4 hold ms (0: none), $5 channel.
 // Returns the number of locks released (0 or 1) and whether the session
@@ -179,6 +206,7 @@ const releaseSQL = `WITH d AS (
 ), h AS (
   UPDATE {locks} SET hold = true, lease_end = NULL, expires_at = clock_timestamp() + $4::bigint * interval '1 millisecond'
   WHERE $4::bigint > 0 AND name = $1 AND session_id = $2 AND token = $3 AND NOT hold AND expires_at > clock_timestamp()
+    AND EXISTS (SELECT 1 FROM {sessions} WHERE id = $2 AND expires_at > clock_timestamp())
   RETURNING name
 ), r AS (
   SELECT name FROM d UNION ALL SELECT name FROM h
@@ -217,19 +245,17 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	return fmt.Errorf("%w: %q under token %d by this session of %s", backends.ErrNotHeld, name, token, s.id)
 }
 
-// keepAliveSQL calls the keep_alive function of the schema (see SQL).
-const keepAliveSQL = `SELECT alive, names, tokens FROM {keep_alive}($1)`
+// keepAliveSQL calls the renew_session function of the schema (see SQL).
+const keepAliveSQL = `SELECT alive, names, tokens FROM {renew_session}($1)`
 
-// KeepAlive renews the session row and every lock row of the session to
-// the server's clock_timestamp() + TTL, in one statement (a call of the schema's
-// keep_alive function), one round trip whatever the number of locks, and
-// confirms the locks it was granted against the rows renewed. Locks not
-// renewed under the token granted (deleted, expired with their lease,
-// taken over) go to the ledger, for Lost; the call still succeeds. A
-// session whose row expired stays lost: ErrSessionLost.
-//
-// A transaction that holds a lock row FOR SHARE (Fence) delays the
-// KeepAlive until it ends: keep fenced transactions short.
+// KeepAlive renews the session row to the server's clock_timestamp() +
+// TTL, which keeps every lock of the session live, and reads the
+// session's live locks: one statement (a call of the schema's
+// renew_session function), one round trip and one row written whatever
+// the number of locks. It confirms the locks it was granted against the
+// rows read; locks not found under the token granted (deleted, past
+// their lease, taken over) go to the ledger, for Lost; the call still
+// succeeds. A session whose row expired stays lost: ErrSessionLost.
 func (s *session) KeepAlive(ctx context.Context) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -277,7 +303,7 @@ SELECT count(*) FROM l, pg_notify($2, '0 ' || l.name) n`
 // Close deletes the session row, its registry entries and the locks it
 // holds, which wakes their waiters: one statement. If it does not reach
 // PostgreSQL, the session is closed all the same, and its locks are freed
-// when their rows expire.
+// when its row expires.
 func (s *session) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {

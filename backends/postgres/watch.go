@@ -305,9 +305,13 @@ func (h *hub) nextDue() time.Time {
 	return next
 }
 
-// checkSQL reads how long each of a list of locks lives on.
-const checkSQL = `SELECT name, ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint
-FROM {locks} WHERE name = ANY($1) AND expires_at > clock_timestamp()`
+// checkSQL reads how long each of a list of live locks lives on unless
+// renewed: a lock held by a session until the session's expiry (or its
+// lease's end if sooner), a lock released with a hold until the hold's.
+const checkSQL = `SELECT l.name, ceil(extract(epoch FROM
+    CASE WHEN l.hold THEN l.expires_at ELSE LEAST(l.expires_at, s.expires_at) END - clock_timestamp()) * 1000)::bigint
+FROM {locks} l LEFT JOIN {sessions} s ON s.id = l.session_id
+WHERE l.name = ANY($1) AND l.expires_at > clock_timestamp() AND (l.hold OR s.expires_at > clock_timestamp())`
 
 // check re-reads the rows of names, all due: a lock still held is looked
 // at again when it expires as now seen; a lock free or expired signals.
