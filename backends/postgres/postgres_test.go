@@ -110,7 +110,7 @@ const slowStorm = 2_000
 
 // loopbackStorm is how many campaigns storm on loopback: RunStorm's
 // 10,000 took 3.9 s here on a quiet machine, but beside two CPU burners
-// the keep-alive, one UPDATE of every lock row of the session, outlasted
+// the keep-alive, then one UPDATE of every lock row of the session, outlasted
 // the 3 s TTL and the storm never settled.
 const loopbackStorm = 2_000
 
