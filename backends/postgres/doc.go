@@ -35,15 +35,13 @@
 // (no write, no row lock, no commit waiting for an fsync, no wait behind
 // the holder). Otherwise it is one INSERT ... ON CONFLICT (DO NOTHING for
 // a missing row, DO UPDATE ... WHERE the row is this session's or no
-// longer live), RETURNING the token; it reads its own session row FOR
-// SHARE, which orders it with that session's keep-alive, and, to take a
-// lock over, the holder's session row FOR SHARE too, judging the holder
-// dead on the version it locked: a keep-alive of the holder either
-// committed before (and is seen) or waits, and then finds its session
-// expired. KeepAlive calls the schema's renew_session function, which
+// longer live), RETURNING the token; to take a lock over, it reads the
+// holder's session row FOR SHARE and judges the holder dead on the
+// version it locked: a keep-alive of the holder either committed before
+// (and is seen) or waits, and then finds its session expired. KeepAlive calls the schema's renew_session function, which
 // renews the session row and then, in a statement with a snapshot of its
-// own (so it sees a lock acquired while it waited, or taken over before
-// it renewed), reads the session's live locks: KeepAlive compares them
+// own (so it sees a lock taken over before it renewed), reads the
+// session's live locks: KeepAlive compares them
 // with what Acquire granted and reports the others by Lost. Release
 // deletes the row (or marks it hold); Close deletes the session row, its
 // lock rows and its registry entries.

@@ -75,8 +75,7 @@ CREATE TABLE IF NOT EXISTS %[1]s.members (
 -- take-over sees the renewal and takes nothing. The read of the locks is
 -- a statement of its own, with a snapshot taken after the renewal (READ
 -- COMMITTED), so it sees every take-over that judged before it, and
--- every acquire of this session that held the session row while the
--- renewal waited for it.
+-- every acquire of this session that committed before the call.
 -- alive is false if the session had expired; names and tokens are the
 -- session's live locks.
 CREATE OR REPLACE FUNCTION %[1]s.renew_session(p_session text,

@@ -77,17 +77,21 @@ func (s *session) ID() string { return s.id }
 // (the chaos suite). A lock freed since that read is found by the
 // caller's watch, as one freed just after would be.
 //
-// Otherwise it locks its own session row FOR SHARE (s), which orders it
-// with the session's renew_session: a renewal that waited for this
-// statement reads the new lock row. If another session's row is found
-// (prev), it locks that session's row FOR SHARE too, and judges the
-// holder dead only on the version it locked, with a clock read after the
-// lock: a renewal of the holder committed before is seen (a row lock
-// reads the latest version), and one not yet begun waits for this
-// statement and then finds its session expired. So a holder never has a
-// lock confirmed by its keep-alive that an acquire judged dead. Both
-// judgements come after their locks: a WHERE beside FOR SHARE is judged
-// before the wait. A missing row is inserted ON CONFLICT DO NOTHING: when
+// Otherwise it reads its own session row, plainly too: the lock lives
+// only while the session does, so nothing is lost if the session expires
+// as the row is written, and nothing orders the statement with the
+// session's renewal. It used to take that row FOR SHARE, which starved
+// the renewal's FOR UPDATE: a storm of acquires on one session kept the
+// row share-locked by one statement or another (a new share lock does
+// not queue behind a waiting FOR UPDATE), and a keep-alive waited 2 s of
+// a 3 s TTL. If another session's row is found (prev), it locks that
+// session's row FOR SHARE, and judges the holder dead only on the version
+// it locked, with a clock read after the lock (a WHERE beside FOR SHARE
+// is judged before the wait): a renewal of the holder committed before is
+// seen (a row lock reads the latest version), and one not yet begun waits
+// for this statement and then finds its session expired. So a holder
+// never has a lock confirmed by its keep-alive that an acquire judged
+// dead. A missing row is inserted ON CONFLICT DO NOTHING: when
 // several waiters race for a lock just released, the losers take no lock
 // on the winner's row. An existing row is taken by ON CONFLICT DO UPDATE,
 // whose WHERE judges the row's latest version after locking it; a row
@@ -101,12 +105,9 @@ const acquireSQL = `WITH cur AS (
   SELECT l.session_id, l.candidate, l.expires_at > clock_timestamp() AND (l.hold OR (l.session_id <> $2
     AND EXISTS (SELECT 1 FROM {sessions} h WHERE h.id = l.session_id AND h.expires_at > clock_timestamp()))) AS other
   FROM {locks} l WHERE l.name = $1
-), s AS (
-  SELECT id, candidate, expires_at FROM {sessions}
-  WHERE id = $2 AND NOT EXISTS (SELECT 1 FROM cur WHERE other)
-  FOR SHARE
 ), live AS (
-  SELECT id, candidate, expires_at FROM s WHERE expires_at > clock_timestamp()
+  SELECT id, candidate, expires_at FROM {sessions}
+  WHERE id = $2 AND expires_at > clock_timestamp() AND NOT EXISTS (SELECT 1 FROM cur WHERE other)
 ), prev AS (
   SELECT id, expires_at FROM {sessions}
   WHERE id = (SELECT session_id FROM cur WHERE session_id <> $2) AND EXISTS (SELECT 1 FROM live)
