@@ -4,39 +4,53 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // pgPeers is the advisory-lock loop most Go services write by hand: a
-// blocking pg_advisory_lock on a connection pinned per candidate (advisory
-// locks belong to the connection), then pg_advisory_unlock.
+// connection taken from the service's pool and pinned for the section
+// (advisory locks belong to the connection), a blocking pg_advisory_lock
+// on it, then pg_advisory_unlock. A candidate's goroutines each pin one
+// of its pool's connections: one pgx connection cannot serve two at once
+// (the throughput rows at 8 goroutines failed with "conn busy" when the
+// candidate had one).
 // (cirello.io/pglock, the other peer, is not served by the
 // module proxy this bench builds from.)
 func pgPeers(dsn string) []peer {
 	return []peer{{
 		name: "advisory lock",
-		note: "pg_advisory_lock(hashtext(name)) / pg_advisory_unlock on a connection per candidate; no fencing token, no expiry",
+		note: "pg_advisory_lock(hashtext(name)) / pg_advisory_unlock on a connection of the candidate's pool, pinned for the section; no fencing token, no expiry",
 		open: func(ctx context.Context) (locker, error) {
-			conn, err := pgx.Connect(ctx, dsn)
+			cfg, err := pgxpool.ParseConfig(dsn)
 			if err != nil {
 				return nil, err
 			}
-			return advisoryLocker{conn: conn}, nil
+			cfg.MaxConns = 8 // the most goroutines a workload runs on one candidate
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err != nil {
+				return nil, err
+			}
+			return advisoryLocker{pool: pool}, nil
 		},
 	}}
 }
 
-type advisoryLocker struct{ conn *pgx.Conn }
+type advisoryLocker struct{ pool *pgxpool.Pool }
 
-// run waits in pg_advisory_lock, which the server wakes when the holder
-// unlocks.
+// run pins a connection and waits in pg_advisory_lock on it, which the
+// server wakes when the holder unlocks.
 func (a advisoryLocker) run(ctx context.Context, name string, cs func()) error {
-	if _, err := a.conn.Exec(ctx, "SELECT pg_advisory_lock(hashtext($1))", name); err != nil {
+	conn, err := a.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(hashtext($1))", name); err != nil {
 		return err
 	}
 	cs()
 	var ok bool
-	if err := a.conn.QueryRow(ctx, "SELECT pg_advisory_unlock(hashtext($1))", name).Scan(&ok); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT pg_advisory_unlock(hashtext($1))", name).Scan(&ok); err != nil {
 		return err
 	}
 	if !ok {
@@ -45,4 +59,4 @@ func (a advisoryLocker) run(ctx context.Context, name string, cs func()) error {
 	return nil
 }
 
-func (a advisoryLocker) close() { _ = a.conn.Close(context.Background()) }
+func (a advisoryLocker) close() { a.pool.Close() }
