@@ -175,7 +175,7 @@ func missNote(goal, backend string) string {
 
 var missNotes = map[string]string{
 	goalAcquire + "/redis":         "each call is one round trip, but one script: on a free lock the acquire makes 4 redis.calls (one MGET of the session key, lock and fence counter, TIME, one MSET of lock and counter, PUBLISH) and the release 4 (MGET, DEL, PUBLISH, DEL of the wanted mark), where a bare SET NX makes one",
-	goalAcquire + "/postgres":      "each of acquire and release is one statement whose commit waits for the server's fsync, as the baseline's; the acquire also reads the lock row and takes the session row FOR SHARE, and both NOTIFY, whose commits take PostgreSQL's global NOTIFY lock",
+	goalAcquire + "/postgres":      "each of acquire and release is one statement whose commit waits for the server's fsync, as the baseline's; the acquire also reads the lock row and its own session row, and both NOTIFY, whose commits take PostgreSQL's global NOTIFY lock",
 	goalAcquire + "/kubernetes":    "the acquire is a read and an update of the lock Lease (a create the first time), the release one update conditioned on the version its take left, each write through the apiserver to etcd and its fsync, where the baseline is one create",
 	goalAcquire:                    "each of acquire and release is one write that waits for the server's fsync, plus the session check the backend adds",
 	goalRunIf + "/redis":           "two round trips, as redislock's (the session key's SET NX travels with the acquire script; Close frees the lock), but heavier ones: scripts of 8 redis.calls a run where redislock's make 2 or 3, and more client work; on the 2 cores the server shares with the clients, CPU is the limit (see the on-a-session row)",
@@ -200,7 +200,7 @@ var missNotes = map[string]string{
 	goalTraffic + "/redis":         "each renewal also confirms the session's locks, in the same round trip: the keep-alive sends a PEXPIRE and one script, but the script's reads count too (one MGET per 1,000 locks)",
 	goalTraffic + "/etcd":          "each renewal confirms the session's locks by its loss watch (a read of the revision and a progress request beside the lease keep-alive), but reads them, one Txn per 128 locks (etcd's default --max-txn-ops), while the watch is behind, broken or compacted away",
 	goalTraffic + "/zookeeper":     "each renewal also confirms the session's locks, in the same round trip: the renewing multi checks up to 1,000 lock nodes, and each further 1,000 add a multi",
-	goalTraffic + "/postgres":      "the keep-alive is one statement per tick at any number of locks, but it rewrites every lock row of the session (an UPDATE of 10,000 rows, with its WAL, each tick): where that outlasts the keep-alive's deadline the session's campaigns are revoked and their acquires count here too",
+	goalTraffic + "/postgres":      "the keep-alive is one statement per tick at any number of locks, and writes the session row alone (a lock held by a session lives while its session does); it reads the session's locks back to confirm them",
 }
 
 // locks formats a number of locks: "1 lock", "10,000 locks".
