@@ -99,16 +99,6 @@ func open(t testing.TB, b backends.Backend, id string, ttl time.Duration) backen
 	return s
 }
 
-// acquire takes name through s, failing the test on error.
-func acquire(t testing.TB, s backends.Session, name string) events.Token {
-	t.Helper()
-	tok, err := s.Acquire(t.Context(), name, 0)
-	if err != nil {
-		t.Fatalf("%s: Acquire(%q): %v", s.ID(), name, err)
-	}
-	return tok
-}
-
 // TestStorm starts a storm of campaigns on one shared session at once
 // against an embedded etcd server (see backendtest.RunStorm). 2,000, not
 // RunStorm's 10,000: every renewal confirms every lock (79 transactions

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
 	"github.com/hustings/hustings/events"
@@ -41,7 +42,7 @@ func TestOneShotIsThreeWrites(t *testing.T) {
 		t.Errorf("Open sent %v, want %v", got, want)
 	}
 	before = counts.snapshot()
-	tok := acquire(t, s, "job")
+	tok := backendtest.Acquire(t, s, "job")
 	if err := s.Close(t.Context()); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -64,7 +65,7 @@ func TestFirstAcquireOpensTheSession(t *testing.T) {
 	cli := etcdtest.Start(t).Client(t)
 	b := newBackend(t, cli)
 	a := open(t, b, "a", time.Minute)
-	tok := acquire(t, a, "job")
+	tok := backendtest.Acquire(t, a, "job")
 	key := sessionKV(t, cli, b, "a")
 	if key.CreateRevision != int64(tok) {
 		t.Errorf("session key created at revision %d, want %d, the lock's token", key.CreateRevision, tok)
@@ -89,7 +90,7 @@ func TestFirstAcquireOpensTheSession(t *testing.T) {
 	if err := a.Release(t.Context(), "job", tok, 0); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	next := acquire(t, a, "job")
+	next := backendtest.Acquire(t, a, "job")
 	if next <= tok {
 		t.Fatalf("second token %d, want above %d", next, tok)
 	}
@@ -152,7 +153,7 @@ func TestLostBeforeFirstCall(t *testing.T) {
 		t.Fatalf("Revoke out of band: %v", err)
 	}
 	holder := open(t, b, "holder", time.Minute)
-	acquire(t, holder, "held")
+	backendtest.Acquire(t, holder, "held")
 	for _, name := range []string{"free", "held"} {
 		_, err := s.Acquire(t.Context(), name, 0)
 		wantLost(t, "Acquire of "+name, err)
@@ -180,7 +181,7 @@ func TestReleaseBeforeFirstAcquire(t *testing.T) {
 	if !errors.Is(err, backends.ErrNotHeld) || errors.Is(err, backends.ErrSessionLost) {
 		t.Fatalf("Release: %v, want ErrNotHeld and not ErrSessionLost", err)
 	}
-	acquire(t, s, "job") // the session lives on
+	backendtest.Acquire(t, s, "job") // the session lives on
 }
 
 // revision returns the store's revision.

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
 	"github.com/hustings/hustings/events"
@@ -46,7 +47,7 @@ func testLockTakenBehindItsBack(t *testing.T, watched bool) {
 		{"Deleted", 0, func(t *testing.T, key string) { del(t, cli, key) }, ""},
 		{"DeletedThenTakenByRival", 0, func(t *testing.T, key string) {
 			del(t, cli, key)
-			acquire(t, rival, "DeletedThenTakenByRival")
+			backendtest.Acquire(t, rival, "DeletedThenTakenByRival")
 		}, "rival"},
 		{"Unbound", 0, func(t *testing.T, key string) { unbind(t, cli, key) }, "a"},
 		{"GuardRevoked", time.Minute, func(t *testing.T, key string) { revokeGuard(t, cli, key) }, ""},
@@ -87,8 +88,8 @@ func TestRevokedSessionIsLostNotItsLocks(t *testing.T) {
 	cli := etcdtest.Start(t).Client(t)
 	b := newBackend(t, cli)
 	a := open(t, b, "a", time.Minute)
-	acquire(t, a, "one")
-	acquire(t, a, "two")
+	backendtest.Acquire(t, a, "one")
+	backendtest.Acquire(t, a, "two")
 	if _, err := cli.Revoke(t.Context(), leaseOf(t, cli)); err != nil {
 		t.Fatalf("Revoke out of band: %v", err)
 	}
@@ -114,7 +115,7 @@ func TestUnconfirmedKeepAliveFails(t *testing.T) {
 	srv := etcdtest.Start(t)
 	b := newBackend(t, srv.Client(t, grpc.WithChainUnaryInterceptor(refuseTxn)))
 	a := open(t, b, "a", time.Minute)
-	acquire(t, a, "job")
+	backendtest.Acquire(t, a, "job")
 
 	refuse.Store(true)
 	if err := a.KeepAlive(t.Context()); !errors.Is(err, backends.ErrUnavailable) {

@@ -126,7 +126,7 @@ func TestZombieCannotAcquire(t *testing.T) {
 	}
 	pred := open(t, b, "pred", time.Minute)
 	held := "held"
-	tok := acquire(t, pred, held)
+	tok := backendtest.Acquire(t, pred, held)
 	for _, lease := range []time.Duration{0, time.Minute} {
 		_, err := zombie.Acquire(t.Context(), "free", lease)
 		wantLost(t, "Acquire of a free lock with a lease of "+lease.String(), err)
@@ -197,12 +197,12 @@ func TestRetriedReleaseKeepsNewerHolder(t *testing.T) {
 	cli := etcdtest.Start(t).Client(t)
 	b := newBackend(t, cli)
 	a, other := open(t, b, "a", time.Minute), open(t, b, "b", time.Minute)
-	first := acquire(t, a, "job")
+	first := backendtest.Acquire(t, a, "job")
 	if err := a.Release(t.Context(), "job", first, 0); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	for _, next := range []backends.Session{other, a} {
-		tok := acquire(t, next, "job")
+		tok := backendtest.Acquire(t, next, "job")
 		if err := a.Release(t.Context(), "job", first, 0); !errors.Is(err, backends.ErrNotHeld) {
 			t.Fatalf("retried Release while %s holds it: %v, want ErrNotHeld", next.ID(), err)
 		}
@@ -224,8 +224,8 @@ func TestPrefixesAreApart(t *testing.T) {
 	cli := etcdtest.Start(t).Client(t)
 	one := newBackend(t, cli, etcd.WithPrefix("/one/"))
 	two := newBackend(t, cli, etcd.WithPrefix("/two/"))
-	acquire(t, open(t, one, "a", time.Minute), "job")
-	acquire(t, open(t, two, "b", time.Minute), "job")
+	backendtest.Acquire(t, open(t, one, "a", time.Minute), "job")
+	backendtest.Acquire(t, open(t, two, "b", time.Minute), "job")
 	resp, err := cli.Get(t.Context(), "", clientv3.WithFromKey(), clientv3.WithKeysOnly())
 	if err != nil {
 		t.Fatal(err)

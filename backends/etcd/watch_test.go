@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
 )
 
@@ -28,7 +29,7 @@ func TestWatchSurvivesCompaction(t *testing.T) {
 
 	link.Close()
 	a := open(t, b, "a", time.Minute)
-	tok := acquire(t, a, "job")
+	tok := backendtest.Acquire(t, a, "job")
 	if err := a.Release(t.Context(), "job", tok, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestWatchSurvivesCompaction(t *testing.T) {
 	linked.SetEndpoints(srv.Addr())
 	wantSignal(t, ch, "reconnecting past a compaction")
 
-	acquire(t, a, "job")
+	backendtest.Acquire(t, a, "job")
 	wantSignal(t, ch, "an Acquire after the compaction")
 	cancel()
 	for range ch {
