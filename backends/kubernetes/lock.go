@@ -233,7 +233,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	if err := ctxErr(ctx, "release"); err != nil {
 		return err
 	}
-	if m, ok := s.recall(name, token); ok && token != 0 {
+	if m, ok := s.recall(name, token); ok {
 		if done, err := s.releaseTaken(ctx, name, m, hold); done {
 			return err
 		}

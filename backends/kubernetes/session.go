@@ -123,7 +123,7 @@ func (s *session) KeepAlive(ctx context.Context) error {
 	for name, tok := range granted {
 		if found[name] != tok || s.leaseOver(name, tok, start) {
 			s.ledger.Gone(name, tok)
-			s.forget(name, tok)
+			s.recall(name, tok) // its Release reads the Lease
 		}
 	}
 	s.relisten()

@@ -61,22 +61,16 @@ func (s *session) memo(name string, token events.Token, l *coordv1.Lease) (taken
 }
 
 // recall returns, and forgets, what the session remembers of the lock
-// name held under token.
+// name held under token; a memory of name under another token stays.
 func (s *session) recall(name string, token events.Token) (taken, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m, ok := s.taken[name]
-	delete(s.taken, name)
-	return m, ok && m.token == token
-}
-
-// forget drops what the session remembers of the lock name under token.
-func (s *session) forget(name string, token events.Token) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if m, ok := s.taken[name]; ok && m.token == token {
-		delete(s.taken, name)
+	if !ok || m.token != token {
+		return taken{}, false
 	}
+	delete(s.taken, name)
+	return m, true
 }
 
 // rebuild returns the lock Lease name as the session's take left it
