@@ -53,7 +53,7 @@ func TestReleaseWritesWithoutReading(t *testing.T) {
 		updates int64         // and updates
 	}{
 		{"plain", false, 0, 0, 1},
-		{"with a hold", false, 200 * time.Millisecond, 0, 1},
+		{"with a hold", false, 3 * time.Second, 0, 1}, // long enough that b tries within it on a busy machine
 		{"after a fenced write", true, 0, 1, 2}, // the first refused (409)
 		{"of a Lease carrying an earlier term's fenced annotation", false, 0, 1, 1},
 	}
@@ -80,8 +80,8 @@ func TestReleaseWritesWithoutReading(t *testing.T) {
 			t.Errorf("%s: the fenced annotation is gone: %v", st.what, l.Annotations)
 		}
 		if st.hold > 0 {
-			if got := *l.Spec.HolderIdentity; got != "a" || l.Annotations["hustings.io/hold-ms"] != "200" {
-				t.Errorf("%s: holder %q, annotations %v; want a, on hold for 200 ms", st.what, got, l.Annotations)
+			if got := *l.Spec.HolderIdentity; got != "a" || l.Annotations["hustings.io/hold-ms"] != "3000" {
+				t.Errorf("%s: holder %q, annotations %v; want a, on hold for 3 s", st.what, got, l.Annotations)
 			}
 			if _, err := other.Acquire(t.Context(), name, 0); !errors.Is(err, backends.ErrHeld) {
 				t.Fatalf("%s: b's Acquire during the hold: %v, want ErrHeld", st.what, err)
