@@ -54,7 +54,7 @@ func TestReleaseWritesWithoutReading(t *testing.T) {
 	}{
 		{"plain", false, 0, 0, 1},
 		{"with a hold", false, 3 * time.Second, 0, 1}, // long enough that b tries within it on a busy machine
-		{"after a fenced write", true, 0, 1, 2}, // the first refused (409)
+		{"after a fenced write", true, 0, 1, 2},       // the first refused (409)
 		{"of a Lease carrying an earlier term's fenced annotation", false, 0, 1, 1},
 	}
 	for _, st := range steps {
