@@ -119,20 +119,17 @@ func (s *session) create(ctx context.Context, name string, lease time.Duration, 
 		Acl:   s.b.acl,
 		Flags: zk.FlagEphemeral | zk.FlagSequence,
 	}
-	var res []zk.MultiResponse
-	multi := func() error {
-		var err error
-		res, err = s.b.conn.Multi(req, &zk.SetDataRequest{Path: parent, Version: -1})
-		return err
-	}
+	stamp := &zk.SetDataRequest{Path: parent, Version: -1}
 	sent := time.Now()
-	err := s.b.call(ctx, "acquire", name, multi)
+	res, created, err := s.multi(ctx, "acquire", name, false, req, stamp)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err := s.b.ensure(ctx, parent, true); err != nil {
 			return nil, nil, err
 		}
 		sent = time.Now()
-		err = s.b.call(ctx, "acquire", name, multi)
+		var again bool
+		res, again, err = s.multi(ctx, "acquire", name, false, req, stamp)
+		created = created || again
 	}
 	if err != nil {
 		return nil, nil, s.fail(ctx, "acquire "+name, err)
@@ -140,25 +137,34 @@ func (s *session) create(ctx context.Context, name string, lease time.Duration, 
 	p, st := res[0].String, res[1].Stat
 	s.b.clock.sample(st.Mtime, sent)
 	l := &lock{name: name, child: path.Base(p), path: p, token: events.Token(st.Mzxid), lease: lease, start: start, judged: start}
-	if err := s.adopt(ctx, l); err != nil {
+	if err := s.adopt(ctx, l.path, created, func() bool { return s.record(l) }); err != nil {
 		return nil, nil, err
 	}
 	return l, st, nil
 }
 
-// adopt records the new node l as the session's, unless the session ended
-// meanwhile: then it deletes the node and returns the session's error.
-func (s *session) adopt(ctx context.Context, l *lock) error {
+// adopt records the node at p, just made, as the session's (record does,
+// and reports false once the session is closed or lost), unless the
+// session ended meanwhile: then it deletes the node, and the session node
+// too if the same transaction created it, and returns the session's error.
+func (s *session) adopt(ctx context.Context, p string, created bool, record func() bool) error {
 	var err error
 	switch {
 	case s.b.conn.SessionID() != s.zkSession: // made on a new ZooKeeper session: ours is gone
 		err = s.markLost(ctx, fmt.Errorf("ZooKeeper session %#x ended", s.zkSession))
-	case !s.record(l): // closed or lost meanwhile
-		err = s.alive(ctx, l.start)
+	case !record(): // closed or lost meanwhile
+		err = s.alive(ctx, time.Now())
 	default:
 		return nil
 	}
-	_ = s.b.call(ctx, "delete", l.path, func() error { return s.b.conn.Delete(l.path, -1) })
+	ops := []any{&zk.DeleteRequest{Path: p, Version: -1}}
+	if created {
+		ops = append(ops, &zk.DeleteRequest{Path: s.path, Version: -1})
+	}
+	_ = s.b.call(ctx, "delete", p, func() error {
+		_, err := s.b.conn.Multi(ops...)
+		return err
+	})
 	return err
 }
 

@@ -21,7 +21,11 @@
 // The ZooKeeper session is the conn's; a backends.Session is a logical
 // session on it, one per Open, so that many candidates and campaigns can
 // share one conn. Each has a node whose mtime, the server's clock, records
-// its last renewal. KeepAlive writes it and, in the same transaction (a
+// its last renewal. Open makes no request: the session's first call
+// creates the node in the transaction of what it writes (an Acquire's lock
+// node, a Register's entry, a KeepAlive's renewal), so no node of the
+// session exists without it, and a one-shot run (open, acquire, close) is
+// two requests. KeepAlive writes it and, in the same transaction (a
 // multi), checks that the node of every lock an Acquire granted still
 // exists: one request for up to 1,000 locks, one more for each further 1,000
 // (a bound well within the server's 1 MB request limit, jute.maxbuffer). A
@@ -30,8 +34,8 @@
 // such locks are reported by Lost, and the session is renewed all the same.
 // Others treat the session's lock nodes as dead once its node is gone or the
 // server's clock has passed mtime + TTL, and delete them when they look. The
-// session's own calls count the TTL on the local clock from the start of the
-// last successful Open or KeepAlive, which never ends later than the
+// session's own calls count the TTL on the local clock from the start of
+// Open or of the last successful KeepAlive, which never ends later than the
 // server's count, and fail with backends.ErrSessionLost after it. The
 // ZooKeeper session backs the TTL during partitions: the server deletes
 // every ephemeral node of the conn one session timeout after it last heard

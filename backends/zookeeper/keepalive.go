@@ -110,37 +110,25 @@ func batches(locks []*lock) [][]*lock {
 	return append(out, cur)
 }
 
-// confirm runs one transaction: the session node's renewal if renew, and
-// a check that the node of each of locks exists. If a lock's node is gone,
-// nothing was applied: the lock is lost, and the transaction runs again
-// with the checks after it (those before it passed). A session node found
-// gone loses the session.
+// confirm runs one transaction: the session node's renewal if renew (its
+// creation, if no call made it yet: see multi), and a check that the node
+// of each of locks exists. If a lock's node is gone, nothing was applied:
+// the lock is lost, and the transaction runs again with the checks after
+// it (those before it passed). A session node found gone loses the
+// session.
 func (s *session) confirm(ctx context.Context, renew bool, locks []*lock) error {
 	for {
-		ops := make([]any, 0, 1+len(locks))
-		if renew {
-			ops = append(ops, &zk.SetDataRequest{Path: s.path, Data: s.data, Version: -1})
-		}
+		ops := make([]any, 0, len(locks))
 		for _, l := range locks {
 			ops = append(ops, &zk.CheckVersionRequest{Path: l.path, Version: -1})
 		}
-		if len(ops) == 0 {
+		if len(ops) == 0 && !renew {
 			return nil
 		}
-		var res []zk.MultiResponse
-		err := s.b.call(ctx, "keep-alive", "", func() error {
-			var err error
-			res, err = s.b.conn.Multi(ops...)
-			return err
-		})
+		res, _, err := s.multi(ctx, "keep-alive", "", renew, ops...)
 		i := slices.IndexFunc(res, func(r zk.MultiResponse) bool { return r.Error != nil })
-		switch {
-		case !errors.Is(err, zk.ErrNoNode), i < 0, i >= len(ops), !errors.Is(res[i].Error, zk.ErrNoNode):
-			return err // nil, or a failure that names no node: the caller translates it
-		case renew && i == 0:
-			return s.markLost(ctx, errors.New("its node is gone (expired)"))
-		case renew:
-			i--
+		if !errors.Is(err, zk.ErrNoNode) || i < 0 || i >= len(ops) || !errors.Is(res[i].Error, zk.ErrNoNode) {
+			return err // nil, or a failure that names no lock's node: the caller translates it
 		}
 		s.lose(locks[i])
 		locks = locks[i+1:]

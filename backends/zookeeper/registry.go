@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -154,20 +153,16 @@ func (s *session) setEntry(ctx context.Context, group, p string, data []byte) (u
 // group's node, whose new mzxid is the entry's czxid.
 func (s *session) createEntry(ctx context.Context, group, p string, data []byte) (uint64, error) {
 	parent := s.b.groupPath(group)
-	var res []zk.MultiResponse
-	multi := func() error {
-		var err error
-		res, err = s.b.conn.Multi(
-			&zk.CreateRequest{Path: p, Data: data, Acl: s.b.acl, Flags: zk.FlagEphemeral},
-			&zk.SetDataRequest{Path: parent, Version: -1})
-		return err
-	}
-	err := s.b.call(ctx, "register in", group, multi)
+	entry := &zk.CreateRequest{Path: p, Data: data, Acl: s.b.acl, Flags: zk.FlagEphemeral}
+	stamp := &zk.SetDataRequest{Path: parent, Version: -1}
+	res, created, err := s.multi(ctx, "register in", group, false, entry, stamp)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err := s.b.ensure(ctx, parent, true); err != nil {
 			return 0, err
 		}
-		err = s.b.call(ctx, "register in", group, multi)
+		var again bool
+		res, again, err = s.multi(ctx, "register in", group, false, entry, stamp)
+		created = created || again
 	}
 	var order uint64
 	switch {
@@ -180,27 +175,10 @@ func (s *session) createEntry(ctx context.Context, group, p string, data []byte)
 	default:
 		order = uint64(res[1].Stat.Mzxid)
 	}
-	if err := s.adoptEntry(ctx, group, p); err != nil {
+	if err := s.adopt(ctx, p, created, func() bool { return s.recordEntry(group, p) }); err != nil {
 		return 0, err
 	}
 	return order, nil
-}
-
-// adoptEntry records the new entry p as the session's, unless the
-// session ended meanwhile: then it deletes the entry and returns the
-// session's error.
-func (s *session) adoptEntry(ctx context.Context, group, p string) error {
-	var err error
-	switch {
-	case s.b.conn.SessionID() != s.zkSession: // made on a new ZooKeeper session: ours is gone
-		err = s.markLost(ctx, fmt.Errorf("ZooKeeper session %#x ended", s.zkSession))
-	case !s.recordEntry(group, p): // closed or lost meanwhile
-		err = s.alive(ctx, time.Now())
-	default:
-		return nil
-	}
-	_ = s.b.call(ctx, "delete", p, func() error { return s.b.conn.Delete(p, -1) })
-	return err
 }
 
 // Deregister deletes the session's entry in group, one round trip; an

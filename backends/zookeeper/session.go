@@ -33,6 +33,7 @@ type session struct {
 
 	mu       sync.Mutex
 	busy     map[string]chan struct{} // lock names with an Acquire or Release in progress (see enter)
+	pending  bool                     // the session node is not known to exist yet (see multi)
 	expires  time.Time                // start of the last successful Open or KeepAlive + ttl, local clock
 	closed   bool
 	lost     error             // set once the session is known to be lost
@@ -69,11 +70,14 @@ func (l *lock) leaseOver(now time.Time) bool {
 }
 
 // Open starts a logical session for candidate id: an ephemeral node on the
-// conn's ZooKeeper session, renewed by KeepAlive. ttl must not exceed the
-// session timeout (see WithSessionTimeout): else the server could drop the
-// locks of a partitioned candidate before its TTL ends. Errors match
-// backends.ErrInvalid for bad input, backends.ErrUnavailable when the
-// server cannot be reached.
+// conn's ZooKeeper session, renewed by KeepAlive. Open makes no request:
+// the session's first call creates the node in the transaction of what it
+// writes (see multi), so a run that opens a session, takes a lock and
+// closes it makes two requests. ttl must not exceed the session timeout
+// (see WithSessionTimeout): else the server could drop the locks of a
+// partitioned candidate before its TTL ends. Errors match
+// backends.ErrInvalid for bad input, backends.ErrUnavailable when ctx is
+// done or the conn has no ZooKeeper session.
 func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
 	if err := validate.Session(id, ttl); err != nil {
 		return nil, err
@@ -81,9 +85,17 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 	if ttl > b.sessionTimeout {
 		return nil, fmt.Errorf("%w: zookeeper: TTL %v exceeds the ZooKeeper session timeout %v, the maximum", backends.ErrInvalid, ttl, b.sessionTimeout)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: zookeeper: open session: %w", backends.ErrUnavailable, err)
+	}
+	if st := b.conn.State(); st != zk.StateHasSession {
+		return nil, fmt.Errorf("%w: zookeeper: open session: connection has no session (%v)", backends.ErrUnavailable, st)
+	}
+	// The local deadline counts from now, before the node's creation
+	// stamps its mtime: it ends no later than others' view of the session.
 	start := time.Now()
 	sid := newSID()
-	s := &session{
+	return &session{
 		b:         b,
 		id:        id,
 		ttl:       ttl,
@@ -93,25 +105,11 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 		lockData:  encode(lockData{ID: id}),
 		zkSession: b.conn.SessionID(),
 		busy:      make(map[string]chan struct{}),
+		pending:   true,
 		expires:   start.Add(ttl),
 		locks:     make(map[string]*lock),
 		entries:   make(map[string]string),
-	}
-	create := func() error {
-		_, err := b.conn.Create(s.path, s.data, zk.FlagEphemeral, b.acl)
-		return err
-	}
-	err := b.call(ctx, "open session", "", create)
-	if errors.Is(err, zk.ErrNoNode) {
-		if err := b.ensure(ctx, b.sessionsPath(), false); err != nil {
-			return nil, err
-		}
-		err = b.call(ctx, "open session", "", create)
-	}
-	if err != nil {
-		return nil, fail(ctx, "open session", err)
-	}
-	return s, nil
+	}, nil
 }
 
 // ID returns the candidate ID the session was opened for.
@@ -216,10 +214,13 @@ func (s *session) fail(ctx context.Context, what string, err error) error {
 }
 
 // takeNodes empties the session's locks and registry entries and returns
-// the paths of all its nodes, the session node first. s.mu must be held.
+// the paths of all its nodes, the session node first (unless it was never
+// created: then it has no others either). s.mu must be held.
 func (s *session) takeNodes() []string {
 	nodes := make([]string, 0, 1+len(s.locks)+len(s.entries))
-	nodes = append(nodes, s.path)
+	if !s.pending {
+		nodes = append(nodes, s.path)
+	}
 	for _, l := range s.locks {
 		nodes = append(nodes, l.path)
 		s.b.untrack(l.name, l.child)
