@@ -34,13 +34,20 @@
 // KeepAlive makes one write whatever the number of locks held: an update
 // of the session Lease's renewTime, conditioned on its resourceVersion.
 // The lock Leases are not renewed: a lock lives while the session its
-// label names does. The same KeepAlive lists the lock Leases labelled
-// with the session (one read) and reports by Lost every lock granted
-// that no longer names the session under its token. Sessions are
+// label names does. KeepAlive reports by Lost every lock granted that no
+// longer names the session under its token. Sessions are
 // backends.LossNotifiers: once Losses was called, the Backend's watch
 // (see Backend.Watch) reports such a lock within milliseconds: any
 // change of the Lease at a version after the token (the version the
 // take was conditioned on) that does not record the session's term.
+// Such a session's KeepAlive confirms its locks by the watch: it returns
+// once the watch has delivered the renewal's own change of the session
+// Lease, and so every change before it. A session that did not call
+// Losses, or whose watch has not served it since a LIST of its locks
+// (its first KeepAlive, or after the watch broke), or whose renewal the
+// watch has not delivered within a quarter of the TTL, lists the lock
+// Leases labelled with the session instead (one read, with every such
+// Lease's bytes).
 //
 // The apiserver expires nothing. Expiry is judged as client-go's
 // leaderelection judges it: by the observer's own clock, from when it
@@ -153,7 +160,8 @@
 // # Channels and concurrency
 //
 // Backend and its sessions are safe for concurrent use. No constructor
-// starts a goroutine. KeepAlive starts one for its LIST and waits for it;
+// starts a goroutine. A KeepAlive that lists the session's locks starts
+// one for the LIST and waits for it;
 // Close starts up to eight and waits for them; the first Watch, or
 // Losses, starts the goroutine that serves every Watch and Losses until
 // the last Watch ends and the last listening session is closed.

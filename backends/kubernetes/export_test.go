@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"sync"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
@@ -27,3 +28,14 @@ func SetWatched(b *Backend, name string, l *coordv1.Lease) {
 
 // Prefix returns the Lease-name prefix of b.
 func Prefix(b *Backend) string { return b.prefix }
+
+// HoldDeliveries makes b's watch deliver nothing more until release is
+// called, as a watch that runs behind would.
+func HoldDeliveries(b *Backend) (release func()) {
+	ch := make(chan struct{})
+	b.held.Store(&ch)
+	return sync.OnceFunc(func() {
+		b.held.Store(nil)
+		close(ch)
+	})
+}

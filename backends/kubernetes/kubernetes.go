@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync/atomic"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
@@ -56,7 +57,8 @@ type Backend struct {
 	seen      observer // when this process first saw each record
 	hub       hub      // every Watch, over one watch of the namespace's Leases
 
-	watchTimeout int64 // seconds the server keeps one watch request open; 0: its default (tests)
+	watchTimeout int64                         // seconds the server keeps one watch request open; 0: its default (tests)
+	held         atomic.Pointer[chan struct{}] // while set, the watch delivers nothing until it is closed (tests)
 }
 
 // New returns a Backend that keeps its Leases in namespace through

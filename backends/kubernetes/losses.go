@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
 	kwatch "k8s.io/apimachinery/pkg/watch"
@@ -98,4 +99,79 @@ func lockNames(items []coordv1.Lease) map[string]bool {
 		}
 	}
 	return out
+}
+
+// listening returns the hub's run if s is registered with it for its
+// losses and the run has made its first LIST; else nil.
+func (h *hub) listening(s *session) *run {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.run
+	if r == nil {
+		return nil
+	}
+	if _, ok := h.listeners[s]; !ok {
+		return nil
+	}
+	select {
+	case <-r.ready:
+		if r.err != nil {
+			return nil
+		}
+		return r
+	default:
+		return nil
+	}
+}
+
+// reached reports whether r, still the hub's run, has delivered every
+// change up to the resourceVersion rv, waiting for it at most limit, and
+// while ctx lasts.
+func (h *hub) reached(ctx context.Context, r *run, rv events.Token, limit time.Duration) bool {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for {
+		h.mu.Lock()
+		if h.run != r {
+			h.mu.Unlock()
+			return false
+		}
+		if r.seen >= rv {
+			h.mu.Unlock()
+			return true
+		}
+		if r.advanced == nil {
+			r.advanced = make(chan struct{})
+		}
+		advanced := r.advanced
+		h.mu.Unlock()
+		select {
+		case <-advanced:
+		case <-r.ctx.Done():
+			return false
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return false
+		}
+	}
+}
+
+// advance records that r has delivered every change up to the
+// resourceVersion rv, and wakes reached.
+func (h *hub) advance(r *run, rv string) {
+	v, err := tokenOf(rv)
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.run != r || v <= r.seen {
+		return
+	}
+	r.seen = v
+	if r.advanced != nil {
+		close(r.advanced)
+		r.advanced = nil
+	}
 }

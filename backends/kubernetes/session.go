@@ -27,14 +27,15 @@ type session struct {
 	lease string        // the session Lease's name, also the label on its locks
 	ttl   time.Duration // as asked; the Lease says it in milliseconds
 
-	mu        sync.Mutex
-	closed    bool
-	lost      bool                 // found lost: stays so
-	listening bool                 // Losses was called: the watch pushes losses
-	rec       *coordv1.Lease       // the session Lease as last written
-	renewed   time.Time            // start of the last successful Open or KeepAlive
-	ends      map[string]leaseTerm // locks granted with a lease, by name
-	taken     map[string]taken     // locks granted, as last written or read, for Release
+	mu          sync.Mutex
+	closed      bool
+	lost        bool                 // found lost: stays so
+	listening   bool                 // Losses was called: the watch pushes losses
+	confirmedOn *run                 // the watch's run that has pushed losses since a LIST confirmed the locks
+	rec         *coordv1.Lease       // the session Lease as last written
+	renewed     time.Time            // start of the last successful Open or KeepAlive
+	ends        map[string]leaseTerm // locks granted with a lease, by name
+	taken       map[string]taken     // locks granted, as last written or read, for Release
 
 	ledger ledger.Ledger // what Acquire granted, and what KeepAlive found gone
 }
@@ -87,11 +88,20 @@ func (s *session) ID() string { return s.id }
 
 // KeepAlive renews the session Lease with one update (renewTime, on the
 // resourceVersion last written: a conflict re-reads it and tries once
-// more), and, at the same time, confirms the session's locks with one
-// LIST of the lock Leases labelled with the session: a lock granted but
-// no longer named for the session under its token (deleted, taken over,
-// rewritten by hand), or whose lease ended by this process's clock, goes
-// to Lost. One write, one read, whatever the number of locks. A session
+// more) and confirms the session's locks: a lock granted but no longer
+// named for the session under its token (deleted, taken over, rewritten
+// by hand), or whose lease ended by this process's clock, goes to Lost.
+//
+// A session whose losses the Backend's watch pushes (Losses was called)
+// confirms them by the watch: once the watch has delivered the renewal's
+// own change of the session Lease, it has delivered every change before
+// it, and any of them that took a lock from the session went to Lost
+// already. That is one small write a tick, whatever the number of locks.
+// Until the watch has served the session since a LIST confirmed its
+// locks (its first KeepAlive, or after the watch broke), or if the watch
+// has not delivered the renewal within a quarter of the TTL, KeepAlive
+// confirms them with one LIST of the lock Leases labelled with the
+// session, made beside the renewal: one write and one read. A session
 // whose TTL has passed since the start of its last successful renewal,
 // or whose Lease is gone, is lost: ErrSessionLost, for good.
 func (s *session) KeepAlive(ctx context.Context) error {
@@ -106,34 +116,54 @@ func (s *session) KeepAlive(ctx context.Context) error {
 		return s.markLost()
 	}
 	granted := s.ledger.Held()
-	var (
-		found   map[string]events.Token
-		listErr error
-		wg      sync.WaitGroup
-	)
-	wg.Go(func() { found, listErr = s.locks(ctx) })
-	err := s.renew(ctx, start)
-	wg.Wait()
-	if err != nil {
-		return err
-	}
-	if listErr != nil {
-		return listErr
+	r := s.b.hub.listening(s) // taken before the LIST: what the LIST misses, r delivers
+	s.mu.Lock()
+	pushed := r != nil && s.confirmedOn == r
+	s.mu.Unlock()
+	var found map[string]events.Token
+	if pushed {
+		rv, err := s.renew(ctx, start)
+		if err != nil {
+			return err
+		}
+		if rv == 0 || !s.b.hub.reached(ctx, r, rv, s.ttl/4) {
+			if found, err = s.locks(ctx); err != nil {
+				return err
+			}
+		}
+	} else {
+		var (
+			listErr error
+			wg      sync.WaitGroup
+		)
+		wg.Go(func() { found, listErr = s.locks(ctx) })
+		_, err := s.renew(ctx, start)
+		wg.Wait()
+		if err != nil {
+			return err
+		}
+		if listErr != nil {
+			return listErr
+		}
 	}
 	for name, tok := range granted {
-		if found[name] != tok || s.leaseOver(name, tok, start) {
+		if found != nil && found[name] != tok || s.leaseOver(name, tok, start) {
 			s.ledger.Gone(name, tok)
 			s.recall(name, tok) // its Release reads the Lease
 		}
 	}
+	s.mu.Lock()
+	s.confirmedOn = r
+	s.mu.Unlock()
 	s.relisten()
 	return nil
 }
 
 // renew writes the session Lease's renewTime; a write refused on a stale
 // resourceVersion (someone else wrote the Lease) re-reads it and is made
-// once more.
-func (s *session) renew(ctx context.Context, start time.Time) error {
+// once more. It returns the resourceVersion written (0 if it is not a
+// number, or a later renewal was recorded meanwhile).
+func (s *session) renew(ctx context.Context, start time.Time) (events.Token, error) {
 	s.mu.Lock()
 	rec := s.rec.DeepCopy()
 	s.mu.Unlock()
@@ -148,18 +178,19 @@ func (s *session) renew(ctx context.Context, start time.Time) error {
 		}
 		switch {
 		case apierrors.IsNotFound(err):
-			return s.markLost()
+			return 0, s.markLost()
 		case err != nil:
-			return translate(ctx, "keep-alive", err)
+			return 0, translate(ctx, "keep-alive", err)
 		}
 		s.b.seen.see(sessionKey(s.lease), updated.ResourceVersion)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.lost || start.Before(s.renewed) {
-			return nil // a later renewal, or a loss, was recorded meanwhile
+			return 0, nil // a later renewal, or a loss, was recorded meanwhile
 		}
 		s.rec, s.renewed = updated, start
-		return nil
+		rv, _ := tokenOf(updated.ResourceVersion)
+		return rv, nil
 	}
 }
 

@@ -84,6 +84,7 @@ func (h *hub) list(r *run) (string, error) {
 		}
 		h.mu.Unlock()
 	}
+	h.advance(r, list.ResourceVersion)
 	return list.ResourceVersion, nil
 }
 
@@ -129,9 +130,17 @@ func (h *hub) follow(r *run, rv string) (string, error) {
 				continue
 			}
 			rv = l.ResourceVersion
+			if held := h.b.held.Load(); held != nil {
+				select {
+				case <-*held:
+				case <-r.ctx.Done():
+					return rv, r.ctx.Err()
+				}
+			}
 			if ev.Type != kwatch.Bookmark {
 				h.deliver(r, ev.Type, l)
 			}
+			h.advance(r, rv) // after deliver: a loss is in the ledger before a keep-alive hears of it
 		}
 	}
 }

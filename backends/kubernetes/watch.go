@@ -7,6 +7,8 @@ import (
 
 	coordv1 "k8s.io/api/coordination/v1"
 
+	"github.com/hustings/hustings/events"
+
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/internal/validate"
 )
@@ -103,6 +105,10 @@ type run struct {
 	ready  chan struct{}
 	err    error
 	wake   chan struct{} // a due time changed (buffer of one)
+
+	// Guarded by the hub's mu:
+	seen     events.Token  // the resourceVersion up to which the run has delivered every change
+	advanced chan struct{} // closed when seen moves on; nil until reached waits for it
 }
 
 // add registers a watch on name, starting a run if none exists.
