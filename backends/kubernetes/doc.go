@@ -75,7 +75,8 @@
 //
 // Acquire reads the lock Lease (creating it free on its first use: one
 // more write, once per name), judges its holder (one GET of the holder's
-// session Lease if another session holds it) and, if the term is over,
+// session Lease if another session holds it, unless the Backend's watch
+// delivered that Lease within its TTL) and, if the term is over,
 // takes it with one update conditioned on the resourceVersion it read: of
 // several candidates racing, one wins and the others get 409 Conflict,
 // read again and find it held (ErrHeld). A lock another session visibly
@@ -141,10 +142,12 @@
 // # What blocks
 //
 // Every call blocks until the server answers or ctx ends: Open one
-// request, KeepAlive two in parallel, Holder one or two, Acquire one to
+// request, KeepAlive two in parallel, Holder one or two, Acquire none to
 // four (a read of the lock Lease unless the watch delivered it, a create
-// on its first use, a read of its holder's session Lease, the taking
-// update), Release one (two for a Lease carrying more than the
+// on its first use, a read of its holder's session Lease unless the
+// watch delivered it within its TTL, the taking update: a waiter whose
+// watch sees the holder renewing finds the lock held without a
+// request), Release one (two for a Lease carrying more than the
 // backend's own labels and annotations, three after a fenced write),
 // Register one to three, Members two, Close one LIST, one write per
 // Lease of the session (eight at a time) and one DELETE. Holder, Acquire

@@ -142,6 +142,39 @@ func TestAcquireFromTheWatch(t *testing.T) {
 	}
 }
 
+// TestHeldFromTheWatch: a waiter whose watch has seen the lock's Lease
+// and its holder's session finds the lock held without a request, so
+// that the retries of a waiting campaign cost the apiserver nothing and
+// never hold up the Acquire a release wakes; once the watch delivers the
+// release, the waiter takes the lock.
+func TestHeldFromTheWatch(t *testing.T) {
+	var calls methodCount
+	cs := client(t, nil)
+	ns := namespace(t, cs)
+	holderB := newBackend(t, cs, ns)
+	waiterB := prefixed(t, client(t, &calls), ns, kubernetes.Prefix(holderB))
+	holder, waiter := backendtest.Open(t, holderB, "holder", 10*time.Second), backendtest.Open(t, waiterB, "waiter", 10*time.Second)
+	const name = "handover/held"
+	tok := backendtest.Acquire(t, holder, name)
+	ch := watchLock(t, waiterB, name)
+	before := calls.requests()
+	for range 3 {
+		if _, err := waiter.Acquire(t.Context(), name, 0); !errors.Is(err, backends.ErrHeld) {
+			t.Fatalf("waiter's Acquire of a held lock: %v, want ErrHeld", err)
+		}
+	}
+	if got := calls.requests() - before; got != 0 {
+		t.Errorf("three Acquires of a lock held by a session the watch saw made %d requests, want none", got)
+	}
+	drain(ch)
+	release(t, holder, name, tok, 0)
+	signalled(t, ch, "the release")
+	waitUntil(t, "the waiter takes the released lock", func() bool {
+		_, err := waiter.Acquire(t.Context(), name, 0)
+		return err == nil
+	})
+}
+
 // TestStaleWatchNeverGrants: an Acquire that finds the lock in a Lease
 // its watch delivered long ago never takes it from its holder: a freed
 // Lease since taken costs a conflict and a read, and a Lease that names

@@ -89,9 +89,12 @@ func sessionKey(lease string) string { return "session/" + lease }
 // live judges whether the term t of a lock Lease, read by a request
 // that started at start, still holds: its hold has not ended, nor its
 // lease, and its session lives. own is the session asking, if any: it
-// judges itself by its own deadline. Judging another session costs one
-// GET of its Lease; a session found expired is deleted (see reap) before
-// it counts as gone.
+// judges itself by its own deadline. Another session lives without a
+// request while the Backend's watch saw it renewed within its TTL (a
+// watch that runs behind can only make it live longer: an ErrHeld that
+// the watch's next signal corrects, never a grant); otherwise judging it
+// costs one GET of its Lease, and a session found expired is deleted
+// (see reap) before it counts as gone.
 func (b *Backend) live(ctx context.Context, t term, start time.Time, own *session) (bool, error) {
 	switch {
 	case t.token == 0:
@@ -112,6 +115,9 @@ func (b *Backend) live(ctx context.Context, t term, start time.Time, own *sessio
 		return false, nil
 	}
 	if own != nil && t.session == own.lease {
+		return true, nil
+	}
+	if b.hub.renewing(t.session, start) {
 		return true, nil
 	}
 	at := time.Now()

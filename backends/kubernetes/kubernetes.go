@@ -92,7 +92,8 @@ func New(client clientset.Interface, namespace string, opts ...Option) (*Backend
 func (b *Backend) LockLease(name string) string { return leaseName(b.prefix, kindLock, name) }
 
 // Holder reports who holds the lock name: one GET of its Lease, and one
-// of its holder's session Lease. A lock is held while its session lives
+// of its holder's session Lease unless the Backend's watch delivered it
+// within its TTL. A lock is held while its session lives
 // as this process judges it (see the package doc: by its own clock,
 // since it first saw the session's current record); a lock released
 // with a hold reports the releasing candidate until the hold ends.

@@ -25,7 +25,8 @@ const maxTries = 5
 // same token). It reads the lock Lease (creating it free on first use,
 // one more write, ever) unless the Backend's watch delivered it (a
 // waiter watches its lock: see watched), judges its holder (one more GET
-// of the holder's session Lease when another session holds it), and
+// of the holder's session Lease when another session holds it, unless
+// the watch delivered that Lease within its TTL), and
 // takes it with one update conditioned on the resourceVersion read,
 // recording that resourceVersion as the token. A lock held by a live
 // session is ErrHeld, found without any write.
