@@ -157,13 +157,13 @@ func TestHeldFromTheWatch(t *testing.T) {
 	const name = "handover/held"
 	tok := backendtest.Acquire(t, holder, name)
 	ch := watchLock(t, waiterB, name)
-	before := calls.requests()
+	before := calls.calls()
 	for range 3 {
 		if _, err := waiter.Acquire(t.Context(), name, 0); !errors.Is(err, backends.ErrHeld) {
 			t.Fatalf("waiter's Acquire of a held lock: %v, want ErrHeld", err)
 		}
 	}
-	if got := calls.requests() - before; got != 0 {
+	if got := calls.calls() - before; got != 0 {
 		t.Errorf("three Acquires of a lock held by a session the watch saw made %d requests, want none", got)
 	}
 	drain(ch)

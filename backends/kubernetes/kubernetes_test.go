@@ -173,10 +173,10 @@ type methodCount struct {
 	beforeDelete                     atomic.Pointer[func()] // runs once, before the next DELETE is sent
 }
 
-// requests returns how many requests were counted, of every method.
-func (c *methodCount) requests() int64 {
-	return c.get.Load() + c.list.Load() + c.watch.Load() + c.writes()
-}
+// calls returns how many GETs and writes were counted: the requests of
+// a session's calls, without the LISTs and WATCHes that the Backend's
+// watch makes on its own schedule.
+func (c *methodCount) calls() int64 { return c.get.Load() + c.writes() }
 
 // writes returns how many writes were counted.
 func (c *methodCount) writes() int64 { return c.post.Load() + c.put.Load() + c.del.Load() }

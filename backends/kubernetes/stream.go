@@ -205,10 +205,14 @@ func (h *hub) lockChanged(r *run, typ kwatch.EventType, l *coordv1.Lease) {
 // moves the end of the locks it holds to its TTL from now; a session
 // deleted signals them at once.
 func (h *hub) sessionChanged(r *run, typ kwatch.EventType, l *coordv1.Lease) {
+	// The session ends a TTL after this process first saw its record, as
+	// the observer judges it: a LIST after 410 Gone that delivers the same
+	// record again does not move its end.
+	now, shown := time.Now(), time.Duration(0)
 	if typ == kwatch.Deleted {
 		h.b.seen.forget(sessionKey(l.Name))
 	} else {
-		h.b.seen.see(sessionKey(l.Name), l.ResourceVersion)
+		shown = h.b.seen.unchanged(sessionKey(l.Name), l.ResourceVersion, now)
 	}
 	ttl := ttlOf(l) // as sessionLive judges it
 	h.mu.Lock()
@@ -216,7 +220,7 @@ func (h *hub) sessionChanged(r *run, typ kwatch.EventType, l *coordv1.Lease) {
 	if h.run != r {
 		return
 	}
-	end := time.Now().Add(ttl)
+	end := now.Add(ttl - shown)
 	if typ == kwatch.Deleted {
 		delete(h.sessions, l.Name)
 	} else {

@@ -184,10 +184,9 @@ func (h *hub) lease(name string) *coordv1.Lease {
 	return nil
 }
 
-// renewing reports whether the watch delivered the session Lease named
-// lease within its TTL before at: the end its locks' watches are
-// signalled at (a LIST after 410 Gone delivers it again, so this may
-// judge a session live up to a TTL longer than the observer does).
+// renewing reports whether the session Lease named lease, as the watch
+// last delivered it, was first seen by this process within its TTL
+// before at: the end its locks' watches are signalled at.
 func (h *hub) renewing(lease string, at time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
