@@ -119,18 +119,7 @@ func (s *session) create(ctx context.Context, name string, lease time.Duration, 
 		Acl:   s.b.acl,
 		Flags: zk.FlagEphemeral | zk.FlagSequence,
 	}
-	stamp := &zk.SetDataRequest{Path: parent, Version: -1}
-	sent := time.Now()
-	res, created, err := s.multi(ctx, "acquire", name, false, req, stamp)
-	if errors.Is(err, zk.ErrNoNode) {
-		if err := s.b.ensure(ctx, parent, true); err != nil {
-			return nil, nil, err
-		}
-		sent = time.Now()
-		var again bool
-		res, again, err = s.multi(ctx, "acquire", name, false, req, stamp)
-		created = created || again
-	}
+	res, created, sent, err := s.createIn(ctx, "acquire", name, parent, req)
 	if err != nil {
 		return nil, nil, s.fail(ctx, "acquire "+name, err)
 	}

@@ -23,16 +23,25 @@ import (
 // call is named by op and its object (see what), joined only for an
 // error: most calls return none.
 func (b *Backend) call(ctx context.Context, op, object string, f func() error) error {
+	if err := b.ready(ctx, op, object); err != nil {
+		return err
+	}
+	if b.onCall != nil {
+		b.onCall(what(op, object))
+	}
+	return f()
+}
+
+// ready returns an error matching backends.ErrUnavailable if ctx is done
+// or the conn has no session, naming the call op on object.
+func (b *Backend) ready(ctx context.Context, op, object string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: zookeeper: %s: %w", backends.ErrUnavailable, what(op, object), err)
 	}
 	if st := b.conn.State(); st != zk.StateHasSession {
 		return fmt.Errorf("%w: zookeeper: %s: connection has no session (%v)", backends.ErrUnavailable, what(op, object), st)
 	}
-	if b.onCall != nil {
-		b.onCall(what(op, object))
-	}
-	return f()
+	return nil
 }
 
 // what names a call: its op and the object it acts on, if any.

@@ -3,6 +3,7 @@ package zookeeper
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -56,6 +57,27 @@ func (s *session) multi(ctx context.Context, op, object string, renew bool, ops 
 		}
 	}
 	return res, false, err
+}
+
+// createIn runs, as multi does, the transaction of create, which makes a
+// node under parent, and a write of parent, whose new stat the second
+// response carries. If parent is missing it makes it (a container) and
+// runs the transaction again. sent is when the transaction that answered
+// was sent, for a sample of the server's clock.
+func (s *session) createIn(ctx context.Context, op, object, parent string, create *zk.CreateRequest) (res []zk.MultiResponse, created bool, sent time.Time, err error) {
+	stamp := &zk.SetDataRequest{Path: parent, Version: -1}
+	sent = time.Now()
+	res, created, err = s.multi(ctx, op, object, false, create, stamp)
+	if !errors.Is(err, zk.ErrNoNode) {
+		return res, created, sent, err
+	}
+	// Nothing was applied, the session node's creation included.
+	if err := s.b.ensure(ctx, parent, true); err != nil {
+		return nil, false, sent, err
+	}
+	sent = time.Now()
+	res, created, err = s.multi(ctx, op, object, false, create, stamp)
+	return res, created, sent, err
 }
 
 // headOp returns the session node's op that heads a transaction of s (see

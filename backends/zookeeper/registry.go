@@ -152,18 +152,8 @@ func (s *session) setEntry(ctx context.Context, group, p string, data []byte) (u
 // createEntry creates the entry p in a transaction that also writes the
 // group's node, whose new mzxid is the entry's czxid.
 func (s *session) createEntry(ctx context.Context, group, p string, data []byte) (uint64, error) {
-	parent := s.b.groupPath(group)
 	entry := &zk.CreateRequest{Path: p, Data: data, Acl: s.b.acl, Flags: zk.FlagEphemeral}
-	stamp := &zk.SetDataRequest{Path: parent, Version: -1}
-	res, created, err := s.multi(ctx, "register in", group, false, entry, stamp)
-	if errors.Is(err, zk.ErrNoNode) {
-		if err := s.b.ensure(ctx, parent, true); err != nil {
-			return 0, err
-		}
-		var again bool
-		res, again, err = s.multi(ctx, "register in", group, false, entry, stamp)
-		created = created || again
-	}
+	res, created, _, err := s.createIn(ctx, "register in", group, s.b.groupPath(group), entry)
 	var order uint64
 	switch {
 	case errors.Is(err, zk.ErrNodeExists): // made by a call whose answer was lost

@@ -85,11 +85,8 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 	if ttl > b.sessionTimeout {
 		return nil, fmt.Errorf("%w: zookeeper: TTL %v exceeds the ZooKeeper session timeout %v, the maximum", backends.ErrInvalid, ttl, b.sessionTimeout)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w: zookeeper: open session: %w", backends.ErrUnavailable, err)
-	}
-	if st := b.conn.State(); st != zk.StateHasSession {
-		return nil, fmt.Errorf("%w: zookeeper: open session: connection has no session (%v)", backends.ErrUnavailable, st)
+	if err := b.ready(ctx, "open session", ""); err != nil {
+		return nil, err
 	}
 	// The local deadline counts from now, before the node's creation
 	// stamps its mtime: it ends no later than others' view of the session.
