@@ -2,10 +2,8 @@ package etcd_test
 
 import (
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
-	"github.com/hustings/hustings/events"
 )
 
 // TestOneShotIsThreeWrites: a session opened to take one lock and closed
@@ -110,16 +107,8 @@ func TestConcurrentFirstAcquires(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	toks := make([]events.Token, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { toks[i], errs[i] = s.Acquire(t.Context(), fmt.Sprint("job-", i), 0) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("Acquire: %v", err)
-	}
+	names := backendtest.Names("job-", n)
+	toks := backendtest.AcquireAtOnce(t, s, names)
 	if key := sessionKV(t, cli, b, "many"); key.CreateRevision != int64(slices.Min(toks)) {
 		t.Errorf("session key created at revision %d, want %d, the first token", key.CreateRevision, slices.Min(toks))
 	}
@@ -127,11 +116,7 @@ func TestConcurrentFirstAcquires(t *testing.T) {
 	if lost := s.Lost(); lost != nil {
 		t.Fatalf("Lost() = %v, want nil", lost)
 	}
-	for i, tok := range toks {
-		if h, err := b.Holder(t.Context(), fmt.Sprint("job-", i)); err != nil || h.ID != "many" || h.Token != tok {
-			t.Fatalf("Holder(job-%d) = %+v, %v; want many, %d", i, h, err, tok)
-		}
-	}
+	backendtest.HeldBy(t, b, "many", names, toks)
 	if err := s.Close(t.Context()); err != nil {
 		t.Fatalf("Close: %v", err)
 	}

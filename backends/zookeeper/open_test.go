@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
@@ -12,7 +11,6 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/zookeeper"
-	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -126,16 +124,8 @@ func TestConcurrentFirstAcquires(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	toks := make([]events.Token, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { toks[i], errs[i] = s.Acquire(t.Context(), fmt.Sprint("job-", i), 0) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("Acquire: %v", err)
-	}
+	names := backendtest.Names("job-", n)
+	toks := backendtest.AcquireAtOnce(t, s, names)
 	if got := sessionNodes(t, conn); len(got) != 2 {
 		t.Fatalf("session nodes: %q, want two", got)
 	}
@@ -145,11 +135,7 @@ func TestConcurrentFirstAcquires(t *testing.T) {
 	if lost := s.Lost(); lost != nil {
 		t.Fatalf("Lost() = %v, want nil", lost)
 	}
-	for i, tok := range toks {
-		if h, err := b.Holder(t.Context(), fmt.Sprint("job-", i)); err != nil || h.ID != "many" || h.Token != tok {
-			t.Fatalf("Holder(job-%d) = %+v, %v; want many, %d", i, h, err, tok)
-		}
-	}
+	backendtest.HeldBy(t, b, "many", names, toks)
 	if err := s.Close(t.Context()); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
