@@ -5,6 +5,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientset "k8s.io/client-go/kubernetes"
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/backendtest"
@@ -18,12 +19,8 @@ import (
 // returns, though it sent no LIST: with the watch running behind, it
 // waits for it. Locks nobody touched stay held.
 func TestKeepAliveByWatchSeesWhatCameBefore(t *testing.T) {
-	var calls methodCount
-	cs := client(t, &calls)
-	ns := namespace(t, cs)
-	b := newBackend(t, cs, ns)
-	s := backendtest.Open(t, b, "holder", time.Minute)
-	s.(backends.LossNotifier).Losses()
+	h := newHolder(t, time.Minute, true)
+	calls, cs, ns, b, s := h.calls, h.cs, h.ns, h.b, h.s
 	deleted := backendtest.Acquire(t, s, "deleted")
 	rewritten := backendtest.Acquire(t, s, "rewritten")
 	kept := backendtest.Acquire(t, s, "kept")
@@ -84,11 +81,8 @@ func TestKeepAliveByWatchSeesWhatCameBefore(t *testing.T) {
 // for (no Losses) confirms its locks with a LIST at every KeepAlive, and
 // finds a lock deleted by hand.
 func TestKeepAliveWithoutWatchLists(t *testing.T) {
-	var calls methodCount
-	cs := client(t, &calls)
-	ns := namespace(t, cs)
-	b := newBackend(t, cs, ns)
-	s := backendtest.Open(t, b, "holder", time.Minute)
+	h := newHolder(t, time.Minute, false)
+	calls, s := h.calls, h.s
 	tok := backendtest.Acquire(t, s, "job")
 	lists := calls.list.Load()
 	const ticks = 3
@@ -100,7 +94,7 @@ func TestKeepAliveWithoutWatchLists(t *testing.T) {
 	if n := calls.list.Load() - lists; n != ticks {
 		t.Errorf("%d KeepAlives without a watch sent %d LISTs, want %d", ticks, n, ticks)
 	}
-	deleteLock(t, cs, ns, b, "job")
+	deleteLock(t, h.cs, h.ns, h.b, "job")
 	if err := s.KeepAlive(t.Context()); err != nil {
 		t.Fatalf("KeepAlive: %v", err)
 	}
@@ -111,14 +105,11 @@ func TestKeepAliveWithoutWatchLists(t *testing.T) {
 
 // TestKeepAliveListsWhenTheWatchLags: a KeepAlive whose renewal the
 // watch has not delivered within a quarter of the TTL confirms the
-// locks with a LIST instead, and finds a lock deleted by hand.
+// locks with a LIST instead, and finds a lock deleted by hand. (A TTL of
+// 8 s: a 2 s wait, and room for a busy machine between two KeepAlives.)
 func TestKeepAliveListsWhenTheWatchLags(t *testing.T) {
-	var calls methodCount
-	cs := client(t, &calls)
-	ns := namespace(t, cs)
-	b := newBackend(t, cs, ns)
-	s := backendtest.Open(t, b, "holder", 2*time.Second)
-	s.(backends.LossNotifier).Losses()
+	h := newHolder(t, 8*time.Second, true)
+	calls, cs, ns, b, s := h.calls, h.cs, h.ns, h.b, h.s
 	tok := backendtest.Acquire(t, s, "job")
 	if err := s.KeepAlive(t.Context()); err != nil { // the LIST that the watch takes over from
 		t.Fatalf("first KeepAlive: %v", err)
@@ -136,4 +127,28 @@ func TestKeepAliveListsWhenTheWatchLags(t *testing.T) {
 	if lost := s.Lost(); lost["job"] != tok {
 		t.Fatalf("Lost() = %v, want job %d", lost, tok)
 	}
+}
+
+// holder is a session of its own Backend and namespace, on a client whose
+// requests are counted.
+type holder struct {
+	calls *methodCount
+	cs    clientset.Interface
+	ns    string
+	b     *kubernetes.Backend
+	s     backends.Session
+}
+
+// newHolder opens a session with ttl, whose losses the Backend's watch
+// pushes if listen (it called Losses).
+func newHolder(t *testing.T, ttl time.Duration, listen bool) holder {
+	h := holder{calls: &methodCount{}}
+	h.cs = client(t, h.calls)
+	h.ns = namespace(t, h.cs)
+	h.b = newBackend(t, h.cs, h.ns)
+	h.s = backendtest.Open(t, h.b, "holder", ttl)
+	if listen {
+		h.s.(backends.LossNotifier).Losses()
+	}
+	return h
 }

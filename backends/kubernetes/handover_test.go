@@ -113,15 +113,8 @@ func getToken(t *testing.T, cs clientset.Interface, ns string, b *kubernetes.Bac
 // TestAcquireFromTheWatch: a waiter woken by a release takes the lock
 // with one update and no read, from the Lease its watch delivered.
 func TestAcquireFromTheWatch(t *testing.T) {
-	var calls methodCount
-	cs := client(t, nil)
-	ns := namespace(t, cs)
-	holderB := newBackend(t, cs, ns)
-	waiterB := prefixed(t, client(t, &calls), ns, kubernetes.Prefix(holderB))
-	holder, waiter := backendtest.Open(t, holderB, "holder", 10*time.Second), backendtest.Open(t, waiterB, "waiter", 10*time.Second)
 	const name = "handover/watched"
-	tok := backendtest.Acquire(t, holder, name)
-	ch := watchLock(t, waiterB, name)
+	calls, waiterB, holder, waiter, tok, ch := heldAndWatched(t, name)
 	if _, err := waiter.Acquire(t.Context(), name, 0); !errors.Is(err, backends.ErrHeld) {
 		t.Fatalf("waiter's Acquire of a held lock: %v, want ErrHeld", err)
 	}
@@ -148,15 +141,8 @@ func TestAcquireFromTheWatch(t *testing.T) {
 // never hold up the Acquire a release wakes; once the watch delivers the
 // release, the waiter takes the lock.
 func TestHeldFromTheWatch(t *testing.T) {
-	var calls methodCount
-	cs := client(t, nil)
-	ns := namespace(t, cs)
-	holderB := newBackend(t, cs, ns)
-	waiterB := prefixed(t, client(t, &calls), ns, kubernetes.Prefix(holderB))
-	holder, waiter := backendtest.Open(t, holderB, "holder", 10*time.Second), backendtest.Open(t, waiterB, "waiter", 10*time.Second)
 	const name = "handover/held"
-	tok := backendtest.Acquire(t, holder, name)
-	ch := watchLock(t, waiterB, name)
+	calls, _, holder, waiter, tok, ch := heldAndWatched(t, name)
 	before := calls.calls()
 	for range 3 {
 		if _, err := waiter.Acquire(t.Context(), name, 0); !errors.Is(err, backends.ErrHeld) {
@@ -173,6 +159,21 @@ func TestHeldFromTheWatch(t *testing.T) {
 		_, err := waiter.Acquire(t.Context(), name, 0)
 		return err == nil
 	})
+}
+
+// heldAndWatched sets up a handover of the lock name: holder holds it
+// (token tok) on a Backend of its own; waiter's Backend, on a client
+// whose requests calls counts, watches it (ch).
+func heldAndWatched(t *testing.T, name string) (calls *methodCount, waiterB *kubernetes.Backend, holder, waiter backends.Session, tok events.Token, ch <-chan struct{}) {
+	t.Helper()
+	calls = &methodCount{}
+	cs := client(t, nil)
+	ns := namespace(t, cs)
+	holderB := newBackend(t, cs, ns)
+	waiterB = prefixed(t, client(t, calls), ns, kubernetes.Prefix(holderB))
+	holder, waiter = backendtest.Open(t, holderB, "holder", 10*time.Second), backendtest.Open(t, waiterB, "waiter", 10*time.Second)
+	tok = backendtest.Acquire(t, holder, name)
+	return calls, waiterB, holder, waiter, tok, watchLock(t, waiterB, name)
 }
 
 // TestStaleWatchNeverGrants: an Acquire that finds the lock in a Lease

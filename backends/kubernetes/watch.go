@@ -7,9 +7,8 @@ import (
 
 	coordv1 "k8s.io/api/coordination/v1"
 
-	"github.com/hustings/hustings/events"
-
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/validate"
 )
 
