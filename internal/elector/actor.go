@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hustings/hustings/backends"
@@ -32,11 +33,12 @@ type actor struct {
 	at   schedule  // when each kind of call is next due, and why
 	fail failures
 
-	releases []release // resignations waiting for the op slot
-	doubt    []string  // locks the session may hold or wait for untold (see disown)
-	watch    Rewatch   // the backend's watch of the lock, while it waits
-	gate     *gate     // the strategy's gate, nil without one
-	audit    audit     // checks for duplicate IDs and disagreeing slot counts
+	releases []release     // resignations waiting for the op slot
+	doubt    []string      // locks the session may hold or wait for untold (see disown)
+	watch    Rewatch       // the backend's watch of the lock, while it waits
+	fired    atomic.Uint64 // slots whose watch signalled since the last try began (bit i: slot i < 64)
+	gate     *gate         // the strategy's gate, nil without one
+	audit    audit         // checks for duplicate IDs and disagreeing slot counts
 
 	end    ending
 	alarms struct{ wake, deadline, flush alarm }
@@ -56,6 +58,7 @@ type onSession struct {
 type schedule struct {
 	try, notBefore, release time.Time     // acquire; none before (after Resign); release retry
 	woken                   bool          // a watch signal came while an acquire was in flight
+	swept                   bool          // the last try found every slot it asked held, and every other slot was found held after its last signal
 	lost                    bool          // a try found the lock held since the last term: watch it
 	renewWanted             bool          // elect found the deadline spent: try again after a renewal
 	flushWait               time.Duration // the events flush's current pause

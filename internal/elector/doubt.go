@@ -3,6 +3,7 @@ package elector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"slices"
 
@@ -25,9 +26,10 @@ import (
 // depends on the candidate ID so that candidates spread over the slots,
 // until one is had; it then disowns the other locks in doubt. It returns
 // ErrHeld (wrapped) when all are held, and stops at the first other
-// failure. doubt is the campaign's doubt before the call; the call returns
-// it after.
-func acquireAny(ctx context.Context, s backends.Session, slots []string, id string, doubt []string) (int, events.Token, []string, error) {
+// failure. A non-zero only skips each slot i < 64 whose bit i is clear.
+// doubt is the campaign's doubt before the call; the
+// call returns it after.
+func acquireAny(ctx context.Context, s backends.Session, slots []string, id string, doubt []string, only uint64) (int, events.Token, []string, error) {
 	h := fnv.New32a()
 	h.Write([]byte(id))
 	first := int(h.Sum32() % uint32(len(slots)))
@@ -36,6 +38,9 @@ func acquireAny(ctx context.Context, s backends.Session, slots []string, id stri
 	var err error
 	for i := range slots {
 		slot := (first + i) % len(slots)
+		if only != 0 && slot < 64 && only&(1<<slot) == 0 {
+			continue
+		}
 		name := slots[slot]
 		tok, e := s.Acquire(ctx, name, 0)
 		if e == nil {
@@ -53,6 +58,9 @@ func acquireAny(ctx context.Context, s backends.Session, slots []string, id stri
 		if !errors.Is(e, backends.ErrHeld) {
 			break
 		}
+	}
+	if err == nil { // only named no slot there is
+		err = fmt.Errorf("%w: no slot of %d asked", backends.ErrHeld, len(slots))
 	}
 	return 0, 0, doubt, err
 }

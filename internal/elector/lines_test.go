@@ -36,7 +36,7 @@ func (s *queueSess) Dequeue(_ context.Context, name string) error { delete(s.lin
 func TestLinesOfEarlierRoundsAreLeft(t *testing.T) {
 	slots := SlotNames("g", 3)
 	s := &queueSess{free: map[string]bool{}, lines: map[string]bool{}}
-	_, _, doubt, err := acquireAny(t.Context(), s, slots, "me", nil)
+	_, _, doubt, err := acquireAny(t.Context(), s, slots, "me", nil, 0)
 	if err == nil {
 		t.Fatal("round 1 should find all held")
 	}
@@ -44,7 +44,7 @@ func TestLinesOfEarlierRoundsAreLeft(t *testing.T) {
 	h.Write([]byte("me"))
 	first := int(h.Sum32() % uint32(len(slots))) // the slot acquireAny tries first
 	s.free = map[string]bool{slots[first]: true}
-	slot, _, doubt, err := acquireAny(t.Context(), s, slots, "me", doubt)
+	slot, _, doubt, err := acquireAny(t.Context(), s, slots, "me", doubt, 0)
 	if err != nil || slot != first || len(doubt) != 0 {
 		t.Fatalf("round 2: slot %d, doubt %v, err %v; want slot %d, no doubt", slot, doubt, err, first)
 	}
@@ -90,7 +90,7 @@ func TestSlotInDoubtIsReleasedWhenAnotherIsWon(t *testing.T) {
 	first := int(h.Sum32() % uint32(len(slots)))
 	other := slots[1-first]
 	s := &holdSess{held: map[string]events.Token{other: 7}} // the lost answer's lock
-	slot, tok, doubt, err := acquireAny(t.Context(), s, slots, "me", []string{other})
+	slot, tok, doubt, err := acquireAny(t.Context(), s, slots, "me", []string{other}, 0)
 	if err != nil || slot != first || len(doubt) != 0 {
 		t.Fatalf("acquireAny = slot %d, doubt %v, err %v; want slot %d, no doubt", slot, doubt, err, first)
 	}

@@ -57,7 +57,7 @@ func lockOnce(ctx context.Context, b backends.Backend, names []string, cfg *Conf
 	var doubt []string
 	for {
 		actx, cancel := context.WithTimeout(ctx, cfg.Lease)
-		slot, tok, left, err := acquireAny(actx, s, names, cfg.ID, doubt)
+		slot, tok, left, err := acquireAny(actx, s, names, cfg.ID, doubt, 0)
 		doubt = left
 		cancel()
 		if err == nil {

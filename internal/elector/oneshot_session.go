@@ -55,7 +55,7 @@ func lockOn(ctx context.Context, s *Session, names []string, cfg *Config) (*Held
 		var slot int
 		var tok events.Token
 		err := s.inTurn(ctx, laneTake, cfg.Lease, func(ctx context.Context) (err error) {
-			slot, tok, doubt, err = acquireAny(ctx, cur.sess, names, s.cfg.ID, doubt)
+			slot, tok, doubt, err = acquireAny(ctx, cur.sess, names, s.cfg.ID, doubt, 0)
 			return err
 		})
 		if err == nil {

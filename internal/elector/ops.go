@@ -109,15 +109,25 @@ func (a *actor) done(o *op, out outcome) {
 
 // startAcquire tries the slots one after another, from one that depends on
 // the candidate so that candidates spread over the slots, until one is had.
+// When every slot was found held and the watch has signalled since for
+// some (a group's waiter woken by a release), it asks only those: the
+// others are still held, or their own signal would have marked them. So a
+// woken waiter's first request is for the slot that was let go, and a
+// release of one slot does not send every waiter through all of them.
 func (a *actor) startAcquire() {
 	s := a.on.sess
 	a.at.woken = false
+	only := a.fired.Swap(0)
+	if !a.at.swept {
+		only = 0 // ask every slot
+	}
+	a.at.swept = false // until this try's answer says otherwise
 	slots, id, doubt := a.e.slots, a.cfg.ID, a.doubt
 	a.cfg.Observer.Attempt(a.e.name, a.e.label)
 	a.call(opAcquire, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
 		slot, tok, left, err := 0, events.Token(0), doubt, sent
 		if sent == nil {
-			slot, tok, left, err = acquireAny(ctx, s, slots, id, doubt)
+			slot, tok, left, err = acquireAny(ctx, s, slots, id, doubt, only)
 		}
 		return outcome{
 			apply: func() { a.acquired(slot, tok, left, err) },
@@ -153,6 +163,7 @@ func (a *actor) acquired(slot int, token events.Token, doubt []string, err error
 	case errors.Is(err, backends.ErrHeld):
 		a.succeed()
 		a.at.lost = true
+		a.at.swept = a.watch.C() != nil // a signal for any slot from now on is marked
 		if a.audit.at.IsZero() {
 			a.audit.at = time.Now().Add(a.cfg.TTL) // lost for a TTL: audit then
 		}

@@ -3,6 +3,7 @@ package elector
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,14 +25,15 @@ type WatchFunc func(ctx context.Context, name string) (<-chan struct{}, error)
 // OpenWatch sets up watch on every name (one channel for all, see
 // watchAll) to live under ctx until the returned cancel is called; setup
 // bounds only the set-up. Forwarders of several names are tracked by wg
-// (nil is allowed for one name, which needs none).
+// (nil is allowed for one name, which needs none); with fired non-nil they
+// also mark which names signalled (see watchAll).
 // On error whatever was opened is cancelled. It does not touch a Rewatch,
 // so that a campaign can open a watch in its call's goroutine and Set it
 // in its own.
-func OpenWatch(ctx, setup context.Context, watch WatchFunc, names []string, wg *sync.WaitGroup) (<-chan struct{}, context.CancelFunc, error) {
+func OpenWatch(ctx, setup context.Context, watch WatchFunc, names []string, wg *sync.WaitGroup, fired *atomic.Uint64) (<-chan struct{}, context.CancelFunc, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(setup, cancel)
-	ch, err := watchAll(wctx, cancel, watch, names, wg)
+	ch, err := watchAll(wctx, cancel, watch, names, wg, fired)
 	stop()
 	if err != nil {
 		cancel()
@@ -43,7 +45,7 @@ func OpenWatch(ctx, setup context.Context, watch WatchFunc, names []string, wg *
 // Open opens a watch (see OpenWatch) and makes it r's; if it fails, no
 // new watch is Due before pause has passed.
 func (r *Rewatch) Open(ctx, setup context.Context, watch WatchFunc, names []string, wg *sync.WaitGroup, pause time.Duration) error {
-	ch, cancel, err := OpenWatch(ctx, setup, watch, names, wg)
+	ch, cancel, err := OpenWatch(ctx, setup, watch, names, wg, nil)
 	if err != nil {
 		r.Failed(pause)
 		return err

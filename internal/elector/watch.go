@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hustings/hustings/backends"
@@ -14,8 +15,10 @@ import (
 // With more, one goroutine per name forwards signals, tracked by wg; the
 // first source to close cancels the rest (cancel ends ctx), and the merged
 // channel closes when all have stopped, so the receiver sets the watch up
-// again.
-func watchAll(ctx context.Context, cancel context.CancelFunc, watch WatchFunc, names []string, wg *sync.WaitGroup) (<-chan struct{}, error) {
+// again. With fired non-nil, the forwarder of names[i] (i < 64) sets bit i
+// of fired before it signals, so the receiver can tell which names may
+// have changed.
+func watchAll(ctx context.Context, cancel context.CancelFunc, watch WatchFunc, names []string, wg *sync.WaitGroup, fired *atomic.Uint64) (<-chan struct{}, error) {
 	if len(names) == 1 {
 		return watch(ctx, names[0])
 	}
@@ -30,11 +33,14 @@ func watchAll(ctx context.Context, cancel context.CancelFunc, watch WatchFunc, n
 	}
 	merged := make(chan struct{}, 1)
 	var forwarders sync.WaitGroup
-	for _, src := range sources {
+	for i, src := range sources {
 		forwarders.Add(1)
 		wg.Go(func() {
 			defer forwarders.Done()
 			for range src {
+				if fired != nil && i < 64 {
+					fired.Or(1 << i)
+				}
 				select {
 				case merged <- struct{}{}:
 				default:
@@ -63,7 +69,7 @@ func (a *actor) startWatch() {
 		)
 		err := sent
 		if sent == nil {
-			ch, cancel, err = OpenWatch(a.ctx, ctx, w.Watch, a.e.slots, &a.wg)
+			ch, cancel, err = OpenWatch(a.ctx, ctx, w.Watch, a.e.slots, &a.wg, &a.fired)
 		}
 		return outcome{
 			apply: func() { a.watched(ch, cancel, err) },
@@ -96,6 +102,7 @@ func (a *actor) watched(ch <-chan struct{}, cancel context.CancelFunc, err error
 	}
 	a.watch.Set(ch, cancel)
 	a.at.try = time.Now() // a release before the watch was set up is not missed
+	a.at.swept = false    // nor one in a slot that the next try would skip
 	a.wg.Go(func() {
 		for range ch {
 			a.do(func() { a.watchFired(ch, true) })
@@ -113,6 +120,7 @@ func (a *actor) watchFired(ch <-chan struct{}, ok bool) {
 	}
 	if !ok {
 		a.watch.Broken(a.cfg.RetryPause())
+		a.at.swept = false
 		return
 	}
 	if a.term == nil {
