@@ -17,23 +17,24 @@ import (
 
 // config sizes a run.
 type config struct {
-	Quick        bool
-	Samples      int            // latency samples per subject (acquire + release)
-	Window       time.Duration  // how long each throughput or contention subject runs
-	Handovers    int            // graceful handovers per subject (200: a p99 by nearest rank is the third largest, not the largest)
-	Failovers    int            // crash failovers per backend
-	EventSamples int            // holder changes per backend (event latency)
-	Scale        []int          // numbers of held campaigns
-	ScaleMax     map[string]int // the most held campaigns per backend, where it is lower
-	HoldWindow   time.Duration  // how long requests are counted while holding
-	FailoverTTL  time.Duration  // session TTL in the failover workload
-	FailoverTry  time.Duration  // retry interval in the failover workload
-	ScaleTTL     time.Duration  // session TTL in the scale workload
+	Quick         bool
+	Samples       int            // latency samples per subject (acquire + release)
+	Window        time.Duration  // how long each throughput or contention subject runs
+	Handovers     int            // graceful handovers of ours (200: a p99 by nearest rank is the third largest, not the largest)
+	PeerHandovers int            // graceful handovers per peer, whose p50 is compared (a client-go one takes seconds)
+	Failovers     int            // crash failovers per backend
+	EventSamples  int            // holder changes per backend (event latency)
+	Scale         []int          // numbers of held campaigns
+	ScaleMax      map[string]int // the most held campaigns per backend, where it is lower
+	HoldWindow    time.Duration  // how long requests are counted while holding
+	FailoverTTL   time.Duration  // session TTL in the failover workload
+	FailoverTry   time.Duration  // retry interval in the failover workload
+	ScaleTTL      time.Duration  // session TTL in the scale workload
 }
 
 func fullConfig() config {
 	return config{
-		Samples: 2000, Window: 5 * time.Second, Handovers: 200, Failovers: 15, EventSamples: 100,
+		Samples: 2000, Window: 5 * time.Second, Handovers: 200, PeerHandovers: 50, Failovers: 15, EventSamples: 100,
 		Scale: []int{1, 100, 1000, 10000, 100000}, HoldWindow: 10 * time.Second,
 		// At 100,000 on one session, ZooKeeper's keep-alive (100 multis
 		// of 1,000 checks) outlasts the 3 s TTL and every term is revoked
@@ -51,7 +52,7 @@ func fullConfig() config {
 func quickConfig() config {
 	c := fullConfig()
 	c.Quick = true
-	c.Samples, c.Window, c.Handovers, c.Failovers, c.EventSamples = 200, 700*time.Millisecond, 10, 3, 20
+	c.Samples, c.Window, c.Handovers, c.PeerHandovers, c.Failovers, c.EventSamples = 200, 700*time.Millisecond, 10, 10, 3, 20
 	c.Scale, c.HoldWindow = []int{1, 100, 1000}, 2*time.Second
 	return c
 }

@@ -181,7 +181,7 @@ func TestQuickOnMemory(t *testing.T) {
 		t.Skip("runs every workload for a few seconds")
 	}
 	cfg := quickConfig()
-	cfg.Samples, cfg.Window, cfg.Handovers, cfg.Failovers, cfg.EventSamples = 20, 100*time.Millisecond, 3, 1, 5
+	cfg.Samples, cfg.Window, cfg.Handovers, cfg.PeerHandovers, cfg.Failovers, cfg.EventSamples = 20, 100*time.Millisecond, 3, 3, 1, 5
 	cfg.Scale, cfg.HoldWindow = []int{1, 50}, 100*time.Millisecond
 	var log strings.Builder
 	b := &bench{cfg: cfg, out: &log, report: newReport(cfg, nil)}

@@ -158,7 +158,7 @@ func (b *bench) peerHandovers(ctx context.Context, p peer) ([]time.Duration, err
 		ls = append(ls, l)
 	}
 	var out []time.Duration
-	for i := range b.cfg.Handovers {
+	for i := range b.cfg.PeerHandovers {
 		d, err := handOnce(ctx, ls[i%2], ls[(i+1)%2], p.gap)
 		if err != nil {
 			return nil, err
