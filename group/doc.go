@@ -11,7 +11,9 @@
 // candidates spread over them, and a freed slot is refilled as fast as a
 // single lock: the backend wakes the waiters, and a waiter that found
 // every slot held and is woken asks first, and only, for the slots whose
-// watch signalled.
+// watch signalled. On backends that queue waiters (ZooKeeper) a waiter
+// stands in the line of every slot; once elected to one it leaves the
+// others, after its Elected, not before.
 //
 // # Strategies
 //

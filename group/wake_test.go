@@ -3,6 +3,7 @@ package group_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -93,6 +94,98 @@ func TestWokenWaiterAsksForTheReleasedSlot(t *testing.T) {
 				t.Fatalf("after the release of %s the waiter's state is %+v", name, s)
 			}
 			break
+		}
+		for _, m := range append(holders, w) {
+			m.g.Close()
+		}
+	})
+}
+
+// lines is a memory backend whose sessions of one candidate say they
+// queue their waiters (backends.Dequeuer), as ZooKeeper's do: a try that
+// finds a slot held leaves the session in its line. Their Dequeue waits
+// at gate, then logs the name.
+type lines struct {
+	*memory.Backend
+	id   string
+	gate chan struct{}
+
+	mu   sync.Mutex
+	left []string
+}
+
+func (l *lines) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
+	s, err := l.Backend.Open(ctx, id, ttl)
+	if err != nil || id != l.id {
+		return s, err
+	}
+	return &linesSession{Session: s, l: l}, nil
+}
+
+func (l *lines) dequeued() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.left...)
+}
+
+type linesSession struct {
+	backends.Session
+	l *lines
+}
+
+// Dequeue leaves name's line: memory keeps none, so it only lets go of
+// the lock if the session holds it.
+func (s *linesSession) Dequeue(ctx context.Context, name string) error {
+	select {
+	case <-s.l.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.l.mu.Lock()
+	s.l.left = append(s.l.left, name)
+	s.l.mu.Unlock()
+	tok, err := s.Session.Acquire(ctx, name, 0)
+	if err != nil {
+		return nil // held by another: not ours
+	}
+	return s.Session.Release(ctx, name, tok, 0)
+}
+
+// A waiter in the lines of every slot that wins one is elected before it
+// leaves the other lines: leaving them is a request each (a delete of its
+// node on ZooKeeper), which used to come between the win and the Elected.
+func TestElectedBeforeTheOtherLinesAreLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &lines{Backend: memory.New(), id: "waiter", gate: make(chan struct{})}
+		var h backendtest.History
+		opts := []campaign.Option{campaign.WithRetry(time.Hour), campaign.WithTTL(time.Minute)}
+		var holders []*member
+		for i := range 3 {
+			holders = append(holders, join(t, b, fmt.Sprintf("h%d", i), 3, &h, opts...))
+		}
+		synctest.Wait()
+		w := join(t, b, "waiter", 3, &h, opts...)
+		synctest.Wait()
+		if w.g.State().Leader {
+			t.Fatal("the waiter leads with every slot held")
+		}
+		holders[0].g.Close()
+		synctest.Wait()
+		s := w.g.State()
+		if !s.Leader {
+			t.Fatalf("the waiter is not elected while it leaves the other lines: %+v", s)
+		}
+		if got := b.dequeued(); len(got) != 0 {
+			t.Fatalf("left %v before the gate opened", got)
+		}
+		close(b.gate)
+		synctest.Wait()
+		got := b.dequeued()
+		if len(got) != 2 || slices.Contains(got, fmt.Sprintf("rollups/slot-%d", s.Slot)) {
+			t.Fatalf("elected to slot %d, the waiter left the lines of %v; want the other two", s.Slot, got)
+		}
+		if s2 := w.g.State(); !s2.Leader || s2.Token != s.Token {
+			t.Fatalf("after leaving the other lines the waiter's state is %+v, was %+v", s2, s)
 		}
 		for _, m := range append(holders, w) {
 			m.g.Close()

@@ -57,6 +57,7 @@ type onSession struct {
 // schedule holds when each call is next due, and the flags that move them.
 type schedule struct {
 	try, notBefore, release time.Time     // acquire; none before (after Resign); release retry
+	leave                   time.Time     // disown the locks in doubt while elected (after a failure)
 	woken                   bool          // a watch signal came while an acquire was in flight
 	swept                   bool          // the last try found every slot it asked held, and every other slot was found held after its last signal
 	lost                    bool          // a try found the lock held since the last term: watch it
@@ -159,6 +160,8 @@ func (a *actor) startDue() {
 	switch {
 	case a.gate != nil && !a.gate.registered && w.due(a.gate.registerAt):
 		a.startRegister()
+	case a.term != nil && len(a.doubt) > 0 && w.due(a.at.leave):
+		a.startLeave() // after the Elected: the lines of the other slots are left
 	case a.term == nil && !a.audit.at.IsZero() && w.due(a.audit.at):
 		a.startAudit()
 	case a.term == nil && len(a.releases) == 0 && w.due(later(a.at.try, a.at.notBefore)) && a.startTry(&w):

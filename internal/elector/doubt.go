@@ -24,7 +24,8 @@ import (
 
 // acquireAny tries the slots one after another, starting from one that
 // depends on the candidate ID so that candidates spread over the slots,
-// until one is had; it then disowns the other locks in doubt. It returns
+// until one is had; the other locks in doubt are the caller's to disown
+// (a campaign does it after its Elected, a run before fn). It returns
 // ErrHeld (wrapped) when all are held, and stops at the first other
 // failure. A non-zero only skips each slot i < 64 whose bit i is clear.
 // doubt is the campaign's doubt before the call; the
@@ -44,8 +45,7 @@ func acquireAny(ctx context.Context, s backends.Session, slots []string, id stri
 		name := slots[slot]
 		tok, e := s.Acquire(ctx, name, 0)
 		if e == nil {
-			others := slices.DeleteFunc(doubt, func(n string) bool { return n == name })
-			return slot, tok, disownAll(ctx, s, others), nil
+			return slot, tok, slices.DeleteFunc(doubt, func(n string) bool { return n == name }), nil
 		}
 		err = e
 		settled := errors.Is(e, backends.ErrHeld) && !queues

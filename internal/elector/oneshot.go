@@ -59,10 +59,12 @@ func lockOnce(ctx context.Context, b backends.Backend, names []string, cfg *Conf
 		actx, cancel := context.WithTimeout(ctx, cfg.Lease)
 		slot, tok, left, err := acquireAny(actx, s, names, cfg.ID, doubt, 0)
 		doubt = left
-		cancel()
 		if err == nil {
+			disownAll(actx, s, doubt)
+			cancel()
 			return w.held(s, names[slot], slot, tok)
 		}
+		cancel()
 		held = held || errors.Is(err, backends.ErrHeld)
 		if errors.Is(err, backends.ErrHeld) && w.watchIfDue() {
 			continue

@@ -56,6 +56,9 @@ func lockOn(ctx context.Context, s *Session, names []string, cfg *Config) (*Held
 		var tok events.Token
 		err := s.inTurn(ctx, laneTake, cfg.Lease, func(ctx context.Context) (err error) {
 			slot, tok, doubt, err = acquireAny(ctx, cur.sess, names, s.cfg.ID, doubt, 0)
+			if err == nil {
+				doubt = disownAll(ctx, cur.sess, doubt)
+			}
 			return err
 		})
 		if err == nil {

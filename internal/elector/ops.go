@@ -194,9 +194,9 @@ func (a *actor) acquired(slot int, token events.Token, doubt []string, err error
 }
 
 // startLeave disowns the locks in doubt: a candidate the strategy no
-// longer prefers stops trying, so a lock its session was given untold
-// must not stay held for nobody, nor a line make it a holder it would
-// never learn of.
+// longer prefers stops trying, and one elected to a slot waits for the
+// others no more, so a lock its session was given untold must not stay
+// held for nobody, nor a line make it a holder it would never learn of.
 func (a *actor) startLeave() {
 	s, doubt := a.on.sess, a.doubt
 	a.call(opLeave, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
@@ -204,7 +204,10 @@ func (a *actor) startLeave() {
 			return outcome{apply: func() {}}
 		}
 		left := disownAll(ctx, s, doubt)
-		return outcome{apply: func() { a.doubt = left }} // what is left is tried again at the next chance
+		return outcome{apply: func() {
+			a.doubt = left // what is left is tried again at the next chance
+			a.at.leave = time.Now().Add(a.cfg.RetryPause())
+		}}
 	})
 }
 
