@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -207,7 +208,12 @@ func (a *actor) elect(slot int, token events.Token) {
 	deadline := a.lastRenewal().Add(a.cfg.TTL - a.cfg.MarginFor(a.cfg.TTL))
 	if !deadline.After(now) {
 		// The session is about to run out: renew first, then acquire again
-		// (the same session gets the same token back).
+		// (the same session gets the same token back). The lock stays in
+		// doubt meanwhile: a group's next try may win another slot first,
+		// and must then disown this one, not keep it for nobody.
+		if name := a.e.slots[slot]; !slices.Contains(a.doubt, name) {
+			a.doubt = append(a.doubt, name)
+		}
 		a.at.renewWanted, a.at.try = true, now.Add(a.cfg.RetryPause())
 		a.on.report(a.on.gen)
 		return
