@@ -58,7 +58,7 @@ type onSession struct {
 // schedule holds when each call is next due, and the flags that move them.
 type schedule struct {
 	try, notBefore, release time.Time     // acquire; none before (after Resign); release retry
-	leave                   time.Time     // disown the locks in doubt while elected (after a failure)
+	leave                   time.Time     // no disowning of the locks in doubt before this (after one that left some)
 	woken                   bool          // a watch signal came while an acquire was in flight
 	swept                   bool          // the last try found every slot it asked held, and every other slot was found held after its last signal
 	lost                    bool          // a try found the lock held since the last term: watch it
@@ -182,7 +182,7 @@ func (a *actor) startTry(w *waker) bool {
 		a.startWatch()
 	case g != nil && (!g.fresh || !w.now.Before(g.rankedAt.Add(a.cfg.Retry))):
 		a.startRank()
-	case g != nil && !g.eligible(w.now) && len(a.doubt) > 0:
+	case g != nil && !g.eligible(w.now) && len(a.doubt) > 0 && w.due(a.at.leave):
 		a.startLeave()
 	case g != nil && !g.eligible(w.now):
 		next := g.rankedAt.Add(a.cfg.RetryPause())

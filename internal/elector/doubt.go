@@ -28,8 +28,8 @@ import (
 // (a campaign does it after its Elected, a run before fn). It returns
 // ErrHeld (wrapped) when all are held, and stops at the first other
 // failure. A non-zero only skips each slot i < 64 whose bit i is clear.
-// doubt is the campaign's doubt before the call; the
-// call returns it after.
+// doubt is the campaign's doubt before the call; the call returns it
+// after.
 func acquireAny(ctx context.Context, s backends.Session, slots []string, id string, doubt []string, only uint64) (int, events.Token, []string, error) {
 	h := fnv.New32a()
 	h.Write([]byte(id))

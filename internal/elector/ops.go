@@ -200,13 +200,15 @@ func (a *actor) acquired(slot int, token events.Token, doubt []string, err error
 func (a *actor) startLeave() {
 	s, doubt := a.on.sess, a.doubt
 	a.call(opLeave, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
-		if sent != nil {
-			return outcome{apply: func() {}}
+		left := doubt // a call not sent left nothing
+		if sent == nil {
+			left = disownAll(ctx, s, doubt)
 		}
-		left := disownAll(ctx, s, doubt)
 		return outcome{apply: func() {
-			a.doubt = left // what is left is tried again at the next chance
-			a.at.leave = time.Now().Add(a.cfg.RetryPause())
+			a.doubt = left
+			if len(left) > 0 { // tried again after a pause, not at once
+				a.at.leave = time.Now().Add(a.cfg.RetryPause())
+			}
 		}}
 	})
 }
