@@ -82,6 +82,26 @@ func (s *queueingSpySession) Dequeue(ctx context.Context, name string) error {
 	return s.Session.Release(ctx, name, tok, 0)
 }
 
+// heldAndWaiting joins three holders to a group of 3 slots on b, waits
+// until they hold all three, then joins the candidate "waiter" and lets it
+// find every slot held. No campaign polls: a try after the first is woken
+// by the watch.
+func heldAndWaiting(t *testing.T, b backends.Backend) (holders []*member, waiter *member) {
+	t.Helper()
+	var h backendtest.History
+	opts := []campaign.Option{campaign.WithRetry(time.Hour), campaign.WithTTL(time.Minute)}
+	for i := range 3 {
+		holders = append(holders, join(t, b, fmt.Sprintf("h%d", i), 3, &h, opts...))
+	}
+	synctest.Wait()
+	if n := len(leaders(holders)); n != 3 {
+		t.Fatalf("%d of 3 slots filled", n)
+	}
+	waiter = join(t, b, "waiter", 3, &h, opts...)
+	synctest.Wait()
+	return holders, waiter
+}
+
 // A waiter that found every slot held and is woken by the release of one
 // asks for that slot alone: its first request is for the slot let go, not
 // for the slots in its own order that are still held (a woken waiter that
@@ -90,19 +110,7 @@ func (s *queueingSpySession) Dequeue(ctx context.Context, name string) error {
 func TestWokenWaiterAsksForTheReleasedSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &spy{Backend: memory.New(), id: "waiter"}
-		var h backendtest.History
-		// No polling: a try after the first is woken by the watch.
-		opts := []campaign.Option{campaign.WithRetry(time.Hour), campaign.WithTTL(time.Minute)}
-		var holders []*member
-		for i := range 3 {
-			holders = append(holders, join(t, b, fmt.Sprintf("h%d", i), 3, &h, opts...))
-		}
-		synctest.Wait()
-		if n := len(leaders(holders)); n != 3 {
-			t.Fatalf("%d of 3 slots filled", n)
-		}
-		w := join(t, b, "waiter", 3, &h, opts...)
-		synctest.Wait()
+		holders, w := heldAndWaiting(t, b)
 		if got := b.since(&b.asked, 0); len(got) < 3 {
 			t.Fatalf("the waiter asked for %v, want each of the 3 held slots", got)
 		}
@@ -132,15 +140,7 @@ func TestWokenWaiterAsksForTheReleasedSlot(t *testing.T) {
 func TestElectedBeforeTheOtherLinesAreLeft(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &spy{Backend: memory.New(), id: "waiter", gate: make(chan struct{})}
-		var h backendtest.History
-		opts := []campaign.Option{campaign.WithRetry(time.Hour), campaign.WithTTL(time.Minute)}
-		var holders []*member
-		for i := range 3 {
-			holders = append(holders, join(t, b, fmt.Sprintf("h%d", i), 3, &h, opts...))
-		}
-		synctest.Wait()
-		w := join(t, b, "waiter", 3, &h, opts...)
-		synctest.Wait()
+		holders, w := heldAndWaiting(t, b)
 		if w.g.State().Leader {
 			t.Fatal("the waiter leads with every slot held")
 		}
