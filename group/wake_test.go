@@ -19,7 +19,7 @@ import (
 // spy is a memory backend that logs what the sessions of one candidate
 // ask for and which lines they leave. With gate non-nil its sessions say
 // they queue their waiters (backends.Dequeuer), as ZooKeeper's do; their
-// Dequeue waits at gate.
+// Dequeue waits at gate. See late for answers that come late.
 type spy struct {
 	*memory.Backend
 	id   string
@@ -27,6 +27,8 @@ type spy struct {
 
 	mu          sync.Mutex
 	asked, left []string
+	late        string // the next Acquire of this name answers late (see answerLate)
+	stalled     bool   // a late answer is on its way: keep-alives are applied but not answered
 }
 
 func (b *spy) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
@@ -61,7 +63,63 @@ type spySession struct {
 
 func (s *spySession) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
 	s.b.log(&s.b.asked, name)
-	return s.Session.Acquire(ctx, name, lease)
+	tok, err := s.Session.Acquire(ctx, name, lease)
+	if s.b.stall(name) {
+		defer s.b.stall("")
+		select {
+		case <-time.After(lateBy):
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%w: %w", backends.ErrUnavailable, ctx.Err())
+		}
+	}
+	return tok, err
+}
+
+// KeepAlive renews the session; while a late answer is on its way the
+// renewal is applied but its answer lost, so the campaign's deadline runs
+// out while the server keeps the session.
+func (s *spySession) KeepAlive(ctx context.Context) error {
+	err := s.Session.KeepAlive(ctx)
+	if err == nil && s.b.isStalled() {
+		return fmt.Errorf("%w: the answer was lost", backends.ErrUnavailable)
+	}
+	return err
+}
+
+// lateBy is how late an answer of the late kind comes: more than the
+// margin of a TTL of a minute after the last renewal the campaign heard
+// of, less than the call's own bound (the TTL).
+const lateBy = 55 * time.Second
+
+// stall starts the stall of an Acquire of name if it is the late one, and
+// reports whether it did; stall("") ends the stall.
+func (b *spy) stall(name string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if name == "" {
+		b.stalled = false
+		return false
+	}
+	if name != b.late {
+		return false
+	}
+	b.late, b.stalled = "", true
+	return true
+}
+
+func (b *spy) isStalled() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stalled
+}
+
+// answerLate makes the next Acquire of name answer late: the server takes
+// the lock at once, the answer comes lateBy later, and meanwhile every
+// keep-alive is applied but unanswered.
+func (b *spy) answerLate(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.late = name
 }
 
 type queueingSpySession struct{ spySession }

@@ -1,0 +1,71 @@
+package group_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hustings/hustings/backends/memory"
+)
+
+// A slot won by an answer that came after the campaign's deadline was
+// spent (the keep-alives meanwhile applied by the server, their answers
+// lost) starts no term, so the campaign must not keep it: when its next
+// try wins another slot first, the late one is let go, not left held by
+// the live session for nobody. Found by the chaos suite on Redis (a
+// restart made keep-alives fail while an acquire was in flight): a group
+// slot stayed held by a live session under a token no Elected carried,
+// and the run could not settle.
+func TestSlotWonAfterTheDeadlineIsNotKeptForNobody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		b := &spy{Backend: memory.New(), id: "waiter"}
+		holders, w := heldAndWaiting(t, b)
+		asked := b.since(&b.asked, 0)
+		slotOf := func(name string) *member {
+			for _, m := range holders {
+				if fmt.Sprintf("rollups/slot-%d", m.g.State().Slot) == name {
+					return m
+				}
+			}
+			t.Fatalf("no holder of %s", name)
+			return nil
+		}
+		// The waiter asks asked[0] first. Free the slot it asks second and
+		// answer its acquire late; meanwhile free the first one too, so
+		// that its next try wins that one first.
+		first, second := asked[0], asked[1]
+		b.answerLate(second)
+		slotOf(second).g.Close()
+		time.Sleep(time.Second)
+		if !b.isStalled() {
+			t.Fatalf("woken by the release of %s, the waiter asked for %v", second, b.since(&b.asked, len(asked)))
+		}
+		slotOf(first).g.Close()
+		time.Sleep(2 * time.Hour) // the late answer, keep-alives answered again, the next try, its leaving
+		synctest.Wait()
+
+		s := w.g.State()
+		if !s.Leader {
+			t.Fatalf("the waiter does not lead with two slots free: %+v", s)
+		}
+		mine := fmt.Sprintf("rollups/slot-%d", s.Slot)
+		for _, name := range []string{first, second} {
+			h, err := b.Holder(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case name == mine && (h.ID != "waiter" || h.Token != s.Token):
+				t.Errorf("%s: the waiter leads it under token %d, the server says %+v", name, s.Token, h)
+			case name != mine && h.ID != "":
+				t.Errorf("%s held by %s under token %d for nobody: the waiter leads %s", name, h.ID, h.Token, mine)
+			}
+		}
+		for _, m := range append(holders, w) {
+			m.g.Close()
+		}
+	})
+}
