@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hustings/hustings/backends"
@@ -34,12 +33,11 @@ type actor struct {
 	at   schedule  // when each kind of call is next due, and why
 	fail failures
 
-	releases []release     // resignations waiting for the op slot
-	doubt    []string      // locks the session may hold or wait for untold (see disown)
-	watch    Rewatch       // the backend's watch of the lock, while it waits
-	fired    atomic.Uint64 // slots whose watch signalled since the last try began (bit i: slot i < 64)
-	gate     *gate         // the strategy's gate, nil without one
-	audit    audit         // checks for duplicate IDs and disagreeing slot counts
+	releases []release // resignations waiting for the op slot
+	doubt    []string  // locks the session may hold or wait for untold (see disown)
+	wait     waiting   // what it knows of the lock while it waits: its watch, what the last try found
+	gate     *gate     // the strategy's gate, nil without one
+	audit    audit     // checks for duplicate IDs and disagreeing slot counts
 
 	end    ending
 	alarms struct{ wake, deadline, flush alarm }
@@ -59,9 +57,6 @@ type onSession struct {
 type schedule struct {
 	try, notBefore, release time.Time     // acquire; none before (after Resign); release retry
 	leave                   time.Time     // no disowning of the locks in doubt before this (after one that left some)
-	woken                   bool          // a watch signal came while an acquire was in flight
-	swept                   bool          // the last try found every slot it asked held, and every other slot was found held after its last signal
-	lost                    bool          // a try found the lock held since the last term: watch it
 	renewWanted             bool          // elect found the deadline spent: try again after a renewal
 	flushWait               time.Duration // the events flush's current pause
 }
@@ -221,9 +216,9 @@ func (a *actor) elect(slot int, token events.Token) {
 	e := events.Event{Kind: events.Elected, Name: a.e.name, Slot: slot, Token: token, Holder: a.cfg.ID, Time: now, Deadline: deadline}
 	t := newTerm(e, a.on.Session, a.on.gen, a.cfg.TTL-a.cfg.MarginFor(a.cfg.TTL))
 	t.hook = a.cfg.Hooks.Term(a.ctx, e, a.e.label, a.cfg.TTL, a.on.cfg.Hooks, t.sessionDeadline)
-	a.term, a.audit, a.at.lost = t, audit{}, false
+	a.term, a.audit, a.wait.lost = t, audit{}, false
 	a.armDeadline(deadline)
-	a.watch.Stop()
+	a.wait.watch.Stop()
 	a.e.mu.Lock()
 	a.e.current = t
 	a.e.state.Leader, a.e.state.Slot, a.e.state.Token = true, slot, token
@@ -279,7 +274,7 @@ func (a *actor) lockLost() bool {
 		return false
 	}
 	a.revoke(fmt.Errorf("%w: the backend no longer holds %s under token %d for this session", events.ErrLockLost, name, tok))
-	a.at.lost, a.at.try = true, time.Now()
+	a.wait.lost, a.at.try = true, time.Now()
 	return true
 }
 

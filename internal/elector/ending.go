@@ -50,7 +50,7 @@ func (a *actor) finish() {
 	for _, r := range a.releases {
 		a.drain(r.term)
 	}
-	a.watch.Stop()
+	a.wait.watch.Stop()
 	a.deregister()
 	if !a.on.private {
 		a.releaseShared()

@@ -116,12 +116,7 @@ func (a *actor) done(o *op, out outcome) {
 // release of one slot does not send every waiter through all of them.
 func (a *actor) startAcquire() {
 	s := a.on.sess
-	a.at.woken = false
-	only := a.fired.Swap(0)
-	if !a.at.swept {
-		only = 0 // ask every slot
-	}
-	a.at.swept = false // until this try's answer says otherwise
+	only := a.wait.asks()
 	slots, id, doubt := a.e.slots, a.cfg.ID, a.doubt
 	a.cfg.Observer.Attempt(a.e.name, a.e.label)
 	a.call(opAcquire, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
@@ -162,8 +157,7 @@ func (a *actor) acquired(slot int, token events.Token, doubt []string, err error
 		a.elect(slot, token)
 	case errors.Is(err, backends.ErrHeld):
 		a.succeed()
-		a.at.lost = true
-		a.at.swept = a.watch.C() != nil // a signal for any slot from now on is marked
+		a.wait.held()
 		if a.audit.at.IsZero() {
 			a.audit.at = time.Now().Add(a.cfg.TTL) // lost for a TTL: audit then
 		}
@@ -172,7 +166,7 @@ func (a *actor) acquired(slot int, token events.Token, doubt []string, err error
 		if a.gate != nil {
 			a.gate.fresh = false
 		}
-		if a.at.woken || a.needWatch(time.Now()) {
+		if a.wait.woken || a.needWatch(time.Now()) {
 			a.at.try = time.Now() // released while we asked, or no watch yet: go on now
 		}
 		a.cfg.Logger.Debug("lock held by another candidate", "name", a.e.name, "id", a.cfg.ID, "err", err)

@@ -154,3 +154,35 @@ func TestStartDueWaitsOutTheBackoff(t *testing.T) {
 		stopTestActor(a)
 	})
 }
+
+// A try after one that found every slot held with the watch up asks only
+// for the slots whose watch signalled since; any other try asks for every
+// slot, and starting a try forgets the signals before it.
+func TestWaitingAsksForTheSlotsThatSignalled(t *testing.T) {
+	var w waiting
+	w.fired.Store(1 << 2)
+	if got := w.asks(); got != 0 {
+		t.Fatalf("a first try asks for slots %b, want every slot (0)", got)
+	}
+	w.held() // no watch yet: nothing is marked for the slots not asked
+	w.fired.Store(1 << 1)
+	if got := w.asks(); got != 0 {
+		t.Fatalf("after a try with no watch up, the next asks for %b, want every slot (0)", got)
+	}
+	w.watch.Set(make(chan struct{}), func() {})
+	w.held()
+	if !w.lost {
+		t.Fatal("a try that found the lock held does not make the campaign watch")
+	}
+	w.fired.Or(1 << 2)
+	w.woken = true
+	if got := w.asks(); got != 1<<2 {
+		t.Fatalf("woken after a sweep, the try asks for %b, want only slot 2 (%b)", got, 1<<2)
+	}
+	if w.woken || w.fired.Load() != 0 {
+		t.Fatal("starting a try kept the signals that came before it")
+	}
+	if got := w.asks(); got != 0 {
+		t.Fatalf("a try whose answer has not come is no sweep: the next asks for %b, want every slot", got)
+	}
+}

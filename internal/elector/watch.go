@@ -56,8 +56,44 @@ func watchAll(ctx context.Context, cancel context.CancelFunc, watch WatchFunc, n
 	return merged, nil
 }
 
+// waiting is what a campaign that waits for the lock knows of it: the
+// backend's watch, the slots whose watch signalled, and what its tries
+// found. It lets a woken waiter ask only for the slots that may have
+// changed (see asks).
+type waiting struct {
+	watch Rewatch       // the backend's watch of the lock's slots, while it waits
+	fired atomic.Uint64 // slots whose watch signalled since the last try began (bit i: slot i < 64)
+	woken bool          // a watch signal came while an acquire was in flight
+	lost  bool          // a try found the lock held since the last term: watch it
+	// swept: the last try found every slot it asked held, with the watch
+	// up, so every slot not asked was found held after its last signal.
+	swept bool
+}
+
+// asks returns the slots a try starting now asks for, as acquireAny's
+// mask (0: every slot), and starts the try: signals from now on count
+// for the next one. After a try that swept, only the slots whose watch
+// signalled since; after anything else (a timer, a new or broken watch,
+// a win, an error) every slot.
+func (w *waiting) asks() uint64 {
+	w.woken = false
+	only := w.fired.Swap(0)
+	if !w.swept {
+		only = 0
+	}
+	w.swept = false // until this try's answer says otherwise
+	return only
+}
+
+// held records a try that found every slot it asked held: the campaign
+// watches from now on, and with its watch up the try swept.
+func (w *waiting) held() {
+	w.lost = true
+	w.swept = w.watch.C() != nil // a signal for any slot from now on is marked
+}
+
 // startWatch asks the backend to wake us when the lock changes. The watch
-// lives until a.watch.Stop; only its set-up is bounded by the op's timeout.
+// lives until a.wait.watch.Stop; only its set-up is bounded by the op's timeout.
 // While it lives, one goroutine hands its signals to the actor: a waiting
 // campaign costs that goroutine, a holding one does not.
 func (a *actor) startWatch() {
@@ -69,7 +105,7 @@ func (a *actor) startWatch() {
 		)
 		err := sent
 		if sent == nil {
-			ch, cancel, err = OpenWatch(a.ctx, ctx, w.Watch, a.e.slots, &a.wg, &a.fired)
+			ch, cancel, err = OpenWatch(a.ctx, ctx, w.Watch, a.e.slots, &a.wg, &a.wait.fired)
 		}
 		return outcome{
 			apply: func() { a.watched(ch, cancel, err) },
@@ -89,7 +125,7 @@ func (a *actor) startWatch() {
 // trying, and a release is what tells it to rank again.
 func (a *actor) needWatch(now time.Time) bool {
 	_, ok := a.e.backend.(backends.Watcher)
-	return ok && (a.at.lost || a.gate != nil) && a.watch.Due(now)
+	return ok && (a.wait.lost || a.gate != nil) && a.wait.watch.Due(now)
 }
 
 func (a *actor) watched(ch <-chan struct{}, cancel context.CancelFunc, err error) {
@@ -97,12 +133,12 @@ func (a *actor) watched(ch <-chan struct{}, cancel context.CancelFunc, err error
 		if !errors.Is(err, errNotSent) {
 			a.failed("watch", err)
 		}
-		a.watch.Failed(a.backoff())
+		a.wait.watch.Failed(a.backoff())
 		return
 	}
-	a.watch.Set(ch, cancel)
+	a.wait.watch.Set(ch, cancel)
 	a.at.try = time.Now() // a release before the watch was set up is not missed
-	a.at.swept = false    // nor one in a slot that the next try would skip
+	a.wait.swept = false  // nor one in a slot that the next try would skip
 	a.wg.Go(func() {
 		for range ch {
 			a.do(func() { a.watchFired(ch, true) })
@@ -115,18 +151,18 @@ func (a *actor) watched(ch <-chan struct{}, cancel context.CancelFunc, err error
 // closed watch is set up again after a pause, polling meanwhile. Signals
 // of a watch already stopped are ignored.
 func (a *actor) watchFired(ch <-chan struct{}, ok bool) {
-	if a.watch.C() != ch {
+	if a.wait.watch.C() != ch {
 		return
 	}
 	if !ok {
-		a.watch.Broken(a.cfg.RetryPause())
-		a.at.swept = false
+		a.wait.watch.Broken(a.cfg.RetryPause())
+		a.wait.swept = false
 		return
 	}
 	if a.term == nil {
 		a.at.try = time.Now()
 		if a.op != nil && a.op.kind == opAcquire {
-			a.at.woken = true
+			a.wait.woken = true
 		}
 		if a.gate != nil {
 			a.gate.fresh = false
