@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -206,9 +205,7 @@ func (a *actor) elect(slot int, token events.Token) {
 		// (the same session gets the same token back). The lock stays in
 		// doubt meanwhile: a group's next try may win another slot first,
 		// and must then disown this one, not keep it for nobody.
-		if name := a.e.slots[slot]; !slices.Contains(a.doubt, name) {
-			a.doubt = append(a.doubt, name)
-		}
+		a.doubt = inDoubt(a.doubt, a.e.slots[slot])
 		a.at.renewWanted, a.at.try = true, now.Add(a.cfg.RetryPause())
 		a.on.report(a.on.gen)
 		return

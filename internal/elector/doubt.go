@@ -52,8 +52,8 @@ func acquireAny(ctx context.Context, s backends.Session, slots []string, id stri
 		switch {
 		case settled:
 			doubt = slices.DeleteFunc(doubt, func(n string) bool { return n == name })
-		case !slices.Contains(doubt, name):
-			doubt = append(doubt, name)
+		default:
+			doubt = inDoubt(doubt, name)
 		}
 		if !errors.Is(e, backends.ErrHeld) {
 			break
@@ -63,6 +63,14 @@ func acquireAny(ctx context.Context, s backends.Session, slots []string, id stri
 		err = fmt.Errorf("%w: no slot of %d asked", backends.ErrHeld, len(slots))
 	}
 	return 0, 0, doubt, err
+}
+
+// inDoubt returns doubt with name in it, once.
+func inDoubt(doubt []string, name string) []string {
+	if slices.Contains(doubt, name) {
+		return doubt
+	}
+	return append(doubt, name)
 }
 
 // disownAll disowns each of names and returns those it could not.

@@ -194,7 +194,7 @@ func (a *actor) acquired(slot int, token events.Token, doubt []string, err error
 func (a *actor) startLeave() {
 	s, doubt := a.on.sess, a.doubt
 	a.call(opLeave, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
-		left := doubt // a call not sent left nothing
+		left := doubt // a call not sent disowned none
 		if sent == nil {
 			left = disownAll(ctx, s, doubt)
 		}
