@@ -2,7 +2,7 @@ package group_test
 
 import (
 	"context"
-	"fmt"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -24,34 +24,36 @@ func TestSlotWonAfterTheDeadlineIsNotKeptForNobody(t *testing.T) {
 		b := &spy{Backend: memory.New(), id: "waiter"}
 		holders, w := heldAndWaiting(t, b)
 		asked := b.since(&b.asked, 0)
-		slotOf := func(name string) *member {
-			for _, m := range holders {
-				if fmt.Sprintf("rollups/slot-%d", m.g.State().Slot) == name {
-					return m
-				}
+		holderOf := func(name string) *member {
+			i := slices.IndexFunc(holders, func(m *member) bool { return rollups[m.g.State().Slot] == name })
+			if i < 0 {
+				t.Fatalf("no holder of %s", name)
 			}
-			t.Fatalf("no holder of %s", name)
-			return nil
+			return holders[i]
 		}
 		// The waiter asks asked[0] first. Free the slot it asks second and
 		// answer its acquire late; meanwhile free the first one too, so
 		// that its next try wins that one first.
 		first, second := asked[0], asked[1]
 		b.answerLate(second)
-		slotOf(second).g.Close()
-		time.Sleep(time.Second)
+		holderOf(second).g.Close()
+		synctest.Wait() // the waiter is woken, asks for second, and waits for its answer
 		if !b.isStalled() {
 			t.Fatalf("woken by the release of %s, the waiter asked for %v", second, b.since(&b.asked, len(asked)))
 		}
-		slotOf(first).g.Close()
-		time.Sleep(2 * time.Hour) // the late answer, keep-alives answered again, the next try, its leaving
+		holderOf(first).g.Close()
+		// The late answer (lateBy), the next keep-alive (a retry interval,
+		// an hour, after the failed ones), the next try and its leaving.
+		time.Sleep(2 * time.Hour)
 		synctest.Wait()
 
 		s := w.g.State()
-		if !s.Leader {
-			t.Fatalf("the waiter does not lead with two slots free: %+v", s)
+		mine := rollups[s.Slot]
+		if !s.Leader || mine != first {
+			// Leading second would mean its answer came in time: the
+			// fault this test is about did not happen.
+			t.Fatalf("the waiter's state is %+v; want it to lead %s, the slot its next try asks first", s, first)
 		}
-		mine := fmt.Sprintf("rollups/slot-%d", s.Slot)
 		for _, name := range []string{first, second} {
 			h, err := b.Holder(ctx, name)
 			if err != nil {

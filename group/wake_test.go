@@ -14,7 +14,12 @@ import (
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/elector"
 )
+
+// rollups are the lock names of the slots of the group these tests run
+// (heldAndWaiting's), by slot.
+var rollups = elector.SlotNames("rollups", 3)
 
 // spy is a memory backend that logs what the sessions of one candidate
 // ask for and which lines they leave. With gate non-nil its sessions say
@@ -64,8 +69,8 @@ type spySession struct {
 func (s *spySession) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
 	s.b.log(&s.b.asked, name)
 	tok, err := s.Session.Acquire(ctx, name, lease)
-	if s.b.stall(name) {
-		defer s.b.stall("")
+	if s.b.beginLate(name) {
+		defer s.b.endLate()
 		select {
 		case <-time.After(lateBy):
 		case <-ctx.Done():
@@ -91,20 +96,23 @@ func (s *spySession) KeepAlive(ctx context.Context) error {
 // of, less than the call's own bound (the TTL).
 const lateBy = 55 * time.Second
 
-// stall starts the stall of an Acquire of name if it is the late one, and
-// reports whether it did; stall("") ends the stall.
-func (b *spy) stall(name string) bool {
+// beginLate reports whether an Acquire of name is to answer late, and if
+// so starts its stall (once: the next Acquire of name answers at once).
+func (b *spy) beginLate(name string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if name == "" {
-		b.stalled = false
-		return false
-	}
 	if name != b.late {
 		return false
 	}
 	b.late, b.stalled = "", true
 	return true
+}
+
+// endLate ends the stall: keep-alives are answered again.
+func (b *spy) endLate() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stalled = false
 }
 
 func (b *spy) isStalled() bool {
@@ -175,15 +183,14 @@ func TestWokenWaiterAsksForTheReleasedSlot(t *testing.T) {
 		// Let go of a slot the waiter does not ask for first: it must ask
 		// for that slot alone, and get it.
 		first := b.since(&b.asked, 0)[0]
-		slotName := func(m *member) string { return fmt.Sprintf("rollups/slot-%d", m.g.State().Slot) }
-		i := slices.IndexFunc(holders, func(m *member) bool { return slotName(m) != first })
-		name, asked := slotName(holders[i]), len(b.since(&b.asked, 0))
+		i := slices.IndexFunc(holders, func(m *member) bool { return rollups[m.g.State().Slot] != first })
+		name, asked := rollups[holders[i].g.State().Slot], len(b.since(&b.asked, 0))
 		holders[i].g.Close()
 		synctest.Wait()
 		if got := b.since(&b.asked, asked); len(got) != 1 || got[0] != name {
 			t.Fatalf("woken by the release of %s, the waiter asked for %v", name, got)
 		}
-		if s := w.g.State(); !s.Leader || slotName(w) != name {
+		if s := w.g.State(); !s.Leader || rollups[s.Slot] != name {
 			t.Fatalf("after the release of %s the waiter's state is %+v", name, s)
 		}
 		for _, m := range append(holders, w) {
@@ -214,7 +221,7 @@ func TestElectedBeforeTheOtherLinesAreLeft(t *testing.T) {
 		close(b.gate)
 		synctest.Wait()
 		got := b.since(&b.left, 0)
-		if len(got) != 2 || slices.Contains(got, fmt.Sprintf("rollups/slot-%d", s.Slot)) {
+		if len(got) != 2 || slices.Contains(got, rollups[s.Slot]) {
 			t.Fatalf("elected to slot %d, the waiter left the lines of %v; want the other two", s.Slot, got)
 		}
 		if s2 := w.g.State(); !s2.Leader || s2.Token != s.Token {
