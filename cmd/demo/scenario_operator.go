@@ -21,7 +21,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
-	"github.com/hustings/hustings/internal/crash"
+	"github.com/hustings/hustings/hustingstest"
 )
 
 const (
@@ -100,11 +100,11 @@ func operatorScenario(ctx context.Context, env *scenarioEnv) error {
 	defer closers.Wait()
 	thaw := sync.OnceFunc(func() { close(fz.thaw) })
 	defer thaw() // first of all on an early return: let a frozen leader go
-	links := map[string]*crash.Backend{}
+	links := map[string]*hustingstest.Crashable{}
 	for _, id := range []string{"alpha", "bravo"} {
 		// Each replica reaches the backend through a link the scenario can
 		// cut, to freeze its whole process, keep-alives included.
-		links[id] = crash.New(b)
+		links[id] = hustingstest.NewCrashable(b)
 		c, err := campaign.New(links[id], name, campaign.WithID(id), campaign.WithTTL(operatorTTL), campaign.WithRetry(operatorRetry))
 		if err != nil {
 			return err

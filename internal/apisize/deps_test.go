@@ -17,6 +17,20 @@ func TestCoreLinksNoMetricsLibrary(t *testing.T) {
 	}
 }
 
+// TestDemoUsesThePublicAPI: cmd/demo imports no internal package, so
+// everything it shows can be written by a user.
+func TestDemoUsesThePublicAPI(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, "github.com/hustings/hustings/cmd/demo").Output()
+	if err != nil {
+		t.Fatalf("go list cmd/demo: %v", err)
+	}
+	for _, imp := range strings.Fields(string(out)) {
+		if strings.HasPrefix(imp, "github.com/hustings/hustings/internal/") {
+			t.Errorf("cmd/demo imports %s", imp)
+		}
+	}
+}
+
 // deps lists the packages pkgs import, directly or not (go list -deps).
 func deps(t *testing.T, pkgs ...string) []string {
 	t.Helper()
