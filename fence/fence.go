@@ -11,9 +11,10 @@
 //
 // When the resource lives in the lock's own store, use the backend's
 // native fence instead, which checks the lock itself in the same
-// transaction as the write: etcd's Backend.Fence, ZooKeeper's
-// Backend.Fence, Redis's Backend.FencedEval, PostgreSQL's Fence, and the
-// memory backend's Backend.Fence.
+// transaction as the write: etcd's Backend.Fence (a comparison for your
+// Txn), ZooKeeper's Backend.FencedMulti, Redis's Backend.FencedEval,
+// PostgreSQL's Fence (inside your transaction), Kubernetes'
+// Backend.Fence, and the memory backend's Backend.Fence.
 //
 // What fencing cannot cover: a side effect the resource does not check
 // (an email sent, a payment made through a service that knows no tokens)
