@@ -47,7 +47,7 @@ type Harness struct {
 	Delete func(t *testing.T, b backends.Backend, name string)
 	// Fence makes one write in the backend's own store under the
 	// backend's native fence for name and token (etcd's Backend.Fence in
-	// the write's Txn, Redis's FencedEval, ...) and returns nil if the
+	// the write's Txn, Redis's Fence, ...) and returns nil if the
 	// write was made, an error matching backends.ErrNotHeld if the fence
 	// refused it (no write made), or another error. It must be safe for
 	// concurrent use. Required.

@@ -7,8 +7,7 @@ package main
 // it writes anyway: it never got to look at its term. Leader election alone
 // cannot stop that write. The store can: the resource lives in the lock's
 // own store, and every write goes through the backend's native fence
-// (memory's and etcd's Backend.Fence, Redis's FencedEval, ZooKeeper's
-// FencedMulti, postgres.Fence), which refuses it once the term is over.
+// (each backend's Fence), which refuses it once the term is over.
 
 import (
 	"context"
