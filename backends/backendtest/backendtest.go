@@ -86,6 +86,9 @@ var checks = []check{
 	{"ReleaseWakesWaiter", releaseWakesWaiter},
 	{"CloseWakesWaiter", closeWakesWaiter},
 	{"WatchClosedWithContext", watchClosedWithContext},
+	{"ReleaseWakesReleaseWatcher", releaseWakesReleaseWatcher},
+	{"CloseWakesReleaseWatcher", closeWakesReleaseWatcher},
+	{"ReleaseWatchClosedWithContext", releaseWatchClosedWithContext},
 	{"InvalidInput", invalidInput},
 	{"CanceledContext", canceledContext},
 }

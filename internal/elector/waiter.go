@@ -21,7 +21,7 @@ type waiter struct {
 	until    time.Time // give up after this
 	renewed  time.Time // start of the session's last Open or KeepAlive
 	watch    Rewatch
-	releases bool           // the watch signals releases alone (a releaseWatcher)
+	releases bool           // the watch signals releases alone (a backends.ReleaseWatcher)
 	wg       sync.WaitGroup // the watch's forwarders, for several names
 }
 
@@ -53,22 +53,12 @@ func (w *waiter) watchIfDue() bool {
 	return true
 }
 
-// releaseWatcher is a backends.Watcher that can watch for what a waiting
-// candidate needs alone (Redis; a backend that queues its waiters, whose
-// line decides who is next, has no use for it): the channel receives a
-// value when name may have become free after an Acquire found it held,
-// not when it is taken. Watch after an Acquire found it held, then
-// Acquire again before waiting.
-type releaseWatcher interface {
-	WatchReleases(ctx context.Context, name string) (<-chan struct{}, error)
-}
-
 // releasesOf returns what a waiter watches b with: its releases alone
 // where b can tell them apart (another candidate taking the lock is no
 // reason to try again), and then releases is true; else every change; nil
 // if b cannot watch.
 func releasesOf(b backends.Backend) (watch WatchFunc, releases bool) {
-	if rw, ok := b.(releaseWatcher); ok {
+	if rw, ok := b.(backends.ReleaseWatcher); ok {
 		return rw.WatchReleases, true
 	}
 	if wb, ok := b.(backends.Watcher); ok {
