@@ -43,7 +43,7 @@ func (c *Session) join(a *actor) error {
 	}
 	c.mu.Lock()
 	c.actors[a] = true
-	c.expiry.join(c, a.cfg.MarginFor(a.cfg.TTL))
+	c.expiry.join(c, a.cfg().MarginFor(a.cfg().TTL))
 	c.mu.Unlock()
 	return nil
 }
