@@ -93,20 +93,21 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 	if err := validate.Candidate(full, cfg.Me); err != nil { // with a strategy or not
 		return nil, Invalid(err)
 	}
-	g, err := newGate(b, full, &cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &Elector{
+	e := &Elector{
 		backend: b,
 		name:    full,
 		slots:   SlotNames(full, cfg.Slots),
 		label:   BackendLabel(b),
 		cfg:     cfg,
 		out:     fanout.NewStream(),
-		gate:    g,
 		me:      cfg.Me,
-	}, nil
+	}
+	g, err := newGate(b, full, &e.cfg)
+	if err != nil {
+		return nil, err
+	}
+	e.gate = g
+	return e, nil
 }
 
 // SlotNames returns the lock names of a group's n slots: the name itself

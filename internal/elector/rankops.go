@@ -83,7 +83,7 @@ func (a *actor) ranked(v view, err error) {
 		a.at.try = now.Add(a.backoff())
 		return
 	}
-	vd, err := judge(a.gate.strategy, a.e.name, v, a.e.entry(), len(a.e.slots))
+	vd, err := judge(a.cfg().Strategy, a.e.name, v, a.e.entry(), len(a.e.slots))
 	if err != nil {
 		a.failed("rank", err)
 		a.gate.fresh, a.gate.rankedAt = true, now

@@ -92,7 +92,7 @@ func (a *actor) startTry(now time.Time) {
 	case g != nil && !g.eligible(now):
 		next := g.rankedAt.Add(a.cfg().RetryPause())
 		if !g.freeSince.IsZero() {
-			next = earlier(next, g.freeSince.Add(g.patience))
+			next = earlier(next, g.freeSince.Add(g.cfg.Patience))
 		}
 		a.at.try, g.fresh = next, false
 	case a.on.orphaned(a.e.slots):

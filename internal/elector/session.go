@@ -36,7 +36,6 @@ type Session struct {
 	tellers  sync.WaitGroup    // tell
 	detached chan struct{}     // signalled (buffer 1) when one detaches
 	renewing bool              // a keep-alive is in flight
-	fatal    error             // why Run gave up, if no retry could cure it
 	started  bool
 	closed   bool
 	closing  chan struct{}
@@ -148,12 +147,11 @@ func (c *Session) Run(ctx context.Context) error {
 	c.mu.Unlock()
 	defer close(c.done)
 	err := c.loop(ctx)
+	var fatal error
 	if errors.Is(err, ErrInvalid) {
-		c.mu.Lock()
-		c.fatal = err
-		c.mu.Unlock()
+		fatal = err
 	}
-	c.stop()
+	c.stop(fatal)
 	c.mu.Lock()
 	c.expiry.stop()
 	c.mu.Unlock()
@@ -268,13 +266,11 @@ func lossesOf(s backends.Session) <-chan struct{} {
 
 // stop asks the electors on the session to end their terms gracefully
 // and leave, waits for them (bounded by the grace period and the TTL), and
-// only then closes the session, which frees whatever is still held.
-func (c *Session) stop() {
+// only then closes the session, which frees whatever is still held. fatal
+// is the error no retry cures that stopped Run, if any.
+func (c *Session) stop(fatal error) {
 	cur, _ := c.state()
-	cur.closing = true
-	c.mu.Lock()
-	cur.fatal = c.fatal
-	c.mu.Unlock()
+	cur.closing, cur.fatal = true, fatal
 	c.set(cur)
 	limit := time.NewTimer(c.cfg.Grace + c.cfg.TTL)
 	defer limit.Stop()
