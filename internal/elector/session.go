@@ -3,6 +3,7 @@ package elector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -332,4 +333,42 @@ func same(a, b backends.Backend) (eq bool) {
 		}
 	}()
 	return a == b
+}
+
+// await returns the session's state once it has a backend session open,
+// waiting at most limit (a backend that cannot open one is a failure) or
+// until ctx ends. It returns ErrClosed once the session is closing.
+func (s *Session) await(ctx context.Context, limit time.Duration) (shared, error) {
+	var timer *time.Timer // made only if the run has to wait
+	for {
+		cur, changed := s.state()
+		switch {
+		case cur.closing:
+			return cur, ErrClosed
+		case cur.sess != nil:
+			return cur, nil
+		case timer == nil:
+			timer = time.NewTimer(limit)
+			defer timer.Stop()
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return cur, ctx.Err()
+		case <-timer.C:
+			return cur, fmt.Errorf("campaign: the session has no backend session open after %v: %w", limit, backends.ErrUnavailable)
+		}
+	}
+}
+
+// inTurn runs f on the session when its turn in lane comes, bounded by
+// timeout from then on, and by ctx throughout.
+func (s *Session) inTurn(ctx context.Context, lane int, timeout time.Duration, f func(ctx context.Context) error) error {
+	if err := s.calls.wait(ctx, lane); err != nil {
+		return fmt.Errorf("%w: %w", backends.ErrUnavailable, err)
+	}
+	defer s.calls.done()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return f(cctx)
 }
