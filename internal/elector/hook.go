@@ -33,9 +33,9 @@ type Hook interface {
 	Run(ctx context.Context, name, backend, id string) RunHook
 }
 
-// TermHook hears what becomes of one term. Renewed and Work may be called
-// from several goroutines at once; Ended is called once, last but for the
-// done functions of work still running.
+// TermHook hears what becomes of one term. Work may be called from
+// several goroutines at once; Ended is called once, last but for the done
+// functions of work still running.
 type TermHook interface {
 	// Context returns the parent of the term's context, made from ctx
 	// (to carry a trace span, say).

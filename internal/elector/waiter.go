@@ -94,24 +94,17 @@ func (w *waiter) wait() bool {
 
 // yieldPause is how long a waiter woken by a release lets pass before it
 // tries, where the backend does not queue waiters and tells releases
-// apart: long enough that a
-// holder that released and tries again at once (a loop of runs) takes the
-// lock back first, so that the lock changes hands, at the cost of a
-// notice's round trip, only as often as the waiters' tries land while it
-// is free. Without it every release was a handover to the first of the
-// woken waiters (measured on Redis, 8 candidates in a loop: 4,700
-// sections/s, a third of a lock that waiters poll every 10 ms). It adds
-// as much to a handover to a waiter, which is a few milliseconds as
-// before. Jittered by half either way, so woken waiters do not come back
-// together.
+// apart: long enough that a holder that released and tries again at once
+// (a loop of runs) takes the lock back first, so that the lock changes
+// hands, at the cost of a notice's round trip, only as often as the
+// waiters' tries land while it is free. It adds as much to a handover to
+// a waiter. Jittered by half either way, so woken waiters do not come
+// back together.
 const yieldPause = 2 * time.Millisecond
 
 // starveAfter is how long a waiter may wait before it stops yielding and
 // tries at once at every release notice, racing the holder that takes the
-// lock back: it bounds how long a waiter may be passed over, below the
-// longest wait of the peers' locks that waiters poll (on etcd, where a
-// loop of runs takes 2 ms, waits reached 166 ms with a yield at every
-// release).
+// lock back: it bounds how long a waiter may be passed over.
 const starveAfter = 50 * time.Millisecond
 
 // yield pauses after a release notice, see yieldPause, within the time
@@ -119,9 +112,8 @@ const starveAfter = 50 * time.Millisecond
 func (w *waiter) yield(left time.Duration) bool {
 	if !w.releases || time.Since(w.start) > starveAfter {
 		// The signal may be of the lock being taken, when a pause
-		// makes every try land while it is held (on etcd each such try
-		// is a write through raft: 8 candidates in a loop made 480
-		// sections/s, 750 without the pause); or it waited long enough.
+		// would make every try land while it is held; or it waited
+		// long enough.
 		return true
 	}
 	t := time.NewTimer(min(left, yieldPause/2+rand.N(yieldPause)))
