@@ -20,7 +20,7 @@ import (
 func (c *Session) attach(names []string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cur.closing || c.closed {
+	if c.phase >= sessionStopping {
 		return ErrClosed
 	}
 	for _, n := range names {

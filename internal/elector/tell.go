@@ -31,8 +31,9 @@ func (c *Session) renew(s shared) {
 // record makes s the state, moves the expiry alarm and wakes whoever
 // waits for a change; c.mu held.
 func (c *Session) record(s shared) {
+	s.closing = false // not stored: snapshot makes it from the phase
 	c.cur = s
-	c.expiry.follow(c, s)
+	c.expiry.follow(c, c.snapshot())
 	close(c.changed)
 	c.changed = make(chan struct{})
 }
