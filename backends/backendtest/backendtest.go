@@ -89,6 +89,8 @@ var checks = []check{
 	{"ReleaseWakesReleaseWatcher", releaseWakesReleaseWatcher},
 	{"CloseWakesReleaseWatcher", closeWakesReleaseWatcher},
 	{"ReleaseWatchClosedWithContext", releaseWatchClosedWithContext},
+	{"DequeueLeavesLine", dequeueLeavesLine},
+	{"DequeueReleasesUntoldHold", dequeueReleasesUntoldHold},
 	{"InvalidInput", invalidInput},
 	{"CanceledContext", canceledContext},
 }
