@@ -41,7 +41,7 @@ func (a *actor) startAudit() {
 	if len(names) > 1 {
 		names = SlotNames(a.e.name, len(names)+1)
 	}
-	a.call(opAudit, a.cfg().TTL, nil, func(ctx context.Context, sent error) outcome {
+	a.call(opAudit, nil, func(ctx context.Context, sent error) outcome {
 		hs := make([]backends.Holder, len(names))
 		err := sent
 		for i, n := range names {

@@ -29,13 +29,12 @@ type Elector struct {
 
 	// mu guards what follows, and the state of the actor.
 	mu      sync.Mutex
-	act     *actor             // the running campaign; nil before Run or Start
-	closed  bool               // Close was called
-	last    events.Event       // the last event published
-	feed    *fanout.Feed       // for Subscribe; made by the first subscriber
-	done    chan struct{}      // closed once Run has returned; made by the first waiter
-	elected chan struct{}      // signalled (buffer 1) when a term starts; made by WhileLeader
-	me      strategy.Candidate // this candidate's registry entry
+	act     *actor        // the running campaign; nil before Run or Start
+	closed  bool          // Close was called
+	last    events.Event  // the last event published
+	feed    *fanout.Feed  // for Subscribe; made by the first subscriber
+	done    chan struct{} // closed once Run has returned; made by the first waiter
+	elected chan struct{} // signalled (buffer 1) when a term starts; made by WhileLeader
 }
 
 // State is a snapshot of an elector, for observation only.
@@ -100,7 +99,6 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 		label:   BackendLabel(b),
 		cfg:     cfg,
 		out:     fanout.NewStream(),
-		me:      cfg.Me,
 	}
 	g, err := newGate(b, full, &e.cfg)
 	if err != nil {
@@ -132,7 +130,7 @@ func (e *Elector) SetScore(score float64) error {
 	}
 	e.mu.Lock()
 	over, a := e.over(), e.act
-	e.me.Score = score
+	e.cfg.Me.Score = score // the one field of the Config that changes: under e.mu
 	e.mu.Unlock()
 	if over {
 		return ErrClosed
@@ -150,7 +148,7 @@ func (e *Elector) over() bool {
 
 // entry returns this candidate's registry entry; e.mu held.
 func (e *Elector) entry() strategy.Candidate {
-	c := e.me
+	c := e.cfg.Me
 	c.ID = e.cfg.ID
 	return c
 }

@@ -32,6 +32,10 @@ func leafFields(t reflect.Type, pointers bool, seen map[reflect.Type]bool) int {
 	return n
 }
 
+// maxLeafFields bounds the leaf fields of the actor and the parts it holds
+// by value (issue 32's target).
+const maxLeafFields = 30
+
 // The actor's state stays small: each fact has one owner. Run with -v to
 // see the counts.
 func TestActorLeafFields(t *testing.T) {
@@ -39,4 +43,7 @@ func TestActorLeafFields(t *testing.T) {
 	parts := leafFields(typ, false, map[reflect.Type]bool{})
 	owned := leafFields(typ, true, map[reflect.Type]bool{})
 	t.Logf("actor: %d fields, %d leaf fields in its parts held by value, %d with the parts it points to", typ.NumField(), parts, owned)
+	if parts > maxLeafFields {
+		t.Errorf("the actor and its parts hold %d leaf fields, over %d: is a fact kept twice?", parts, maxLeafFields)
+	}
 }

@@ -49,12 +49,12 @@ var errNotSent = errors.New("campaign: call not sent")
 
 // call makes f the op in flight: f runs in a goroutine when its turn on
 // the session comes (see limiter; until then it is a queued closure), its
-// context bounded by timeout from then on, and its outcome is handed to
+// context bounded by the TTL from then on, and its outcome is handed to
 // done. A release survives the end of Run's context: it is what lets the
 // next leader in at once. prep, if not nil, runs first in a goroutine of
 // its own, before the turn is asked for (a release waits there for the
 // work bound to its term).
-func (a *actor) call(kind opKind, timeout time.Duration, prep func(), f func(ctx context.Context, sent error) outcome) {
+func (a *actor) call(kind opKind, prep func(), f func(ctx context.Context, sent error) outcome) {
 	parent := a.ctx
 	if kind == opRelease {
 		parent = context.WithoutCancel(a.ctx)
@@ -74,7 +74,7 @@ func (a *actor) call(kind opKind, timeout time.Duration, prep func(), f func(ctx
 			return
 		}
 		defer a.on.calls.done()
-		ctx, stop := context.WithTimeout(wctx, timeout)
+		ctx, stop := context.WithTimeout(wctx, a.cfg().TTL)
 		defer stop()
 		a.done(o, f(ctx, nil))
 	}
@@ -120,7 +120,7 @@ func (a *actor) startAcquire() {
 	slots, id, doubt := a.e.slots, a.cfg().ID, a.doubt
 	a.cfg().Observer.Attempt(a.e.name, a.e.label)
 	a.at.try = never // a watch signal while it asks makes the next try due at once
-	a.call(opAcquire, a.cfg().TTL, nil, func(ctx context.Context, sent error) outcome {
+	a.call(opAcquire, nil, func(ctx context.Context, sent error) outcome {
 		slot, tok, left, err := 0, events.Token(0), doubt, sent
 		if sent == nil {
 			slot, tok, left, err = acquireAny(ctx, s, slots, id, doubt, only)
@@ -194,7 +194,7 @@ func (a *actor) acquired(slot int, token events.Token, doubt []string, err error
 // held for nobody, nor a line make it a holder it would never learn of.
 func (a *actor) startLeave() {
 	s, doubt := a.on.sess, a.doubt
-	a.call(opLeave, a.cfg().TTL, nil, func(ctx context.Context, sent error) outcome {
+	a.call(opLeave, nil, func(ctx context.Context, sent error) outcome {
 		left := doubt // a call not sent disowned none
 		if sent == nil {
 			left = disownAll(ctx, s, doubt)
@@ -216,7 +216,7 @@ func (a *actor) startRelease() {
 	r := a.releases[0]
 	a.releases = a.releases[1:]
 	name, tok := a.e.slots[r.term.event.Slot], r.term.event.Token
-	a.call(opRelease, a.cfg().TTL, func() { a.drain(r.term) }, func(ctx context.Context, sent error) outcome {
+	a.call(opRelease, func() { a.drain(r.term) }, func(ctx context.Context, sent error) outcome {
 		err := sent
 		if r.sess != nil && sent == nil {
 			err = r.sess.Release(ctx, name, tok, 0)

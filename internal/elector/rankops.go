@@ -20,7 +20,7 @@ func (a *actor) startRegister() {
 		return
 	}
 	me, name := a.e.entry(), a.e.name
-	a.call(opRegister, a.cfg().TTL, nil, func(ctx context.Context, sent error) outcome {
+	a.call(opRegister, nil, func(ctx context.Context, sent error) outcome {
 		err := sent
 		if sent == nil {
 			_, err = r.Register(ctx, name, me)
@@ -61,7 +61,7 @@ func (a *actor) deregister() {
 func (a *actor) startRank() {
 	b, reg, name, slots := a.e.backend, a.gate.registry, a.e.name, a.e.slots
 	epoch := a.gate.epoch(time.Now())
-	a.call(opRank, a.cfg().TTL, nil, func(ctx context.Context, sent error) outcome {
+	a.call(opRank, nil, func(ctx context.Context, sent error) outcome {
 		v, err := view{}, sent
 		if sent == nil {
 			v, err = readView(ctx, b, reg, name, slots, epoch)

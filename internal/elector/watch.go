@@ -94,7 +94,7 @@ func (w *waiting) held() {
 // campaign costs that goroutine, a holding one does not.
 func (a *actor) startWatch() {
 	w := a.e.backend.(backends.Watcher)
-	a.call(opWatch, a.cfg().TTL, nil, func(ctx context.Context, sent error) outcome {
+	a.call(opWatch, nil, func(ctx context.Context, sent error) outcome {
 		var (
 			ch     <-chan struct{}
 			cancel context.CancelFunc
