@@ -11,7 +11,8 @@ import (
 )
 
 // Observer is told what campaigns and one-shot runs do, for metrics. Its
-// methods are called from the campaigns' goroutines and must not block.
+// methods are called from the campaigns' goroutines, a campaign's under
+// its lock: they must not block, nor call the campaign's methods.
 type Observer interface {
 	// Attempt: a try for the lock began.
 	Attempt(name, backend string)
