@@ -70,7 +70,7 @@ func lock(ctx context.Context, b backends.Backend, s *Session, names []string, c
 	var cur shared
 	var err error
 	if private {
-		s, err = openRun(ctx, b, cfg, start)
+		s, err = openRun(ctx, b, cfg)
 		if s != nil {
 			cur = s.cur
 		}
@@ -136,9 +136,10 @@ func lock(ctx context.Context, b backends.Backend, s *Session, names []string, c
 	}
 }
 
-// openRun opens the private session of a one-shot run on b, at start: its
-// TTL is the lease, and nothing renews it but the run while it waits.
-func openRun(ctx context.Context, b backends.Backend, cfg *Config, start time.Time) (*Session, error) {
+// openRun opens the private session of a one-shot run on b: its TTL is
+// the lease, and nothing renews it but the run while it waits (the
+// waiter, which keeps the start of its last renewal).
+func openRun(ctx context.Context, b backends.Backend, cfg *Config) (*Session, error) {
 	octx, cancel := context.WithTimeout(ctx, cfg.Lease)
 	defer cancel()
 	bs, err := b.Open(octx, cfg.ID, cfg.Lease)
@@ -146,7 +147,7 @@ func openRun(ctx context.Context, b backends.Backend, cfg *Config, start time.Ti
 		return nil, fmt.Errorf("campaign: open session: %w", err)
 	}
 	s := newSession(b, *cfg)
-	s.cur = shared{sess: bs, renewed: start, gen: 1}
+	s.cur = shared{sess: bs, gen: 1}
 	return s, nil
 }
 
