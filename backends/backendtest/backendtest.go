@@ -86,6 +86,11 @@ var checks = []check{
 	{"ReleaseWakesWaiter", releaseWakesWaiter},
 	{"CloseWakesWaiter", closeWakesWaiter},
 	{"WatchClosedWithContext", watchClosedWithContext},
+	{"ReleaseWakesReleaseWatcher", releaseWakesReleaseWatcher},
+	{"CloseWakesReleaseWatcher", closeWakesReleaseWatcher},
+	{"ReleaseWatchClosedWithContext", releaseWatchClosedWithContext},
+	{"DequeueLeavesLine", dequeueLeavesLine},
+	{"DequeueReleasesUntoldHold", dequeueReleasesUntoldHold},
 	{"InvalidInput", invalidInput},
 	{"CanceledContext", canceledContext},
 }
