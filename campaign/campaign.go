@@ -125,7 +125,8 @@ func (c *Campaign) Term(token events.Token) (ctx context.Context, elected events
 }
 
 // SetScore changes this candidate's score in a group's registry, for
-// strategy.Score (group.WithStrategy); the group re-ranks at once. Without
-// a strategy it has no effect. It returns ErrInvalid for a NaN or
-// infinite score, and ErrClosed after Close or once Run has returned.
+// strategy.Score (group.WithStrategy); the group re-ranks at once. It
+// returns ErrInvalid for a NaN or infinite score and for a campaign
+// without a strategy (a single lock, or a group without one), whose score
+// nothing reads, and ErrClosed after Close or once Run has returned.
 func (c *Campaign) SetScore(score float64) error { return c.e.SetScore(score) }

@@ -128,6 +128,9 @@ func (e *Elector) SetScore(score float64) error {
 	if math.IsNaN(score) || math.IsInf(score, 0) {
 		return fmt.Errorf("%w: score %v is not a finite number", ErrInvalid, score)
 	}
+	if e.cfg.Strategy == nil {
+		return fmt.Errorf("%w: SetScore needs a group strategy (group.WithStrategy): without one no score is read", ErrInvalid)
+	}
 	e.mu.Lock()
 	over, a := e.over(), e.act
 	e.cfg.Me.Score = score // the one field of the Config that changes: under e.mu
