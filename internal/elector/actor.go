@@ -54,7 +54,7 @@ type schedule struct {
 	try       time.Time // the next acquire (or what it needs first: a watch, a rank)
 	notBefore time.Time // no acquire before this (after a Resign)
 	release   time.Time // the retry of a failed release
-	leave     time.Time // no disowning of the locks in doubt before this (after one that left some)
+	disown    time.Time // no disowning of the locks in doubt before this (after one that left some)
 }
 
 // failures counts the campaign's backend calls that failed in a row, for

@@ -13,11 +13,11 @@ import (
 	"github.com/hustings/hustings/events"
 )
 
-// attach claims names for an elector about to run on the session. It
+// claim claims names for an elector about to run on the session. It
 // fails if another elector on the session runs for one of them (both
 // would be told they hold it, with one token), or if the session is
 // closed.
-func (c *Session) attach(names []string) error {
+func (c *Session) claim(names []string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.phase >= sessionStopping {
@@ -31,14 +31,14 @@ func (c *Session) attach(names []string) error {
 	for _, n := range names {
 		c.claims[n] = true
 	}
-	c.attached++
+	c.claimed++
 	return nil
 }
 
-// join attaches a campaign: it claims its names (see attach) and is told
+// join claims a campaign's names (see claim); the campaign is told
 // of every change of the session from then on.
 func (c *Session) join(a *actor) error {
-	if err := c.attach(a.e.slots); err != nil {
+	if err := c.claim(a.e.slots); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -48,32 +48,33 @@ func (c *Session) join(a *actor) error {
 	return nil
 }
 
-// leave detaches a campaign that has finished.
+// leave gives back the names of a campaign that has finished; it is told
+// of the session no more.
 func (c *Session) leave(a *actor) {
 	c.mu.Lock()
 	delete(c.actors, a)
 	c.mu.Unlock()
-	c.detach(a.e.slots)
+	c.unclaim(a.e.slots)
 }
 
-// detach gives the names back once the elector's Run is over.
-func (c *Session) detach(names []string) {
+// unclaim gives names back once their elector is done with them.
+func (c *Session) unclaim(names []string) {
 	c.mu.Lock()
 	for _, n := range names {
 		delete(c.claims, n)
 	}
-	c.attached--
+	c.claimed--
 	c.mu.Unlock()
 	select {
-	case c.detached <- struct{}{}:
+	case c.unclaimed <- struct{}{}:
 	default:
 	}
 }
 
-func (c *Session) attachedCount() int {
+func (c *Session) claimants() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.attached
+	return c.claimed
 }
 
 // orphan records a lock an elector failed to release on session

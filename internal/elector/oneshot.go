@@ -80,14 +80,14 @@ func lock(ctx context.Context, b backends.Backend, s *Session, names []string, c
 	if err != nil {
 		return nil, ctxOr(ctx, err)
 	}
-	if err := s.attach(names); err != nil {
+	if err := s.claim(names); err != nil {
 		if errors.Is(err, ErrClosed) {
 			return nil, err
 		}
 		return nil, nil // another campaign or run of this session wants it
 	}
 	if s.orphaned(names) {
-		s.detach(names) // a release of ours is pending: the lock is not free
+		s.unclaim(names) // a release of ours is pending: the lock is not free
 		return nil, nil
 	}
 	w := newWaiter(ctx, b, names, cfg, start)
@@ -188,7 +188,7 @@ func (h *Held) giveUp(ctx context.Context, doubt []string, limit time.Duration) 
 			return nil
 		})
 	}
-	h.on.detach(h.names)
+	h.on.unclaim(h.names)
 }
 
 // Context returns fn's context: it ends at the run's deadline and, on a
@@ -211,7 +211,7 @@ func (h *Held) Unlock(ctx context.Context, cfg *Config) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Lease)
 	defer cancel()
 	if !h.private {
-		defer h.on.detach(h.names)
+		defer h.on.unclaim(h.names)
 		err := h.on.inTurn(rctx, laneFree, cfg.Lease, func(ctx context.Context) error {
 			return h.sess.Release(ctx, h.name, h.Token, hold)
 		})

@@ -18,7 +18,7 @@ const (
 	opRelease
 	opRegister
 	opRank
-	opLeave
+	opDisown
 	opAudit
 )
 
@@ -63,7 +63,7 @@ func (a *actor) call(kind opKind, prep func(), f func(ctx context.Context, sent 
 	o := &op{kind: kind, sess: a.on.sess, cancel: cancel}
 	a.op = o
 	lane := laneTake
-	if kind == opRelease || kind == opLeave {
+	if kind == opRelease || kind == opDisown {
 		lane = laneFree
 	}
 	run := func(err error) {
@@ -188,13 +188,13 @@ func (a *actor) acquired(slot int, token events.Token, doubt []string, err error
 	}
 }
 
-// startLeave disowns the locks in doubt: a candidate the strategy no
+// startDisown disowns the locks in doubt: a candidate the strategy no
 // longer prefers stops trying, and one elected to a slot waits for the
 // others no more, so a lock its session was given untold must not stay
 // held for nobody, nor a line make it a holder it would never learn of.
-func (a *actor) startLeave() {
+func (a *actor) startDisown() {
 	s, doubt := a.on.sess, a.doubt
-	a.call(opLeave, nil, func(ctx context.Context, sent error) outcome {
+	a.call(opDisown, nil, func(ctx context.Context, sent error) outcome {
 		left := doubt // a call not sent disowned none
 		if sent == nil {
 			left = disownAll(ctx, s, doubt)
@@ -202,7 +202,7 @@ func (a *actor) startLeave() {
 		return outcome{apply: func() {
 			a.doubt = left
 			if len(left) > 0 { // tried again after a pause, not at once
-				a.at.leave = time.Now().Add(a.cfg().RetryPause())
+				a.at.disown = time.Now().Add(a.cfg().RetryPause())
 			}
 		}}
 	})

@@ -10,7 +10,7 @@ type concern uint8
 const (
 	releasing   concern = iota // the lock of a resigned or expired term
 	registering                // the candidate's registry entry, with a strategy
-	leaving                    // the locks in doubt, once elected or out of the race
+	disowning                  // the locks in doubt, once elected or out of the race
 	auditing                   // the holders, while the candidate keeps losing
 	trying                     // the lock: a watch, a rank or the acquire first if needed
 	ranking                    // a holder's rank, with preemption
@@ -28,8 +28,8 @@ func (a *actor) due(c concern, now time.Time) time.Time {
 		return a.at.release
 	case c == registering && g != nil && !g.registered:
 		return g.registerAt
-	case c == leaving && len(a.doubt) > 0 && (a.term != nil || a.outOfRace(now)):
-		return a.at.leave
+	case c == disowning && len(a.doubt) > 0 && (a.term != nil || a.outOfRace(now)):
+		return a.at.disown
 	case c == auditing && a.term == nil && a.losing():
 		return a.audit.at
 	case c == trying && a.term == nil && len(a.releases) == 0:
@@ -48,8 +48,8 @@ func (a *actor) start(c concern, now time.Time) {
 		a.startRelease()
 	case registering:
 		a.startRegister()
-	case leaving:
-		a.startLeave()
+	case disowning:
+		a.startDisown()
 	case auditing:
 		a.startAudit()
 	case trying:

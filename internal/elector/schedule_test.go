@@ -23,7 +23,7 @@ func TestStartDueArmsForTheEarliest(t *testing.T) {
 		a.e.mu.Lock()
 		a.at.notBefore = now.Add(3 * time.Second) // a try in 3s
 		a.audit.at = now.Add(time.Second)         // losing: an audit in 1s
-		a.at.leave = now.Add(2 * time.Second)     // nothing in doubt: no leave
+		a.at.disown = now.Add(2 * time.Second)    // nothing in doubt: nothing to disown
 		if next := a.startDue(now); !next.Equal(now.Add(time.Second)) || a.op != nil {
 			t.Fatalf("startDue = %v, op %+v; want nothing started and the audit's time, 1s", next.Sub(now), a.op)
 		}

@@ -23,23 +23,23 @@ type Session struct {
 	calls   *limiter // the electors' backend calls in flight; not the keep-alive
 	opens   int      // Opens failed in a row, for the backoff; Run's own
 
-	mu       sync.Mutex
-	cur      shared
-	changed  chan struct{}     // closed and replaced at every change
-	lost     chan uint64       // electors report a generation they found lost
-	claims   map[string]bool   // lock names electors on the session run for
-	orphans  map[string]orphan // locks left held by a failed release, by name
-	attached int               // electors running on the session
-	actors   map[*actor]bool   // the campaigns among them, told of every change
-	untold   bool              // a change the campaigns have not all been told of
-	expiry   expiry            // tells the campaigns when a renewal's deadline comes
-	telling  bool              // tell is running
-	tellers  sync.WaitGroup    // tell
-	detached chan struct{}     // signalled (buffer 1) when one detaches
-	renewing bool              // a keep-alive is in flight
-	phase    sessionPhase
-	quit     chan struct{} // closed by Close, to stop Run's loop
-	done     chan struct{} // closed once Run has returned, or by a Close that came before Run
+	mu        sync.Mutex
+	cur       shared
+	changed   chan struct{}     // closed and replaced at every change
+	lost      chan uint64       // electors report a generation they found lost
+	claims    map[string]bool   // lock names electors on the session run for
+	orphans   map[string]orphan // locks left held by a failed release, by name
+	claimed   int               // electors running on the session, each with its names claimed
+	actors    map[*actor]bool   // the campaigns among them, told of every change
+	untold    bool              // a change the campaigns have not all been told of
+	expiry    expiry            // tells the campaigns when a renewal's deadline comes
+	telling   bool              // tell is running
+	tellers   sync.WaitGroup    // tell
+	unclaimed chan struct{}     // signalled (buffer 1) when one gives its names back
+	renewing  bool              // a keep-alive is in flight
+	phase     sessionPhase
+	quit      chan struct{} // closed by Close, to stop Run's loop
+	done      chan struct{} // closed once Run has returned, or by a Close that came before Run
 }
 
 // sessionPhase is how far a Session is: new (Run not called yet),
@@ -92,15 +92,15 @@ func newSession(b backends.Backend, cfg Config) *Session {
 	cfg.Session = nil
 	return &Session{
 		backend: b, cfg: cfg,
-		calls:    newLimiter(callsInFlight),
-		changed:  make(chan struct{}),
-		lost:     make(chan uint64, 1),
-		claims:   map[string]bool{},
-		orphans:  map[string]orphan{},
-		actors:   map[*actor]bool{},
-		detached: make(chan struct{}, 1),
-		quit:     make(chan struct{}),
-		done:     make(chan struct{}),
+		calls:     newLimiter(callsInFlight),
+		changed:   make(chan struct{}),
+		lost:      make(chan uint64, 1),
+		claims:    map[string]bool{},
+		orphans:   map[string]orphan{},
+		actors:    map[*actor]bool{},
+		unclaimed: make(chan struct{}, 1),
+		quit:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 }
 
@@ -297,11 +297,11 @@ func (c *Session) stop(fatal error) {
 	c.set(cur)
 	limit := time.NewTimer(c.cfg.Grace + c.cfg.TTL)
 	defer limit.Stop()
-	for c.attachedCount() > 0 {
+	for c.claimants() > 0 {
 		select {
-		case <-c.detached:
+		case <-c.unclaimed:
 		case <-limit.C:
-			c.cfg.Logger.Warn("campaigns still running on a closed session", "id", c.cfg.ID, "campaigns", c.attachedCount())
+			c.cfg.Logger.Warn("campaigns still running on a closed session", "id", c.cfg.ID, "campaigns", c.claimants())
 			c.closeAndForget(cur)
 			return
 		}
@@ -338,7 +338,7 @@ func (c *Session) Close() error {
 	}
 	c.mu.Unlock()
 	if phase == sessionNew {
-		c.set(c.current()) // the electors attached meanwhile leave
+		c.set(c.current()) // the electors that claimed names meanwhile leave
 		c.tellers.Wait()
 	}
 	<-c.done
