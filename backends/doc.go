@@ -9,10 +9,12 @@
 //
 // Optional powers are separate interfaces discovered with a type assertion:
 // Watcher lets waiting candidates and observers be woken by the backend
-// instead of polling; LossNotifier lets a session report a lock deleted
+// instead of polling; ReleaseWatcher wakes them on releases alone, so that
+// a lock taken wakes nobody; LossNotifier lets a session report a lock deleted
 // behind its back within milliseconds; Dequeuer lets a session that
 // queues waiters leave a line; Registry and Registrar keep the candidate
-// registry that group strategies rank.
+// registry that group strategies rank. backendtest checks each power
+// where a backend has it.
 //
 // The contract every implementation must keep is checked by the suite in
 // backends/backendtest; the embedded default is backends/memory.

@@ -112,8 +112,9 @@ func minHold(d time.Duration) Option {
 }
 
 // WithLogger sets where lost leases, backend errors and failed actions are
-// logged; contention is logged at debug level only. Default: discard.
-// Applies everywhere.
+// logged; contention is logged at debug level only. Default (and nil):
+// discard. The campaign logs while it holds its lock: the logger's handler
+// must not call the campaign's methods. Applies everywhere.
 func WithLogger(l *slog.Logger) Option {
 	return elector.Opt("WithLogger", elector.ForAll, func(c *elector.Config) { c.Logger = l })
 }

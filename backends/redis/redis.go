@@ -13,8 +13,9 @@ import (
 )
 
 var (
-	_ backends.Backend = (*Backend)(nil)
-	_ backends.Watcher = (*Backend)(nil)
+	_ backends.Backend        = (*Backend)(nil)
+	_ backends.Watcher        = (*Backend)(nil)
+	_ backends.ReleaseWatcher = (*Backend)(nil)
 )
 
 // DefaultPrefix starts every key and channel name unless WithPrefix says
