@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
@@ -114,7 +113,7 @@ func runIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	case h == nil && err == nil:
 		return Result[T]{Outcome: Skipped}, nil
 	case err != nil:
-		return onFailure(ctx, &cfg, full, label, fn, err)
+		return onFailure(ctx, &cfg, full, label, hook, fn, err)
 	}
 	fctx, cancel := h.Context(ctx)
 	worked := hook.Work(h.Slot, h.Token, h.Deadline)
@@ -123,9 +122,7 @@ func runIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	defer h.Unlock(ctx, &cfg)
 	defer cancel()
 	defer worked()
-	began := time.Now()
 	v, ferr := fn(fctx, h.Token)
-	cfg.Observer.Action(full, label, time.Since(began), ferr)
 	res = Result[T]{Outcome: Succeeded, Value: v, Slot: h.Slot, Token: h.Token}
 	if ferr != nil {
 		res.Outcome, res.Err = ActionFailed, ferr
@@ -144,20 +141,20 @@ func outcomeOf(o Outcome, err error) string {
 
 // onFailure applies the failure mode to a backend error. Context errors and
 // invalid input are returned as they are, whatever the mode.
-func onFailure[T any](ctx context.Context, cfg *elector.Config, name, label string, fn func(context.Context, events.Token) (T, error), err error) (Result[T], error) {
+func onFailure[T any](ctx context.Context, cfg *elector.Config, name, label string, hook elector.RunHook, fn func(context.Context, events.Token) (T, error), err error) (Result[T], error) {
 	if cerr := ctx.Err(); cerr != nil {
-		cfg.Observer.NotAcquired(name, label, elector.Canceled)
+		cfg.Hooks.Try(name, label, elector.Canceled)
 		return Result[T]{}, cerr
 	}
 	if errors.Is(err, backends.ErrInvalid) {
-		cfg.Observer.NotAcquired(name, label, elector.InvalidInput)
+		cfg.Hooks.Try(name, label, elector.InvalidInput)
 		return Result[T]{}, err
 	}
 	why := elector.BackendError
 	if cfg.FailureMode == elector.FailOpenRun {
 		why = elector.FailOpenForced
 	}
-	cfg.Observer.NotAcquired(name, label, why)
+	cfg.Hooks.Try(name, label, why)
 	switch cfg.FailureMode {
 	case elector.Skip:
 		cfg.Logger.Warn("backend failed; skipping", "id", cfg.ID, "err", err)
@@ -166,9 +163,9 @@ func onFailure[T any](ctx context.Context, cfg *elector.Config, name, label stri
 		cfg.Logger.Warn("backend failed; running without the lock", "id", cfg.ID, "err", err)
 		fctx, cancel := context.WithTimeout(ctx, cfg.Lease-cfg.MarginFor(cfg.Lease))
 		defer cancel()
-		began := time.Now()
+		deadline, _ := fctx.Deadline()
+		defer hook.Work(0, 0, deadline)() // no lock: slot 0, token 0
 		v, ferr := fn(fctx, 0)
-		cfg.Observer.Action(name, label, time.Since(began), ferr)
 		res := Result[T]{Outcome: Succeeded, Value: v}
 		if ferr != nil {
 			res.Outcome, res.Err = ActionFailed, ferr

@@ -143,7 +143,8 @@ func (k *healthHook) failingSince() time.Time {
 	return k.failing
 }
 
-func (*healthHook) Campaign(string, string) {}
+func (*healthHook) Campaign(string, string)            {}
+func (*healthHook) Try(string, string, elector.Reason) {}
 
 func (k *healthHook) Term(_ context.Context, e events.Event, backend string, ttl time.Duration, session elector.Hooks, deadline func() time.Time) elector.TermHook {
 	t := &healthTerm{h: k.h, name: e.Name, slot: e.Slot, token: e.Token, id: e.Holder, backend: backend, ttl: ttl, deadline: deadline, on: k.h.hookOf(session)}
@@ -163,7 +164,7 @@ func (h *Health) hookOf(session elector.Hooks) *healthHook {
 	return nil
 }
 
-func (k *healthHook) KeepAlive(err error) {
+func (k *healthHook) KeepAlive(_ string, _ time.Duration, err error) {
 	k.h.mu.Lock()
 	defer k.h.mu.Unlock()
 	switch {

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hustings/hustings/campaign"
+	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/elector"
 )
 
@@ -69,45 +71,71 @@ func WithMetrics(m *Metrics) campaign.Option {
 			c.Reject(errors.New("ops: nil Metrics"))
 			return
 		}
-		c.Observer = metricsObserver{m}
+		c.Hooks = append(c.Hooks, metricsHook{m: m})
 	})
 }
 
-// metricsObserver feeds Metrics from the engine.
-type metricsObserver struct{ m *Metrics }
-
-func (o metricsObserver) Attempt(name, backend string) {
-	o.m.attempts.WithLabelValues(name, backend).Inc()
+// metricsHook feeds Metrics from the engine.
+type metricsHook struct {
+	nopHook
+	m *Metrics
 }
 
-func (o metricsObserver) Acquired(name, backend string) {
-	o.m.acquired.WithLabelValues(name, backend).Inc()
+func (k metricsHook) Try(name, backend string, why elector.Reason) {
+	k.m.attempts.WithLabelValues(name, backend).Inc()
+	if why == elector.NoReason {
+		k.m.acquired.WithLabelValues(name, backend).Inc()
+		return
+	}
+	k.m.notAcquired.WithLabelValues(name, backend, why.String()).Inc()
 }
 
-func (o metricsObserver) NotAcquired(name, backend string, why elector.Reason) {
-	o.m.notAcquired.WithLabelValues(name, backend, why.String()).Inc()
+func (k metricsHook) Term(_ context.Context, e events.Event, backend string, _ time.Duration, _ elector.Hooks, _ func() time.Time) elector.TermHook {
+	k.m.won.WithLabelValues(e.Name, backend).Inc()
+	k.m.active.WithLabelValues(e.Name, backend).Inc()
+	return metricsTerm{m: k.m, backend: backend}
 }
 
-func (o metricsObserver) TermStarted(name, backend string) {
-	o.m.won.WithLabelValues(name, backend).Inc()
-	o.m.active.WithLabelValues(name, backend).Inc()
-}
-
-func (o metricsObserver) TermEnded(name, backend, reason string) {
-	o.m.active.WithLabelValues(name, backend).Dec()
-	o.m.revoked.WithLabelValues(name, backend, reason).Inc()
-}
-
-func (o metricsObserver) Action(name, backend string, d time.Duration, err error) {
-	o.m.action.WithLabelValues(name, backend).Observe(d.Seconds())
+func (k metricsHook) KeepAlive(backend string, d time.Duration, err error) {
+	k.m.keepAlive.WithLabelValues(backend).Observe(d.Seconds())
 	if err != nil {
-		o.m.actionFailures.WithLabelValues(name, backend).Inc()
+		k.m.keepAliveFailures.WithLabelValues(backend).Inc()
 	}
 }
 
-func (o metricsObserver) KeepAlive(backend string, d time.Duration, err error) {
-	o.m.keepAlive.WithLabelValues(backend).Observe(d.Seconds())
-	if err != nil {
-		o.m.keepAliveFailures.WithLabelValues(backend).Inc()
+func (k metricsHook) Run(_ context.Context, name, backend, _ string) elector.RunHook {
+	return metricsRun{m: k.m, name: name, backend: backend}
+}
+
+// metricsTerm ends a term's count.
+type metricsTerm struct {
+	m       *Metrics
+	backend string
+}
+
+func (t metricsTerm) Context(ctx context.Context) context.Context { return ctx }
+func (t metricsTerm) Work() func()                                { return func() {} }
+
+func (t metricsTerm) Ended(e events.Event) {
+	t.m.active.WithLabelValues(e.Name, t.backend).Dec()
+	t.m.revoked.WithLabelValues(e.Name, t.backend, events.ReasonCode(e.Reason)).Inc()
+}
+
+// metricsRun times a one-shot run's function and counts its failure.
+type metricsRun struct {
+	m             *Metrics
+	name, backend string
+}
+
+func (r metricsRun) Context(ctx context.Context) context.Context { return ctx }
+
+func (r metricsRun) Work(int, events.Token, time.Time) func() {
+	began := time.Now()
+	return func() { r.m.action.WithLabelValues(r.name, r.backend).Observe(time.Since(began).Seconds()) }
+}
+
+func (r metricsRun) Ended(outcome string, _ error) {
+	if outcome == campaign.ActionFailed.String() {
+		r.m.actionFailures.WithLabelValues(r.name, r.backend).Inc()
 	}
 }

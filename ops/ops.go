@@ -22,7 +22,8 @@ const uses = elector.ForAll &^ elector.ForObserve
 type nopHook struct{}
 
 func (nopHook) Campaign(string, string)                                     {}
-func (nopHook) KeepAlive(error)                                             {}
+func (nopHook) Try(string, string, elector.Reason)                          {}
+func (nopHook) KeepAlive(string, time.Duration, error)                      {}
 func (nopHook) Run(context.Context, string, string, string) elector.RunHook { return nopRun{} }
 
 type nopRun struct{}

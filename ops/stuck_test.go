@@ -24,15 +24,15 @@ func TestHealthFailsWhenKeepAlivesFailLongerThanTheTTLWhileLeading(t *testing.T)
 		}
 		// The hooks of three sessions' Configs, as the engine would make them.
 		hook, follower, other := &healthHook{h: h}, &healthHook{h: h}, &healthHook{h: h}
-		follower.KeepAlive(errors.New("timeout")) // a follower's: no term, never counts
+		follower.KeepAlive("memory", 0, errors.New("timeout")) // a follower's: no term, never counts
 		e := events.Event{Kind: events.Elected, Name: "job", Holder: "a", Token: 7, Time: time.Now(), Deadline: time.Now().Add(ttl)}
 		term := hook.Term(context.Background(), e, "memory", ttl, elector.Hooks{hook}, func() time.Time { return e.Deadline })
-		hook.KeepAlive(nil)
-		other.KeepAlive(errors.New("timeout")) // another session's (a on another memory backend, say): not this term's
+		hook.KeepAlive("memory", 0, nil)
+		other.KeepAlive("memory", 0, errors.New("timeout")) // another session's (a on another memory backend, say): not this term's
 		time.Sleep(ttl / 2)
-		hook.KeepAlive(errors.New("timeout"))
+		hook.KeepAlive("memory", 0, errors.New("timeout"))
 		time.Sleep(ttl / 2)
-		hook.KeepAlive(errors.New("timeout")) // the first failure counts, not the last
+		hook.KeepAlive("memory", 0, errors.New("timeout")) // the first failure counts, not the last
 		time.Sleep(ttl / 2)
 		if err := h.Check(t.Context()); err != nil {
 			t.Fatalf("failing for a TTL exactly: Check = %v, want nil", err)
@@ -42,11 +42,11 @@ func TestHealthFailsWhenKeepAlivesFailLongerThanTheTTLWhileLeading(t *testing.T)
 		if !errors.Is(err, ErrUnhealthy) || !strings.Contains(err.Error(), "keep-alives of a on memory") {
 			t.Fatalf("failing for over a TTL while leading: Check = %v, want ErrUnhealthy about a's keep-alives", err)
 		}
-		hook.KeepAlive(nil)
+		hook.KeepAlive("memory", 0, nil)
 		if err := h.Check(t.Context()); err != nil {
 			t.Fatalf("after a renewal: Check = %v, want nil", err)
 		}
-		hook.KeepAlive(errors.New("timeout"))
+		hook.KeepAlive("memory", 0, errors.New("timeout"))
 		term.Ended(events.Event{Kind: events.Revoked, Time: time.Now()})
 		time.Sleep(2 * ttl)
 		if err := h.Check(t.Context()); err != nil {

@@ -75,7 +75,8 @@ type traceHook struct {
 	terms  map[*traceTerm]struct{} // in force on the session this hook hears
 }
 
-func (*traceHook) Campaign(string, string) {}
+func (*traceHook) Campaign(string, string)            {}
+func (*traceHook) Try(string, string, elector.Reason) {}
 
 func (k *traceHook) Term(ctx context.Context, e events.Event, backend string, _ time.Duration, session elector.Hooks, _ func() time.Time) elector.TermHook {
 	opts := []trace.SpanStartOption{
@@ -106,7 +107,7 @@ func tracerOf(session elector.Hooks) *traceHook {
 	return nil
 }
 
-func (k *traceHook) KeepAlive(err error) {
+func (k *traceHook) KeepAlive(_ string, _ time.Duration, err error) {
 	if err == nil {
 		return
 	}

@@ -169,7 +169,6 @@ func (a *actor) elect(slot int, token events.Token) {
 	t.hook = cfg.Hooks.Term(a.ctx, e, a.e.label, cfg.TTL, a.on.cfg.Hooks, t.live)
 	a.term, a.audit, a.at.try = t, audit{}, now // tries are due again once it ends
 	a.wait.watch.Stop()
-	cfg.Observer.TermStarted(a.e.name, a.e.label)
 	cfg.Logger.Info("elected", "name", a.e.name, "slot", slot, "id", cfg.ID, "token", token, "deadline", deadline)
 	a.e.publish(e)
 	if a.e.elected != nil {
@@ -189,8 +188,7 @@ func (a *actor) revoke(reason error) *term {
 	e := t.event
 	e.Kind, e.Time, e.Deadline, e.Reason = events.Revoked, time.Now(), t.live(), reason
 	t.end(e.Deadline)
-	// Metrics and logs first: whoever reads the event may look at them.
-	cfg.Observer.TermEnded(a.e.name, a.e.label, ReasonCode(reason))
+	// Hooks (metrics) and logs first: whoever reads the event may look at them.
 	t.hook.Ended(e)
 	level := slog.LevelWarn
 	if errors.Is(reason, events.ErrResigned) || errors.Is(reason, events.ErrCanceled) {

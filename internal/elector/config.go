@@ -141,10 +141,7 @@ type Config struct {
 	Session *Session
 	// FailureMode says what a one-shot run does when the backend fails.
 	FailureMode FailureMode
-	// Observer is told what happens, for metrics; never nil after
-	// NewConfig.
-	Observer Observer
-	// Hooks are told who did what, for health checks and traces.
+	// Hooks are told who did what, for metrics, health checks and traces.
 	Hooks Hooks
 	// Now is the clock Every's windows follow; time.Now by default.
 	Now func() time.Time
@@ -250,9 +247,6 @@ func (c *Config) defaults() {
 	}
 	if c.Patience == 0 {
 		c.Patience = 2 * c.Retry
-	}
-	if c.Observer == nil {
-		c.Observer = nopObserver{}
 	}
 	if c.Now == nil {
 		c.Now = time.Now

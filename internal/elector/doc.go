@@ -10,9 +10,9 @@
 // session's turns, one call at a time, so a hanging backend never holds up
 // the deadline, the events or a stop, and a held campaign costs no
 // goroutine. Every campaign runs on a session: the user's, or a private one
-// made for it through the same code. What happens is told to an Observer
-// (counts, for campaign's Metrics) and to Hooks (who and which term, for
-// package ops's health check, leader gauge and traces). Its doc for users
+// made for it through the same code. What happens is told to its Hooks
+// (tries, terms, keep-alives and runs, for package ops's metrics, health
+// check, leader gauge and traces). Its doc for users
 // is in package campaign; this package is internal so that its types can
 // change.
 package elector

@@ -7,17 +7,22 @@ import (
 	"github.com/hustings/hustings/events"
 )
 
-// Hook is told who did what: which campaign started, each term with its
-// token and deadline, each keep-alive of the session whose Config holds
-// it, each one-shot run with its outcome. Package ops builds health checks, the
-// leader gauge and traces on it (campaign's Metrics needs only counts and
-// is an Observer). A Config holds any number of hooks (see Hooks). Every
+// Hook is told who did what: which campaign started, how each try for a
+// lock ended, each term with its token and deadline, each keep-alive of
+// the session whose Config holds it, each one-shot run with its outcome.
+// Package ops builds its metrics, health checks, leader gauge and traces
+// on it. A Config holds any number of hooks (see Hooks). Every
 // method is called from the campaigns' goroutines, a campaign's under its
 // lock: it must not block, nor call the campaign's methods, and must be
 // safe for concurrent use.
 type Hook interface {
 	// Campaign: a campaign or group for name began to run.
 	Campaign(name, backend string)
+	// Try: a try for the lock name ended, with NoReason when the backend
+	// confirmed the lock, else why not (for a one-shot run whose backend
+	// failed, what its failure mode made of it). A one-shot run that waits
+	// is one try, whatever it asked meanwhile.
+	Try(name, backend string, why Reason)
 	// Term: a term began; e is its Elected event, ttl its session's TTL,
 	// ctx the campaign's Run context, session the hooks of the session it
 	// is on, which hear that session's keep-alives (the campaign's own
@@ -27,8 +32,8 @@ type Hook interface {
 	// The TermHook hears the rest of it.
 	Term(ctx context.Context, e events.Event, backend string, ttl time.Duration, session Hooks, deadline func() time.Time) TermHook
 	// KeepAlive: a renewal of the session whose Config holds the hook
-	// returned err (nil when it succeeded).
-	KeepAlive(err error)
+	// took d and returned err (nil when it succeeded).
+	KeepAlive(backend string, d time.Duration, err error)
 	// Run: a one-shot run of name began under the caller's ctx. The
 	// RunHook hears the rest of it.
 	Run(ctx context.Context, name, backend, id string) RunHook
@@ -85,10 +90,17 @@ func (hs Hooks) Term(ctx context.Context, e events.Event, backend string, ttl ti
 	return ts
 }
 
-// KeepAlive tells every hook how a renewal went.
-func (hs Hooks) KeepAlive(err error) {
+// Try tells every hook how a try ended.
+func (hs Hooks) Try(name, backend string, why Reason) {
 	for _, h := range hs {
-		h.KeepAlive(err)
+		h.Try(name, backend, why)
+	}
+}
+
+// KeepAlive tells every hook how a renewal went.
+func (hs Hooks) KeepAlive(backend string, d time.Duration, err error) {
+	for _, h := range hs {
+		h.KeepAlive(backend, d, err)
 	}
 }
 

@@ -45,17 +45,17 @@ func LockOn(ctx context.Context, s *Session, name string, names []string, cfg *C
 }
 
 // lockRun makes a one-shot run's try on s, or on a private session if s
-// is nil, and tells the Observer.
+// is nil, and tells the hooks how it ended unless it failed (the
+// caller's failure mode says why).
 func lockRun(ctx context.Context, b backends.Backend, s *Session, name string, names []string, cfg *Config) (*Held, error) {
 	label := BackendLabel(b)
-	cfg.Observer.Attempt(name, label)
 	h, err := lock(ctx, b, s, names, cfg)
 	switch {
 	case err != nil: // the caller's failure mode says which reason
 	case h == nil:
-		cfg.Observer.NotAcquired(name, label, Contention)
+		cfg.Hooks.Try(name, label, Contention)
 	default:
-		cfg.Observer.Acquired(name, label)
+		cfg.Hooks.Try(name, label, NoReason)
 	}
 	return h, err
 }

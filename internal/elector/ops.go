@@ -118,7 +118,6 @@ func (a *actor) startAcquire() {
 	s := a.on.sess
 	only := a.wait.asks()
 	slots, id, doubt := a.e.slots, a.cfg().ID, a.doubt
-	a.cfg().Observer.Attempt(a.e.name, a.e.label)
 	a.at.try = never // a watch signal while it asks makes the next try due at once
 	a.call(opAcquire, nil, func(ctx context.Context, sent error) outcome {
 		slot, tok, left, err := 0, events.Token(0), doubt, sent
@@ -128,7 +127,7 @@ func (a *actor) startAcquire() {
 		return outcome{
 			apply: func() { a.acquired(slot, tok, left, err) },
 			discard: func() {
-				a.cfg().Observer.NotAcquired(a.e.name, a.e.label, Canceled) // its Attempt was counted
+				a.cfg().Hooks.Try(a.e.name, a.e.label, Canceled)
 				switch {
 				case err == nil:
 					// Won for nothing: released, so no later term reuses its token.
@@ -154,13 +153,13 @@ func (a *actor) acquired(slot int, token events.Token, doubt []string, err error
 	switch {
 	case err == nil:
 		a.succeed()
-		a.cfg().Observer.Acquired(a.e.name, a.e.label)
+		a.cfg().Hooks.Try(a.e.name, a.e.label, NoReason)
 		a.elect(slot, token)
 	case errors.Is(err, backends.ErrHeld):
 		a.succeed()
 		a.lost()
 		a.wait.held()
-		a.cfg().Observer.NotAcquired(a.e.name, a.e.label, Contention)
+		a.cfg().Hooks.Try(a.e.name, a.e.label, Contention)
 		now := time.Now()
 		next := now.Add(a.cfg().RetryPause())
 		if a.needWatch(now) {
@@ -172,17 +171,17 @@ func (a *actor) acquired(slot int, token events.Token, doubt []string, err error
 		}
 		a.cfg().Logger.Debug("lock held by another candidate", "name", a.e.name, "id", a.cfg().ID, "err", err)
 	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
-		a.cfg().Observer.NotAcquired(a.e.name, a.e.label, BackendError)
+		a.cfg().Hooks.Try(a.e.name, a.e.label, BackendError)
 		a.failed("acquire", err)
 		a.lose(err)
 	case errors.Is(err, backends.ErrInvalid):
 		// A closed client, or a name this backend cannot store: no retry
 		// cures it (a backend whose Open sends nothing reports it here).
-		a.cfg().Observer.NotAcquired(a.e.name, a.e.label, InvalidInput)
+		a.cfg().Hooks.Try(a.e.name, a.e.label, InvalidInput)
 		a.failed("acquire", err)
 		a.stop(events.ErrSessionLost, Invalid(err))
 	default:
-		a.cfg().Observer.NotAcquired(a.e.name, a.e.label, BackendError)
+		a.cfg().Hooks.Try(a.e.name, a.e.label, BackendError)
 		a.failed("acquire", err)
 		a.at.try = time.Now().Add(a.backoff())
 	}

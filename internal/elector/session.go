@@ -244,8 +244,7 @@ func (c *Session) tick(ctx context.Context) (time.Time, error) {
 	c.mu.Lock()
 	c.renewing = false
 	c.mu.Unlock()
-	c.cfg.Observer.KeepAlive(BackendLabel(c.backend), time.Since(start), err)
-	c.cfg.Hooks.KeepAlive(err)
+	c.cfg.Hooks.KeepAlive(BackendLabel(c.backend), time.Since(start), err)
 	switch {
 	case err == nil:
 		renewed := shared{sess: cur.sess, renewed: start, gen: cur.gen}
