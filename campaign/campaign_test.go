@@ -38,10 +38,60 @@ func start(t *testing.T, b backends.Backend, id string, opts ...campaign.Option)
 	if err != nil {
 		t.Fatalf("New(%s): %v", id, err)
 	}
+	return run(t, c)
+}
+
+// run runs c and returns it as a node; stop it with Close.
+func run(t *testing.T, c *campaign.Campaign) *node {
 	n := &node{c: c, done: make(chan error, 1)}
 	go func() { n.done <- c.Run(context.Background()) }()
 	t.Cleanup(func() { c.Close() }) // after a failure; Close waits for Run
 	return n
+}
+
+// newCampaign is campaign.New that fails the test on an error.
+func newCampaign(t *testing.T, b backends.Backend, name string, opts ...campaign.Option) *campaign.Campaign {
+	t.Helper()
+	c, err := campaign.New(b, name, opts...)
+	if err != nil {
+		t.Fatalf("New(%s): %v", name, err)
+	}
+	return c
+}
+
+// newSession is campaign.NewSession that fails the test on an error.
+func newSession(t *testing.T, b backends.Backend, opts ...campaign.Option) *campaign.Session {
+	t.Helper()
+	s, err := campaign.NewSession(b, opts...)
+	if err != nil {
+		t.Fatalf("NewSession: %v", err)
+	}
+	return s
+}
+
+// holding opens a session for id on b, with a TTL of an hour, that holds
+// name; the caller closes it. Errors fail the test.
+func holding(t *testing.T, b backends.Backend, id, name string) (backends.Session, events.Token) {
+	t.Helper()
+	s, err := b.Open(t.Context(), id, time.Hour)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", id, err)
+	}
+	tok, err := s.Acquire(t.Context(), name, 0)
+	if err != nil {
+		t.Fatalf("%s: Acquire(%s): %v", id, name, err)
+	}
+	return s, tok
+}
+
+// holderOf returns name's holder on b, failing the test on an error.
+func holderOf(t *testing.T, b backends.Backend, name string) backends.Holder {
+	t.Helper()
+	h, err := b.Holder(t.Context(), name)
+	if err != nil {
+		t.Fatalf("Holder(%s): %v", name, err)
+	}
+	return h
 }
 
 // stop closes the campaign and returns what Run returned.

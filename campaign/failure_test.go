@@ -74,3 +74,53 @@ func TestFailOpenNeverRunsOnContention(t *testing.T) {
 		holder.stop(t)
 	})
 }
+
+// Fail-open never runs fn while another candidate holds the lock, also
+// when a keep-alive of the waiting run's session fails after it found the
+// lock held: contention, once seen, is not taken for a backend failure.
+func TestFailOpenNeverRunsAfterContentionThenFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &faulty{Backend: memory.New()}
+		s, _ := holding(t, f.Backend, "holder", "x")
+		f.failKeepAlive.Store(true) // one flaky keep-alive on the waiter's session
+		ran := false
+		res, err := campaign.RunIfLeader(t.Context(), f, "x", func(ctx context.Context, tok events.Token) (int, error) {
+			ran = true
+			return 0, nil
+		}, campaign.WithID("a"), campaign.WithLease(2*time.Second), campaign.WithWait(10*time.Second),
+			campaign.WithFailOpen())
+		h, herr := f.Backend.Holder(context.Background(), "x")
+		if herr != nil {
+			t.Fatal(herr)
+		}
+		if ran {
+			t.Errorf("fn ran without the lock while %q holds it (token %d): %+v, %v", h.ID, h.Token, res, err)
+		}
+		if err := s.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// A waiting RunIfLeader whose keep-alive hangs returns within the wait
+// and the lease: the keep-alive is bounded by the lease, and then the
+// failure mode (here skip) applies.
+func TestWaitingRunKeepAliveIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		s, _ := holding(t, b, "holder", "x")
+		time.AfterFunc(500*time.Millisecond, func() { b.Partition("a") })
+		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+		defer cancel()
+		start := time.Now()
+		res, err := campaign.RunIfLeader(ctx, b, "x", answer, campaign.WithID("a"),
+			campaign.WithLease(2*time.Second), campaign.WithWait(10*time.Second), campaign.WithSkipOnFailure())
+		if took := time.Since(start); took > 20*time.Second {
+			t.Errorf("RunIfLeader (lease 2s, wait 10s, Skip) returned after %v: %+v, %v; want a backend failure within the wait + lease", took, res, err)
+		}
+		b.HealAll()
+		if err := s.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+}

@@ -126,6 +126,33 @@ func TestRunWithCancelledContext(t *testing.T) {
 	})
 }
 
+// Run after a Run that ended with its context returns ErrClosed.
+func TestRunAfterEndedRunIsClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCampaign(t, memory.New(), "x")
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if err := c.Run(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run = %v, want context.Canceled", err)
+		}
+		if err := c.Run(t.Context()); !errors.Is(err, campaign.ErrClosed) {
+			t.Errorf("second Run after the first ended = %v, want ErrClosed", err)
+		}
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+}
+
+// A margin that puts the deadline (TTL less the margin) at or before the
+// next renewal (a third of the TTL) could never renew a term in time: New
+// rejects it.
+func TestMarginMustLeaveRoomToRenew(t *testing.T) {
+	if _, err := campaign.New(memory.New(), "x", campaign.WithSafetyMargin(7*time.Second)); !errors.Is(err, campaign.ErrInvalid) {
+		t.Fatalf("margin 7s with TTL 10s (renewed every 3.3s): err = %v, want ErrInvalid", err)
+	}
+}
+
 func TestCancelEndsTheTermWithReason(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := memory.New()

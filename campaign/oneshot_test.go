@@ -287,3 +287,57 @@ func TestObserveRejectsBadName(t *testing.T) {
 		t.Fatalf("err = %v, want ErrInvalid", err)
 	}
 }
+
+// A RunIfLeader that waits for a held lock returns its context's error
+// when the context ends during the wait.
+func TestRunIfLeaderReturnsContextErrorDuringWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		s, _ := holding(t, b, "holder", "x")
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		defer cancel()
+		res, err := campaign.RunIfLeader(ctx, b, "x", answer, campaign.WithWait(time.Minute))
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("ctx ended during the wait: %+v, err=%v; want context.DeadlineExceeded", res, err)
+		}
+		if err := s.Close(t.Context()); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// RunIfLeader never hands fn a spent lease: when opening the session took
+// most of the lease, the lease is renewed before fn runs, and fn's context
+// is live when fn starts.
+func TestRunIfLeaderNeverRunsWithSpentLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &faulty{Backend: memory.New(), openDelay: map[string]time.Duration{"a": 9500 * time.Millisecond}}
+		var atStart error
+		res, err := campaign.RunIfLeader(t.Context(), f, "x", func(ctx context.Context, tok events.Token) (int, error) {
+			atStart = ctx.Err()
+			return 0, nil
+		}, campaign.WithID("a"), campaign.WithLease(10*time.Second))
+		if err != nil || res.Outcome != campaign.Succeeded || atStart != nil {
+			t.Errorf("after a 9.5s Open on a 10s lease: %+v, %v, fn's context at start: %v; want a renewed lease", res, err, atStart)
+		}
+	})
+}
+
+// A waiting RunIfLeader keeps its own session alive while it waits, also
+// with a lease shorter than its retry pause: it is elected when the lock
+// is freed within the wait.
+func TestRunIfLeaderWaitKeepsSessionAlive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		s, _ := holding(t, b, "holder", "x")
+		closed := make(chan error, 1)
+		time.AfterFunc(3*time.Second, func() { closed <- s.Close(context.Background()) })
+		res, err := campaign.RunIfLeader(t.Context(), b, "x", answer, campaign.WithLease(time.Second), campaign.WithWait(10*time.Second))
+		if err != nil || res.Outcome != campaign.Succeeded {
+			t.Errorf("lock freed after 3s within a 10s wait: %+v, %v; want elected", res, err)
+		}
+		if err := <-closed; err != nil {
+			t.Errorf("closing the holder's session: %v", err)
+		}
+	})
+}

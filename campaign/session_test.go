@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -180,6 +181,85 @@ func TestCandidateRunsOnce(t *testing.T) {
 			t.Fatalf("Run after it ended = %v, want ErrClosed", err)
 		}
 		cand.Close()
+	})
+}
+
+// Two campaigns for one name on one session would both be told they hold
+// it, under one token: the second one's Run is refused, and once the first
+// is closed a new campaign for the name is elected.
+func TestSharedCandidateRefusesTheSameNameTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		cand := newSession(t, b, campaign.WithID("a"), campaign.WithTTL(ttl))
+		runCandidate(t, cand)
+		c1 := run(t, newCampaign(t, b, "lock", campaign.WithSession(cand)))
+		c2 := newCampaign(t, b, "lock", campaign.WithSession(cand))
+		next(t, c1.c.Events())
+		if err := c2.Run(t.Context()); !errors.Is(err, campaign.ErrInvalid) {
+			t.Errorf("second campaign for the same name on one candidate: Run = %v, want ErrInvalid", err)
+		}
+		if err := c2.Close(); err != nil {
+			t.Errorf("Close of the refused campaign: %v", err)
+		}
+		if err := c1.stop(t); !errors.Is(err, campaign.ErrClosed) {
+			t.Errorf("Run = %v, want ErrClosed", err)
+		}
+		c3 := run(t, newCampaign(t, b, "lock", campaign.WithSession(cand)))
+		if e := next(t, c3.c.Events()); e.Kind != events.Elected {
+			t.Errorf("after the first closed, a new campaign for the name got %s", e)
+		}
+		if err := c3.stop(t); !errors.Is(err, campaign.ErrClosed) {
+			t.Errorf("Run = %v, want ErrClosed", err)
+		}
+	})
+}
+
+// A session and its campaigns that stop on one context (the usual
+// signal.NotifyContext pattern) keep the lock until the work bound to the
+// term has returned, within the grace period: no other candidate takes the
+// lock while that work runs.
+func TestCandidateStopWaitsForTermWork(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		ctx, cancel := context.WithCancel(context.Background())
+		cand := newSession(t, b, campaign.WithID("a"), campaign.WithTTL(ttl))
+		cd := make(chan error, 1)
+		go func() { cd <- cand.Run(ctx) }()
+		c := newCampaign(t, b, "lock", campaign.WithSession(cand), campaign.WithGrace(5*time.Second))
+		var workDone atomic.Bool
+		wd := make(chan error, 1)
+		go func() {
+			wd <- campaign.WhileLeader(ctx, c, func(ctx context.Context, term events.Event) error {
+				<-ctx.Done()
+				time.Sleep(2 * time.Second) // finishing a write, within the grace period
+				workDone.Store(true)
+				return nil
+			})
+		}()
+		time.Sleep(time.Second)
+		if !c.State().Leader {
+			t.Fatal("not elected")
+		}
+		cancel()
+		time.Sleep(100 * time.Millisecond)
+		o, err := b.Open(t.Context(), "other", ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok, err := o.Acquire(t.Context(), "lock", 0); err == nil && !workDone.Load() {
+			t.Errorf("another candidate took the lock (token %d) while the old term's work was still running (contract 5)", tok)
+		}
+		if err := o.Close(t.Context()); err != nil {
+			t.Error(err)
+		}
+		// The campaign's Run ends with its context or with its session,
+		// whichever it sees first.
+		if err := <-wd; !errors.Is(err, context.Canceled) && !errors.Is(err, campaign.ErrClosed) {
+			t.Errorf("WhileLeader = %v, want context.Canceled or ErrClosed", err)
+		}
+		if err := <-cd; !errors.Is(err, context.Canceled) {
+			t.Errorf("the session's Run = %v, want context.Canceled", err)
+		}
 	})
 }
 

@@ -2,6 +2,7 @@ package campaign_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -10,6 +11,7 @@ import (
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/elector"
 )
 
 // watchCounter counts the watches set up on a memory backend.
@@ -42,7 +44,9 @@ func TestNoWatchForAFreeLock(t *testing.T) {
 		began := time.Now()
 		go func() {
 			time.Sleep(100 * time.Millisecond)
-			first.c.Resign(context.Background())
+			if err := first.c.Resign(context.Background()); err != nil {
+				t.Errorf("Resign: %v", err)
+			}
 		}()
 		res, err = campaign.RunIfLeader(t.Context(), b, "lock", answer, campaign.WithWait(time.Minute), campaign.WithRetry(10*time.Second))
 		if err != nil || res.Outcome != campaign.Succeeded {
@@ -54,5 +58,55 @@ func TestNoWatchForAFreeLock(t *testing.T) {
 			t.Fatalf("waited %v with %d watches; want woken by the release at 100ms, one watch", waited, b.n.Load())
 		}
 		first.stop(t)
+	})
+}
+
+// A release that comes while a waiter's acquire is in flight still wakes
+// the waiter: the acquire's answer (the lock is held) does not hide the
+// watch's signal, so a graceful handover takes less than a retry interval.
+func TestReleaseDuringAcquireStillWakesWaiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &faulty{Backend: memory.New(), acquireDelay: map[string]time.Duration{"b": 50 * time.Millisecond}}
+		a := start(t, f, "a")
+		next(t, a.c.Events())
+		b := start(t, f, "b")
+		time.Sleep(10 * time.Millisecond) // b's first acquire is in flight (50ms)
+		resigned := time.Now()
+		if err := a.stop(t); !errors.Is(err, campaign.ErrClosed) { // graceful: releases at once, a no longer competes
+			t.Errorf("a's Run = %v, want ErrClosed", err)
+		}
+		won := next(t, b.c.Events())
+		if took := won.Time.Sub(resigned); took >= elector.DefaultRetry {
+			t.Errorf("graceful handover took %v (>= one retry interval): the release signal was lost", took)
+		}
+		if err := b.stop(t); !errors.Is(err, campaign.ErrClosed) {
+			t.Errorf("b's Run = %v, want ErrClosed", err)
+		}
+	})
+}
+
+// Observe pauses for its retry interval after a watch that the backend
+// closes at once: it reads the holder a few times per interval, never in a
+// loop without pause.
+func TestObservePausesAfterBrokenWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &faulty{Backend: memory.New(), closedWatch: true, hot: make(chan struct{})}
+		ctx, cancel := context.WithCancel(t.Context())
+		ch, err := campaign.Observe(ctx, f, "lock", campaign.WithRetry(50*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-ch
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-f.hot: // the clock cannot move: the holder is read without pause
+		}
+		n := f.holders.Load()
+		cancel()
+		for range ch {
+		}
+		if n > 10 {
+			t.Errorf("Observe read the holder %d times in 100ms with a 50ms retry: hot loop", n)
+		}
 	})
 }

@@ -47,15 +47,38 @@ type member struct {
 func join(t *testing.T, b backends.Backend, id string, n int, h *backendtest.History, opts ...campaign.Option) *member {
 	t.Helper()
 	opts = append([]campaign.Option{campaign.WithID(id), campaign.WithTTL(10 * time.Second), campaign.WithRetry(500 * time.Millisecond)}, opts...)
+	g := newGroup(t, b, n, opts...)
+	go h.Follow(g.Events())
+	return run(t, g)
+}
+
+// newGroup is group.New for "rollups" that fails the test on an error.
+func newGroup(t *testing.T, b backends.Backend, n int, opts ...campaign.Option) *campaign.Campaign {
+	t.Helper()
 	g, err := group.New(b, "rollups", n, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return g
+}
+
+// run runs g and returns it as a member; the test's end closes it.
+func run(t *testing.T, g *campaign.Campaign) *member {
 	m := &member{g: g, done: make(chan error, 1)}
 	go func() { m.done <- g.Run(context.Background()) }()
-	go h.Follow(g.Events())
 	t.Cleanup(func() { g.Close() })
 	return m
+}
+
+// stop closes the group and fails the test unless Run returns ErrClosed.
+func (m *member) stop(t *testing.T) {
+	t.Helper()
+	if err := m.g.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := <-m.done; !errors.Is(err, campaign.ErrClosed) {
+		t.Errorf("Run = %v, want ErrClosed", err)
+	}
 }
 
 // leaders returns the members that lead now.

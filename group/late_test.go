@@ -14,10 +14,9 @@ import (
 // spent (the keep-alives meanwhile applied by the server, their answers
 // lost) starts no term, so the campaign must not keep it: when its next
 // try wins another slot first, the late one is let go, not left held by
-// the live session for nobody. Found by the chaos suite on Redis (a
-// restart made keep-alives fail while an acquire was in flight): a group
-// slot stayed held by a live session under a token no Elected carried,
-// and the run could not settle.
+// the live session for nobody under a token no Elected carried (as after a
+// Redis restart that makes keep-alives fail while an acquire is in
+// flight).
 func TestSlotWonAfterTheDeadlineIsNotKeptForNobody(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -162,6 +163,56 @@ func TestPatienceLetsTheNextRankedIn(t *testing.T) {
 		}
 		for _, m := range ms {
 			m.g.Close()
+		}
+	})
+}
+
+// countingReg is a memory backend that counts the registry reads; the
+// thousandth closes storm, if not nil: reads without pause never let a
+// synctest bubble's clock move, so a test waits on storm as well.
+type countingReg struct {
+	*memory.Backend
+	members atomic.Int64
+	storm   chan struct{}
+}
+
+func (c *countingReg) Members(ctx context.Context, g string) ([]strategy.Candidate, error) {
+	if c.members.Add(1) == 1000 && c.storm != nil {
+		close(c.storm)
+	}
+	return c.Backend.Members(ctx, g)
+}
+
+// A registry entry the strategy cannot rank (weight 0 under Weighted: a
+// replica still on FIFO during a rolling deploy) neither makes a
+// candidate read the registry without pause nor keeps it from trying:
+// with both slots free it is elected, reading the registry about once a
+// retry interval.
+func TestUnrankableMemberNeitherStormsNorBlocks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &countingReg{Backend: memory.New(), storm: make(chan struct{})}
+		other, err := b.Backend.Open(t.Context(), "old-replica", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.(backends.Registrar).Register(t.Context(), "rollups", strategy.Candidate{ID: "old-replica"}); err != nil {
+			t.Fatal(err)
+		}
+		g := run(t, newGroup(t, b, 2, campaign.WithID("n1"), campaign.WithRetry(50*time.Millisecond), group.WithStrategy(strategy.Weighted()), group.WithWeight(1)))
+		select {
+		case <-time.After(500 * time.Millisecond):
+		case <-b.storm: // the clock cannot move: the registry is read without pause
+		}
+		n := b.members.Load()
+		if n > 20 {
+			t.Errorf("%d registry reads in 500ms with a 50ms retry: rank storm", n)
+		}
+		if !g.g.State().Leader {
+			t.Errorf("never elected although both slots have been free for 500ms (patience 100ms); state err: %v", g.g.State().Err)
+		}
+		g.stop(t)
+		if err := other.Close(t.Context()); err != nil {
+			t.Error(err)
 		}
 	})
 }

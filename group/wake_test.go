@@ -201,7 +201,7 @@ func TestWokenWaiterAsksForTheReleasedSlot(t *testing.T) {
 
 // A waiter in the lines of every slot that wins one is elected before it
 // leaves the other lines: leaving them is a request each (a delete of its
-// node on ZooKeeper), which used to come between the win and the Elected.
+// node on ZooKeeper) that does not come between the win and the Elected.
 func TestElectedBeforeTheOtherLinesAreLeft(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &spy{Backend: memory.New(), id: "waiter", gate: make(chan struct{})}
