@@ -75,11 +75,18 @@ func closeWakesWaiter(e *env) {
 // watchClosedWithContext: the backend closes a watch channel when the
 // watch's context ends.
 func watchClosedWithContext(e *env) {
+	e.closedWithContext("Watch", e.watcher().Watch)
+}
+
+// closedWithContext checks that the channel watch returns is closed when
+// the watch's context ends.
+func (e *env) closedWithContext(what string, watch func(context.Context, string) (<-chan struct{}, error)) {
+	e.t.Helper()
 	ctx, cancel := context.WithCancel(e.ctx)
-	ch, err := e.watcher().Watch(ctx, e.name())
+	ch, err := watch(ctx, e.name())
 	if err != nil {
 		cancel()
-		e.t.Fatalf("Watch: %v", err)
+		e.t.Fatalf("%s: %v", what, err)
 	}
 	cancel()
 	timeout := time.After(wakeBound)
@@ -90,7 +97,7 @@ func watchClosedWithContext(e *env) {
 				return
 			}
 		case <-timeout:
-			e.t.Fatalf("watch channel still open %v after its context ended", wakeBound)
+			e.t.Fatalf("%s channel still open %v after its context ended", what, wakeBound)
 		}
 	}
 }
@@ -152,23 +159,5 @@ func closeWakesReleaseWatcher(e *env) {
 // releaseWatchClosedWithContext: where the backend is a ReleaseWatcher,
 // it closes a WatchReleases channel when the watch's context ends.
 func releaseWatchClosedWithContext(e *env) {
-	rw := e.releaseWatcher()
-	ctx, cancel := context.WithCancel(e.ctx)
-	ch, err := rw.WatchReleases(ctx, e.name())
-	if err != nil {
-		cancel()
-		e.t.Fatalf("WatchReleases: %v", err)
-	}
-	cancel()
-	timeout := time.After(wakeBound)
-	for {
-		select {
-		case _, ok := <-ch:
-			if !ok {
-				return
-			}
-		case <-timeout:
-			e.t.Fatalf("WatchReleases channel still open %v after its context ended", wakeBound)
-		}
-	}
+	e.closedWithContext("WatchReleases", e.releaseWatcher().WatchReleases)
 }
