@@ -1,0 +1,164 @@
+package nats
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hustings/hustings/backends/nats/natstest"
+)
+
+func testBucket(t *testing.T) *bucket {
+	t.Helper()
+	srv := natstest.Start(t)
+	js, err := jetstream.New(natstest.Conn(t, srv.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "b", LimitMarkerTTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	return newBucket(js, "b")
+}
+
+func TestBucketWriteGetRemove(t *testing.T) {
+	b := testBucket(t)
+	ctx := t.Context()
+	if e, err := b.get(ctx, "k"); err != nil || e.rev != 0 || e.live {
+		t.Fatalf("get of a key never written = %+v, %v; want no message", e, err)
+	}
+	r1, err := b.create(ctx, "k", []byte("a"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.create(ctx, "k", []byte("b"), 0); !errors.Is(err, errChanged) {
+		t.Fatalf("create of a live key: %v, want errChanged", err)
+	}
+	if _, err := b.write(ctx, "k", []byte("b"), r1+1, 0); !errors.Is(err, errChanged) {
+		t.Fatalf("write on a wrong revision: %v, want errChanged", err)
+	}
+	r2, err := b.write(ctx, "k", []byte("b"), r1, time.Hour)
+	if err != nil || r2 <= r1 {
+		t.Fatalf("write = %d, %v; want > %d", r2, err, r1)
+	}
+	if e, err := b.get(ctx, "k"); err != nil || e.rev != r2 || !e.live || string(e.value) != "b" {
+		t.Fatalf("get = %+v, %v; want b live at %d", e, err, r2)
+	}
+	if err := b.remove(ctx, "k", r1, time.Second); !errors.Is(err, errChanged) {
+		t.Fatalf("remove on a stale revision: %v, want errChanged", err)
+	}
+	if err := b.remove(ctx, "k", r2, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	e, err := b.get(ctx, "k")
+	if err != nil || e.live || e.rev <= r2 {
+		t.Fatalf("get after remove = %+v, %v; want a marker after %d", e, err, r2)
+	}
+	if _, err := b.write(ctx, "k", []byte("c"), 0, 0); !errors.Is(err, errChanged) {
+		t.Fatalf("write on revision 0 over a marker: %v, want errChanged", err)
+	}
+	r3, err := b.create(ctx, "k", []byte("c"), 0)
+	if err != nil || r3 <= e.rev {
+		t.Fatalf("create over the marker = %d, %v; want > %d", r3, err, e.rev)
+	}
+}
+
+// TestBucketCreateRacingRemove: creators and removers of one key, at
+// once; every create is a revision or errChanged, never another error
+// (nats-server #5162), and the creates that won never overlap.
+func TestBucketCreateRacingRemove(t *testing.T) {
+	b := testBucket(t)
+	ctx := t.Context()
+	var holders, won atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			for range 40 {
+				rev, err := b.create(ctx, "k", []byte("x"), 0)
+				if errors.Is(err, errChanged) {
+					continue
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				won.Add(1)
+				if holders.Add(1) != 1 {
+					errs <- errors.New("two creators hold the key at once")
+				}
+				holders.Add(-1)
+				if err := b.remove(ctx, "k", rev, time.Second); err != nil {
+					errs <- fmt.Errorf("remove of the key created: %w", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if won.Load() == 0 {
+		t.Fatal("no create won")
+	}
+}
+
+func TestBucketGetMany(t *testing.T) {
+	b := testBucket(t)
+	ctx := t.Context()
+	const n = 2*maxMulti + 10
+	keys := make([]string, n+1)
+	want := map[string]uint64{}
+	for i := range n {
+		keys[i] = fmt.Sprintf("k%d", i)
+		rev, err := b.create(ctx, keys[i], []byte("v"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[keys[i]] = rev
+	}
+	keys[n] = "never-written"
+	if err := b.remove(ctx, "k7", want["k7"], time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.getMany(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n {
+		t.Fatalf("getMany: %d keys, want %d", len(got), n)
+	}
+	for k, rev := range want {
+		e := got[k]
+		if k == "k7" {
+			if e.live || e.rev <= rev {
+				t.Fatalf("k7 = %+v, want its marker", e)
+			}
+			continue
+		}
+		if !e.live || e.rev != rev {
+			t.Fatalf("%s = %+v, want live at %d", k, e, rev)
+		}
+	}
+	if got, err := b.getMany(ctx, []string{"never-written"}); err != nil || len(got) != 0 {
+		t.Fatalf("getMany of a key never written = %v, %v", got, err)
+	}
+}
+
+func TestSeconds(t *testing.T) {
+	for _, c := range []struct{ in, want time.Duration }{
+		{time.Millisecond, time.Second}, {time.Second, time.Second},
+		{1500 * time.Millisecond, 2 * time.Second}, {3 * time.Second, 3 * time.Second},
+	} {
+		if got := seconds(c.in); got != c.want {
+			t.Errorf("seconds(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,2 @@
+// Package nats keeps Hustings locks in a NATS JetStream key-value bucket.
+package nats
