@@ -229,5 +229,5 @@ func (b *bucket) failed(err error) error {
 
 // seconds rounds d up to whole seconds, at least one.
 func seconds(d time.Duration) time.Duration {
-	return max(time.Second, (d+time.Second-1).Truncate(time.Second))
+	return max(time.Second, (d + time.Second - 1).Truncate(time.Second))
 }
