@@ -51,6 +51,7 @@ type entry struct {
 type bucket struct {
 	js     jetstream.JetStream
 	nc     *nats.Conn
+	name   string
 	stream string // KV_<bucket>
 	subj   string // $KV.<bucket>.
 	api    string // $JS.API. or the domain's prefix
@@ -65,7 +66,7 @@ func newBucket(js jetstream.JetStream, name string) *bucket {
 	case o.APIPrefix != "":
 		api = strings.TrimSuffix(o.APIPrefix, ".") + "."
 	}
-	return &bucket{js: js, nc: js.Conn(), stream: "KV_" + name, subj: "$KV." + name + ".", api: api}
+	return &bucket{js: js, nc: js.Conn(), name: name, stream: "KV_" + name, subj: "$KV." + name + ".", api: api}
 }
 
 // get returns the last message of key.

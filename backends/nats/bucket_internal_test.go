@@ -162,3 +162,74 @@ func TestSeconds(t *testing.T) {
 		}
 	}
 }
+
+// TestFeed: the feed delivers every write after it started, in order,
+// markers included (a removal, an expiry), and goes on across a crash and
+// restart of the server.
+func TestFeed(t *testing.T) {
+	srv := natstest.Start(t)
+	js, err := jetstream.New(natstest.Conn(t, srv.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "b", LimitMarkerTTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBucket(js, "b")
+	changes := make(chan change, 100)
+	f, err := b.watchAll(ctx, func(c change) { changes <- c })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.stop()
+	want := func(key string, rev uint64, live bool) {
+		t.Helper()
+		select {
+		case c := <-changes:
+			if c.key != key || (rev != 0 && c.rev != rev) || c.live != live {
+				t.Fatalf("next = %+v, want %s at %d live %v", c, key, rev, live)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no change within 30s, want %s at %d", key, rev)
+		}
+	}
+	r1, err := b.create(ctx, "a", []byte("x"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("a", r1, true)
+	if err := b.remove(ctx, "a", r1, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	want("a", r1+1, false)
+	r3, err := b.create(ctx, "t", []byte("x"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("t", r3, true)
+	want("t", 0, false) // its expiry
+	srv.Kill()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("restarted")
+	var r4 uint64
+	for r4 == 0 {
+		if r4, err = b.create(ctx, "after", []byte("x"), 0); err != nil {
+			if ctx.Err() != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	start := time.Now()
+	want("after", r4, true)
+	t.Logf("the write after the restart delivered %v after it was acknowledged", time.Since(start))
+	f.stop()
+	select {
+	case <-f.done:
+	default:
+		t.Fatal("done open after stop")
+	}
+}
