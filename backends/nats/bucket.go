@@ -84,6 +84,51 @@ func (b *bucket) get(ctx context.Context, key string) (entry, error) {
 	return parse(m)
 }
 
+// getLeader is get answered by the stream's leader, never by a replica
+// that may lag behind it (direct gets may be answered by any replica):
+// for a judgement that a write will rely on, such as "the holder's
+// session is gone".
+func (b *bucket) getLeader(ctx context.Context, key string) (entry, error) {
+	req, err := json.Marshal(struct {
+		Last string `json:"last_by_subj"`
+	}{b.subj + key})
+	if err != nil {
+		return entry{}, err
+	}
+	m, err := b.nc.RequestWithContext(ctx, b.api+"STREAM.MSG.GET."+b.stream, req)
+	if err != nil {
+		return entry{}, b.failed(err)
+	}
+	var resp struct {
+		Error *jetstream.APIError `json:"error"`
+		Msg   *struct {
+			Seq    uint64 `json:"seq"`
+			Header []byte `json:"hdrs"`
+			Data   []byte `json:"data"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return entry{}, fmt.Errorf("nats: get %s: %w", key, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return entry{}, nil
+	case resp.Error != nil:
+		return entry{}, b.failed(resp.Error)
+	case resp.Msg == nil:
+		return entry{}, fmt.Errorf("nats: get %s: empty answer", key)
+	}
+	e := entry{value: resp.Msg.Data, rev: resp.Msg.Seq, live: true}
+	if len(resp.Msg.Header) > 0 {
+		h, err := nats.DecodeHeadersMsg(resp.Msg.Header)
+		if err != nil {
+			return entry{}, fmt.Errorf("nats: get %s: %w", key, err)
+		}
+		e.live = h.Get("KV-Operation") == "" && h.Get(jetstream.MarkerReasonHeader) == ""
+	}
+	return e, nil
+}
+
 // getMany returns the last message of every key (a key with no message
 // is missing from the map), in one round trip: one multi-key get per
 // maxMulti keys, sent together.

@@ -49,6 +49,12 @@ func TestBucketWriteGetRemove(t *testing.T) {
 	if e, err := b.get(ctx, "k"); err != nil || e.rev != r2 || !e.live || string(e.value) != "b" {
 		t.Fatalf("get = %+v, %v; want b live at %d", e, err, r2)
 	}
+	if e, err := b.getLeader(ctx, "k"); err != nil || e.rev != r2 || !e.live || string(e.value) != "b" {
+		t.Fatalf("getLeader = %+v, %v; want b live at %d", e, err, r2)
+	}
+	if e, err := b.getLeader(ctx, "never"); err != nil || e.rev != 0 || e.live {
+		t.Fatalf("getLeader of a key never written = %+v, %v; want no message", e, err)
+	}
 	if err := b.remove(ctx, "k", r1, time.Second); !errors.Is(err, errChanged) {
 		t.Fatalf("remove on a stale revision: %v, want errChanged", err)
 	}
@@ -58,6 +64,9 @@ func TestBucketWriteGetRemove(t *testing.T) {
 	e, err := b.get(ctx, "k")
 	if err != nil || e.live || e.rev <= r2 {
 		t.Fatalf("get after remove = %+v, %v; want a marker after %d", e, err, r2)
+	}
+	if l, err := b.getLeader(ctx, "k"); err != nil || l.live || l.rev != e.rev {
+		t.Fatalf("getLeader after remove = %+v, %v; want the marker at %d", l, err, e.rev)
 	}
 	if _, err := b.write(ctx, "k", []byte("c"), 0, 0); !errors.Is(err, errChanged) {
 		t.Fatalf("write on revision 0 over a marker: %v, want errChanged", err)
@@ -231,5 +240,17 @@ func TestFeed(t *testing.T) {
 	case <-f.done:
 	default:
 		t.Fatal("done open after stop")
+	}
+}
+
+func TestKeyOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain-name_1": "plain-name_1",
+		"a.b c/d=":     "a=2Eb=20c=2Fd=3D",
+		"é":            "=C3=A9",
+	} {
+		if got := keyOf(in); got != want {
+			t.Errorf("keyOf(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
