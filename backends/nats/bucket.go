@@ -246,14 +246,17 @@ func (b *bucket) create(ctx context.Context, key string, value []byte, ttl time.
 	return 0, errChanged
 }
 
-// remove purges key if its last revision is last, leaving a marker that
-// the server removes markerTTL later.
-func (b *bucket) remove(ctx context.Context, key string, last uint64, markerTTL time.Duration) error {
+// remove purges key if its last revision is last (0: whatever it is),
+// leaving a marker that the server removes markerTTL later.
+func (b *bucket) remove(ctx context.Context, key string, last uint64) error {
 	m := &nats.Msg{Subject: b.subj + key, Header: nats.Header{}}
 	m.Header.Set("KV-Operation", "PURGE")
 	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
-	_, err := b.js.PublishMsg(ctx, m,
-		jetstream.WithExpectLastSequencePerSubject(last), jetstream.WithMsgTTL(seconds(markerTTL)))
+	opts := []jetstream.PublishOpt{jetstream.WithMsgTTL(markerTTL)}
+	if last != 0 {
+		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(last))
+	}
+	_, err := b.js.PublishMsg(ctx, m, opts...)
 	return b.failed(err)
 }
 

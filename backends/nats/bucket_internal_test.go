@@ -55,10 +55,10 @@ func TestBucketWriteGetRemove(t *testing.T) {
 	if e, err := b.getLeader(ctx, "never"); err != nil || e.rev != 0 || e.live {
 		t.Fatalf("getLeader of a key never written = %+v, %v; want no message", e, err)
 	}
-	if err := b.remove(ctx, "k", r1, time.Second); !errors.Is(err, errChanged) {
+	if err := b.remove(ctx, "k", r1); !errors.Is(err, errChanged) {
 		t.Fatalf("remove on a stale revision: %v, want errChanged", err)
 	}
-	if err := b.remove(ctx, "k", r2, time.Second); err != nil {
+	if err := b.remove(ctx, "k", r2); err != nil {
 		t.Fatal(err)
 	}
 	e, err := b.get(ctx, "k")
@@ -102,7 +102,7 @@ func TestBucketCreateRacingRemove(t *testing.T) {
 					errs <- errors.New("two creators hold the key at once")
 				}
 				holders.Add(-1)
-				if err := b.remove(ctx, "k", rev, time.Second); err != nil {
+				if err := b.remove(ctx, "k", rev); err != nil {
 					errs <- fmt.Errorf("remove of the key created: %w", err)
 					return
 				}
@@ -134,7 +134,7 @@ func TestBucketGetMany(t *testing.T) {
 		want[keys[i]] = rev
 	}
 	keys[n] = "never-written"
-	if err := b.remove(ctx, "k7", want["k7"], time.Hour); err != nil {
+	if err := b.remove(ctx, "k7", want["k7"]); err != nil {
 		t.Fatal(err)
 	}
 	got, err := b.getMany(ctx, keys)
@@ -208,7 +208,7 @@ func TestFeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("a", r1, true)
-	if err := b.remove(ctx, "a", r1, time.Second); err != nil {
+	if err := b.remove(ctx, "a", r1); err != nil {
 		t.Fatal(err)
 	}
 	want("a", r1+1, false)

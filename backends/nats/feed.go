@@ -11,9 +11,10 @@ import (
 
 // change is one write to the bucket as the feed delivers it.
 type change struct {
-	key  string
-	rev  uint64
-	live bool // false: a delete, purge or expiry marker
+	key   string
+	rev   uint64
+	live  bool // false: a delete, purge or expiry marker
+	value []byte
 }
 
 // feedHeartbeat is how often the server tells an idle feed it lives; two
@@ -21,7 +22,7 @@ type change struct {
 const feedHeartbeat = 2 * time.Second
 
 // feed is one watch of every key of the bucket, from the writes after it
-// started: a JetStream ordered consumer (headers only), which the client
+// started: a JetStream ordered consumer, which the client
 // makes again from the sequence after the last it delivered after a gap,
 // a missed heartbeat or a reconnect, so no write is skipped while it
 // lives (writes before the first delivered one excepted).
@@ -39,7 +40,6 @@ func (b *bucket) watchAll(ctx context.Context, fn func(change)) (*feed, error) {
 	cons, err := b.js.OrderedConsumer(ctx, b.stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.subj + ">"},
 		DeliverPolicy:  jetstream.DeliverNewPolicy,
-		HeadersOnly:    true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("nats: watch bucket %s: %w", b.name, b.failed(err))
@@ -51,7 +51,7 @@ func (b *bucket) watchAll(ctx context.Context, fn func(change)) (*feed, error) {
 		}
 		h := m.Headers()
 		live := h.Get("KV-Operation") == "" && h.Get(jetstream.MarkerReasonHeader) == ""
-		fn(change{key: strings.TrimPrefix(m.Subject(), b.subj), rev: meta.Sequence.Stream, live: live})
+		fn(change{key: strings.TrimPrefix(m.Subject(), b.subj), rev: meta.Sequence.Stream, live: live, value: m.Data()})
 	}
 	cc, err := cons.Consume(handle, jetstream.PullHeartbeat(feedHeartbeat))
 	if err != nil {

@@ -1,0 +1,397 @@
+package nats
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/ledger"
+	"github.com/hustings/hustings/internal/validate"
+)
+
+var (
+	_ backends.Session      = (*session)(nil)
+	_ backends.LossNotifier = (*session)(nil)
+	_ backends.Registrar    = (*session)(nil)
+)
+
+// closeWrites bounds the writes Close has in flight at once.
+const closeWrites = 64
+
+// session is one Open: the record session.<sid>, which the server
+// removes ttl (in whole seconds, rounded up) after its last write, and
+// the lock records that name it.
+type session struct {
+	b   *Backend
+	id  string // candidate ID
+	sid string // session ID: 32 random hex digits
+	key string // session.<sid>
+	ttl time.Duration
+
+	mu     sync.Mutex
+	rev    uint64 // the session record's last revision
+	closed bool
+	groups map[string]bool   // registry groups it may have an entry in
+	names  map[string]string // lock key → name, of every lock granted
+	pushed bool              // Losses was called: the hub reports losses
+	keep   sync.Mutex        // one KeepAlive at a time
+
+	ledger ledger.Ledger // what Acquire granted, and what was found gone
+}
+
+// Open starts a session for candidate id: a new record that the server
+// removes ttl after the write, rounded up to whole seconds (the unit of
+// JetStream's per-message TTL), unless KeepAlive writes it again. One
+// round trip.
+func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
+	if err := validate.Session(id, ttl); err != nil {
+		return nil, err
+	}
+	if err := b.ready(ctx, "open"); err != nil {
+		return nil, err
+	}
+	var r [16]byte
+	_, _ = rand.Read(r[:]) // never fails
+	s := &session{b: b, id: id, sid: hex.EncodeToString(r[:]), ttl: ttl}
+	s.key = sessionPrefix + s.sid
+	rev, err := b.b.write(ctx, s.key, encode(sessionRecord{ID: id}), 0, ttl)
+	if err != nil {
+		return nil, b.failed(ctx, "open", err)
+	}
+	s.rev = rev
+	return s, nil
+}
+
+// ID returns the candidate ID the session was opened for.
+func (s *session) ID() string { return s.id }
+
+// check returns the error of a call that must not be sent.
+func (s *session) check(ctx context.Context, op string) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return fmt.Errorf("%w: nats: %s", backends.ErrSessionClosed, op)
+	}
+	return s.b.ready(ctx, op)
+}
+
+// Acquire takes the lock name if it is free, or returns the token this
+// session holds it under. It reads the lock record and the session's own
+// in one request; a lock another live session holds is ErrHeld without
+// a write. A free lock (no record, a marker, or a record whose session
+// the stream's leader no longer has) is taken by a write conditioned on
+// the revision read; the token is that write's revision. A lease > 0 is
+// the record's TTL (whole seconds, rounded up).
+func (s *session) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
+	if err := validate.Acquire(name, lease); err != nil {
+		return 0, err
+	}
+	if lease > 0 {
+		if err := validate.TTL("lease", lease); err != nil {
+			return 0, err
+		}
+	}
+	if err := s.check(ctx, "acquire"); err != nil {
+		return 0, err
+	}
+	key := lockPrefix + keyOf(name)
+	got, err := s.b.b.getMany(ctx, []string{key, s.key})
+	if err != nil {
+		return 0, s.b.failed(ctx, "acquire", err)
+	}
+	if !got[s.key].live {
+		return 0, fmt.Errorf("%w: nats: acquire %q", backends.ErrSessionLost, name)
+	}
+	e := got[key]
+	if rec, token, ok := decodeLock(e); e.live && ok && rec.Session == s.sid {
+		s.granted(key, name, token) // its own, maybe an acquire whose answer was lost
+		return token, nil
+	}
+	h, err := s.b.judge(ctx, e, true)
+	if err != nil {
+		return 0, s.b.failed(ctx, "acquire", err)
+	}
+	if !h.free {
+		return 0, fmt.Errorf("%w: nats: %q held by %s", backends.ErrHeld, name, h.rec.ID)
+	}
+	rev, err := s.b.b.write(ctx, key, encode(lockRecord{Session: s.sid, ID: s.id}), h.rev, lease)
+	if errors.Is(err, errChanged) {
+		return 0, fmt.Errorf("%w: nats: %q taken meanwhile", backends.ErrHeld, name)
+	}
+	if err != nil {
+		return 0, s.b.failed(ctx, "acquire", err)
+	}
+	s.granted(key, name, events.Token(rev))
+	return events.Token(rev), nil
+}
+
+// granted records a lock the session holds under token.
+func (s *session) granted(key, name string, token events.Token) {
+	s.mu.Lock()
+	if s.names == nil {
+		s.names = map[string]string{}
+	}
+	s.names[key] = name
+	s.mu.Unlock()
+	s.ledger.Granted(name, token)
+}
+
+// changed is the feed's report of a write at rev to the lock record key:
+// a lock the session holds under a token below rev was changed behind its
+// back (the session's own releases leave the ledger before they write).
+func (s *session) changed(key string, rev events.Token) {
+	s.mu.Lock()
+	name, ok := s.names[key]
+	s.mu.Unlock()
+	if ok {
+		s.ledger.GoneAt(name, rev)
+	}
+}
+
+// ended is the feed's report that the session record is gone: every lock
+// is, with it.
+func (s *session) ended() {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	for name, token := range s.ledger.Held() {
+		s.ledger.Gone(name, token)
+	}
+}
+
+// KeepAlive writes the session record again, conditioned on its last
+// revision, with the TTL, and reads every lock the session was granted,
+// in one multi-key get per 1,024 locks, sent beside the write: one round
+// trip whatever their number (the server's work grows with them). A lock
+// whose record changed since its take is reported by Lost. If the
+// session record is gone (expired, or deleted), it returns
+// backends.ErrSessionLost.
+func (s *session) KeepAlive(ctx context.Context) error {
+	if err := s.check(ctx, "keep-alive"); err != nil {
+		return err
+	}
+	s.keep.Lock()
+	defer s.keep.Unlock()
+	s.mu.Lock()
+	pushed := s.pushed
+	s.mu.Unlock()
+	if pushed {
+		s.b.hub.join(s) // starts the feed again if it ended
+	}
+	held := s.ledger.Held()
+	keys := make([]string, 0, len(held))
+	for name := range held {
+		keys = append(keys, lockPrefix+keyOf(name))
+	}
+	var got map[string]entry
+	var gerr error
+	var wg sync.WaitGroup
+	if len(keys) > 0 {
+		wg.Go(func() { got, gerr = s.b.b.getMany(ctx, keys) })
+	}
+	err := s.renew(ctx)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	if gerr != nil {
+		return s.b.failed(ctx, "keep-alive", gerr)
+	}
+	for name, token := range held {
+		e := got[lockPrefix+keyOf(name)]
+		if rec, t, ok := decodeLock(e); !e.live || !ok || rec.Session != s.sid || t != token {
+			s.ledger.Gone(name, token)
+		}
+	}
+	return nil
+}
+
+// renew writes the session record on its last revision. A write that
+// finds another revision reads the record from the stream's leader: if
+// it is still the session's (an earlier renewal applied whose answer was
+// lost), it writes again on that revision; if it is gone, the session is
+// lost.
+func (s *session) renew(ctx context.Context) error {
+	s.mu.Lock()
+	last := s.rev
+	s.mu.Unlock()
+	value := encode(sessionRecord{ID: s.id})
+	for range 2 {
+		rev, err := s.b.b.write(ctx, s.key, value, last, s.ttl)
+		if err == nil {
+			s.mu.Lock()
+			s.rev = max(s.rev, rev)
+			s.mu.Unlock()
+			return nil
+		}
+		if !errors.Is(err, errChanged) {
+			return s.b.failed(ctx, "keep-alive", err)
+		}
+		e, err := s.b.b.getLeader(ctx, s.key)
+		if err != nil {
+			return s.b.failed(ctx, "keep-alive", err)
+		}
+		var rec sessionRecord
+		if !e.live || json.Unmarshal(e.value, &rec) != nil || rec.ID != s.id {
+			return fmt.Errorf("%w: nats: session %s", backends.ErrSessionLost, s.sid)
+		}
+		last = e.rev
+	}
+	return fmt.Errorf("%w: nats: keep-alive: session record %s keeps changing", backends.ErrUnavailable, s.sid)
+}
+
+// removeRecord removes the session record on its revision last; if it
+// finds another, it reads the record from the stream's leader and, if it
+// is still the session's (a renewal applied whose answer was lost),
+// removes it on that revision.
+func (s *session) removeRecord(ctx context.Context, last uint64) error {
+	err := s.b.b.remove(ctx, s.key, last)
+	if !errors.Is(err, errChanged) {
+		return err
+	}
+	e, gerr := s.b.b.getLeader(ctx, s.key)
+	if gerr != nil {
+		return gerr
+	}
+	if !e.live {
+		return err
+	}
+	return s.b.b.remove(ctx, s.key, e.rev)
+}
+
+// Lost returns the locks found gone while the session lives; see
+// backends.Session.
+func (s *session) Lost() map[string]events.Token { return s.ledger.Lost() }
+
+// Losses returns the channel signalled when Lost gains a lock: the
+// bucket's feed (see Backend.Watch) reports any write to a lock record
+// after the write that took it, and the end of the session's own record.
+// The first call joins the session to the feed, starting it if need be;
+// Close leaves it.
+func (s *session) Losses() <-chan struct{} {
+	ch := s.ledger.Losses()
+	s.mu.Lock()
+	first := !s.pushed && !s.closed
+	s.pushed = true
+	s.mu.Unlock()
+	if first {
+		s.b.hub.join(s)
+	}
+	return ch
+}
+
+// Release gives up the lock name held under token: it reads the lock
+// record and the session's in one request, then removes the record (or,
+// with hold > 0, writes it again as held by nobody alive, with hold as
+// its TTL), conditioned on the revision read. Two round trips.
+func (s *session) Release(ctx context.Context, name string, token events.Token, hold time.Duration) error {
+	if err := validate.Release(name, hold); err != nil {
+		return err
+	}
+	if hold > 0 {
+		if err := validate.TTL("hold", hold); err != nil {
+			return err
+		}
+	}
+	if err := s.check(ctx, "release"); err != nil {
+		return err
+	}
+	key := lockPrefix + keyOf(name)
+	got, err := s.b.b.getMany(ctx, []string{key, s.key})
+	if err != nil {
+		return s.b.failed(ctx, "release", err)
+	}
+	e := got[key]
+	rec, t, ok := decodeLock(e)
+	switch {
+	case !got[s.key].live:
+		s.ledger.Released(name, token)
+		return fmt.Errorf("%w: nats: release %q: %w", backends.ErrNotHeld, name, backends.ErrSessionLost)
+	case !e.live || !ok || rec.Session != s.sid || t != token:
+		s.ledger.Released(name, token)
+		return fmt.Errorf("%w: nats: %q under token %d", backends.ErrNotHeld, name, token)
+	}
+	s.ledger.Released(name, token) // before the write, which the feed reports
+	if hold > 0 {
+		_, err = s.b.b.write(ctx, key, encode(lockRecord{ID: s.id, Token: token}), e.rev, hold)
+	} else {
+		err = s.b.b.remove(ctx, key, e.rev)
+	}
+	if errors.Is(err, errChanged) {
+		return fmt.Errorf("%w: nats: %q changed meanwhile", backends.ErrNotHeld, name)
+	}
+	if err != nil {
+		return s.b.failed(ctx, "release", err)
+	}
+	return nil
+}
+
+// Close removes the session record, the lock records it holds (each
+// conditioned on the revision it was taken at) and its registry entries,
+// all at once. It returns backends.ErrSessionLost if the session record
+// was gone already. Locks released with a hold stay until their hold
+// ends.
+func (s *session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	last := s.rev
+	groups := slices.Collect(maps.Keys(s.groups))
+	s.mu.Unlock()
+	s.b.hub.leave(s)
+	if err := s.b.ready(ctx, "close"); err != nil {
+		return err
+	}
+	type removal struct {
+		key string
+		rev uint64 // 0: whatever its revision
+	}
+	var rs []removal
+	for name, token := range s.ledger.Held() {
+		rs = append(rs, removal{lockPrefix + keyOf(name), uint64(token)})
+		s.ledger.Released(name, token)
+	}
+	for _, g := range groups {
+		rs = append(rs, removal{memberPrefix + keyOf(g) + "." + s.sid, 0})
+	}
+	errs := make([]error, len(rs))
+	sem := make(chan struct{}, closeWrites)
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = s.b.b.remove(ctx, r.key, r.rev)
+		})
+	}
+	err := s.removeRecord(ctx, last)
+	wg.Wait()
+	if errors.Is(err, errChanged) {
+		return fmt.Errorf("%w: nats: close: session %s", backends.ErrSessionLost, s.sid)
+	}
+	if err != nil {
+		return s.b.failed(ctx, "close", err)
+	}
+	for _, e := range errs {
+		if e != nil && !errors.Is(e, errChanged) {
+			return s.b.failed(ctx, "close", e)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,248 @@
+package nats
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/validate"
+)
+
+// startTimeout bounds a feed start that no caller's context bounds (one
+// for pushed losses).
+const startTimeout = 10 * time.Second
+
+// Watch signals when the holder of name may have changed: every write to
+// the lock's record (a take, a release, a hold, a lease's expiry, a
+// delete by hand), and the end of its holder's session record (an
+// expiry: a crashed holder; a Close). It returns once the bucket's feed
+// is consumed, so no change after Watch returned is missed. Signals
+// coalesce in a buffer of one.
+//
+// Every watch of a Backend, and every session's pushed losses, share one
+// feed of the whole bucket (one ordered consumer on the server, one
+// subscription), which exists while at least one of them does. The
+// Backend closes the channel when ctx ends, or when the feed ends (the
+// connection closed); then every watch's channel is closed.
+func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
+	if err := validate.Name(name); err != nil {
+		return nil, err
+	}
+	if err := b.ready(ctx, "watch"); err != nil {
+		return nil, err
+	}
+	w := b.hub.add(lockPrefix + keyOf(name))
+	if err := b.hub.start(ctx); err != nil {
+		b.hub.end(w)
+		return nil, b.failed(ctx, "watch", err)
+	}
+	// Learn the holder's session, whose end frees the lock with no write
+	// to its record; later holders come with the feed.
+	if e, err := b.b.get(ctx, w.key); err == nil {
+		b.hub.learn(w.key, e.live, e.value)
+	}
+	w.stop = context.AfterFunc(ctx, func() { b.hub.end(w) })
+	return w.ch, nil
+}
+
+// hub multiplexes the watches and the loss notifications of one Backend
+// over one feed of the bucket.
+type hub struct {
+	b       *bucket
+	startMu sync.Mutex // one start at a time
+
+	mu       sync.Mutex
+	feed     *feed
+	starting bool                           // a start for sessions runs
+	watches  map[string]map[*watch]struct{} // by lock key
+	holders  map[string]string              // lock key → its holder's session key, for watched locks
+	sessions map[*session]struct{}          // those whose losses are pushed
+	wg       sync.WaitGroup                 // starts for sessions
+}
+
+// watch is one Watch call's channel; the hub closes it exactly once.
+type watch struct {
+	key  string
+	ch   chan struct{}
+	stop func() bool // unregisters the ctx callback
+}
+
+// add registers a watch of a lock key.
+func (h *hub) add(key string) *watch {
+	w := &watch{key: key, ch: make(chan struct{}, 1), stop: func() bool { return false }}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.watches == nil {
+		h.watches, h.holders = map[string]map[*watch]struct{}{}, map[string]string{}
+	}
+	if h.watches[key] == nil {
+		h.watches[key] = map[*watch]struct{}{}
+	}
+	h.watches[key][w] = struct{}{}
+	return w
+}
+
+// start makes the feed if there is none.
+func (h *hub) start(ctx context.Context) error {
+	h.startMu.Lock()
+	defer h.startMu.Unlock()
+	h.mu.Lock()
+	running := h.feed != nil
+	h.mu.Unlock()
+	if running {
+		return nil
+	}
+	f, err := h.b.watchAll(ctx, h.deliver)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.feed = f
+	h.mu.Unlock()
+	go h.monitor(f)
+	h.stopIfIdle()
+	return nil
+}
+
+// monitor waits for the end of f; if nobody stopped it, every watch
+// channel is closed (their owners watch again, starting a new feed).
+func (h *hub) monitor(f *feed) {
+	<-f.done
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.feed != f {
+		return
+	}
+	h.feed = nil
+	for _, ws := range h.watches {
+		for w := range ws {
+			w.stop()
+			close(w.ch)
+		}
+	}
+	h.watches, h.holders = nil, nil
+}
+
+// end removes w and closes its channel; calling it again does nothing.
+func (h *hub) end(w *watch) {
+	w.stop()
+	h.mu.Lock()
+	ws := h.watches[w.key]
+	if _, ok := ws[w]; !ok {
+		h.mu.Unlock()
+		return
+	}
+	delete(ws, w)
+	close(w.ch)
+	if len(ws) == 0 {
+		delete(h.watches, w.key)
+		delete(h.holders, w.key)
+	}
+	h.mu.Unlock()
+	h.stopIfIdle()
+}
+
+// stopIfIdle stops the feed if no watch and no session uses it.
+func (h *hub) stopIfIdle() {
+	h.mu.Lock()
+	f := h.feed
+	if f == nil || len(h.watches) > 0 || len(h.sessions) > 0 {
+		h.mu.Unlock()
+		return
+	}
+	h.feed = nil
+	h.mu.Unlock()
+	f.stop()
+}
+
+// learn records the holder's session of a watched lock key from its
+// record.
+func (h *hub) learn(key string, live bool, value []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.watches[key]; !ok {
+		return
+	}
+	rec, _, ok := decodeLock(entry{value: value, live: live})
+	if live && ok && rec.Session != "" {
+		h.holders[key] = sessionPrefix + rec.Session
+	} else {
+		delete(h.holders, key)
+	}
+}
+
+// deliver handles one change of the feed, on the feed's goroutine.
+func (h *hub) deliver(c change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case strings.HasPrefix(c.key, lockPrefix):
+		if ws, ok := h.watches[c.key]; ok {
+			signal(ws)
+			rec, _, ok := decodeLock(entry{value: c.value, live: c.live})
+			if c.live && ok && rec.Session != "" {
+				h.holders[c.key] = sessionPrefix + rec.Session
+			} else {
+				delete(h.holders, c.key)
+			}
+		}
+		for s := range h.sessions {
+			s.changed(c.key, events.Token(c.rev))
+		}
+	case strings.HasPrefix(c.key, sessionPrefix) && !c.live:
+		for key, holder := range h.holders {
+			if holder == c.key {
+				signal(h.watches[key])
+			}
+		}
+		for s := range h.sessions {
+			if s.key == c.key {
+				s.ended()
+			}
+		}
+	}
+}
+
+func signal(ws map[*watch]struct{}) {
+	for w := range ws {
+		select {
+		case w.ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// join makes the feed report s's losses, starting the feed in the
+// background if there is none (a start that fails is tried again at the
+// next join: KeepAlive joins again).
+func (h *hub) join(s *session) {
+	h.mu.Lock()
+	if h.sessions == nil {
+		h.sessions = map[*session]struct{}{}
+	}
+	h.sessions[s] = struct{}{}
+	need := h.feed == nil && !h.starting
+	h.starting = h.starting || need
+	h.mu.Unlock()
+	if !need {
+		return
+	}
+	h.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		_ = h.start(ctx)
+		h.mu.Lock()
+		h.starting = false
+		h.mu.Unlock()
+	})
+}
+
+// leave stops reporting s's losses.
+func (h *hub) leave(s *session) {
+	h.mu.Lock()
+	delete(h.sessions, s)
+	h.mu.Unlock()
+	h.stopIfIdle()
+}
