@@ -35,8 +35,8 @@ demo:
 	$(GO) run ./cmd/demo
 
 # make chaos: the long fault-injection run (package chaos), 10 minutes of
-# faults per backend (five: Redis, etcd, ZooKeeper, PostgreSQL, Kubernetes
-# Leases), about an hour in all, held to the issue's bounds.
+# faults per backend (six: Redis, etcd, ZooKeeper, PostgreSQL, Kubernetes
+# Leases, NATS), about 70 minutes in all, held to the issue's bounds.
 # Built without the race detector so that its timings are a user's; make
 # test runs a short profile with it. Histories and the summary table go
 # to chaos/out/.

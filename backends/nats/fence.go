@@ -50,7 +50,7 @@ func (b *Backend) Fence(ctx context.Context, name string, token events.Token, ke
 	}
 	m := &nats.Msg{Subject: b.b.subj + key, Data: value, Header: nats.Header{}}
 	ack, err := b.b.js.PublishMsg(ctx, m,
-		jetstream.WithExpectLastSequenceForSubject(uint64(token), b.b.subj+lockPrefix+keyOf(name)))
+		jetstream.WithExpectLastSequenceForSubject(uint64(token), b.b.subj+LockKey(name)))
 	if err = b.b.failed(err); errors.Is(err, errChanged) {
 		return 0, fmt.Errorf("%w: nats: %q under token %d", backends.ErrNotHeld, name, token)
 	}

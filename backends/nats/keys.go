@@ -24,3 +24,8 @@ func keyOf(name string) string {
 	}
 	return b.String()
 }
+
+// LockKey returns the key of the lock name's record in the bucket, for
+// operators and tools: `nats kv get <bucket> <key>` shows its holder, and
+// deleting it takes the lock from its holder (who is told).
+func LockKey(name string) string { return lockPrefix + keyOf(name) }

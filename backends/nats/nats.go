@@ -174,7 +174,7 @@ type held struct {
 
 // holder reads the lock name and judges it (see judge).
 func (b *Backend) holder(ctx context.Context, name string, sure bool) (held, error) {
-	e, err := b.b.get(ctx, lockPrefix+keyOf(name))
+	e, err := b.b.get(ctx, LockKey(name))
 	if err != nil {
 		return held{}, err
 	}

@@ -104,7 +104,7 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	if err := s.check(ctx, "acquire"); err != nil {
 		return 0, err
 	}
-	key := lockPrefix + keyOf(name)
+	key := LockKey(name)
 	got, err := s.b.b.getMany(ctx, []string{key, s.key})
 	if err != nil {
 		return 0, s.b.failed(ctx, "acquire", err)
@@ -194,7 +194,7 @@ func (s *session) KeepAlive(ctx context.Context) error {
 	held := s.ledger.Held()
 	keys := make([]string, 0, len(held))
 	for name := range held {
-		keys = append(keys, lockPrefix+keyOf(name))
+		keys = append(keys, LockKey(name))
 	}
 	var got map[string]entry
 	var gerr error
@@ -211,7 +211,7 @@ func (s *session) KeepAlive(ctx context.Context) error {
 		return s.b.failed(ctx, "keep-alive", gerr)
 	}
 	for name, token := range held {
-		e := got[lockPrefix+keyOf(name)]
+		e := got[LockKey(name)]
 		if rec, t, ok := decodeLock(e); !e.live || !ok || rec.Session != s.sid || t != token {
 			s.ledger.Gone(name, token)
 		}
@@ -309,7 +309,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	if err := s.check(ctx, "release"); err != nil {
 		return err
 	}
-	key := lockPrefix + keyOf(name)
+	key := LockKey(name)
 	got, err := s.b.b.getMany(ctx, []string{key, s.key})
 	if err != nil {
 		return s.b.failed(ctx, "release", err)
@@ -364,7 +364,7 @@ func (s *session) Close(ctx context.Context) error {
 	}
 	var rs []removal
 	for name, token := range s.ledger.Held() {
-		rs = append(rs, removal{lockPrefix + keyOf(name), uint64(token)})
+		rs = append(rs, removal{LockKey(name), uint64(token)})
 		s.ledger.Released(name, token)
 	}
 	for _, g := range groups {

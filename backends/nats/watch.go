@@ -33,7 +33,7 @@ func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, erro
 	if err := b.ready(ctx, "watch"); err != nil {
 		return nil, err
 	}
-	w := b.hub.add(lockPrefix + keyOf(name))
+	w := b.hub.add(LockKey(name))
 	if err := b.hub.start(ctx); err != nil {
 		b.hub.end(w)
 		return nil, b.failed(ctx, "watch", err)
