@@ -76,8 +76,10 @@
 // and Fence one; Acquire one for a lock of its own, two for a lock held
 // by another live session (its record, then its holder's session record)
 // or to take a free one, four to take one over (the holder's session
-// read again from the leader); Release, Holder and Members two (Members
-// a removal more per dead entry); Register two. The connection's own
+// read again from the leader); Release one (the removal beside a read of
+// the session record) for a lock it was granted, released without a hold,
+// else two; Holder and Members two (Members a removal more per dead
+// entry); Register two. The connection's own
 // reconnection carries calls across a server restart.
 //
 // # What it cannot promise

@@ -41,7 +41,7 @@ type session struct {
 	rev    uint64 // the session record's last revision
 	closed bool
 	groups map[string]bool   // registry groups it may have an entry in
-	names  map[string]string // lock key → name, of every lock granted
+	grants map[string]grant  // by lock key: the last grant of every lock
 	pushed bool              // Losses was called: the hub reports losses
 	keep   sync.Mutex        // one KeepAlive at a time
 
@@ -135,13 +135,19 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	return events.Token(rev), nil
 }
 
+// grant is a lock Acquire granted: its name and token.
+type grant struct {
+	name  string
+	token events.Token
+}
+
 // granted records a lock the session holds under token.
 func (s *session) granted(key, name string, token events.Token) {
 	s.mu.Lock()
-	if s.names == nil {
-		s.names = map[string]string{}
+	if s.grants == nil {
+		s.grants = map[string]grant{}
 	}
-	s.names[key] = name
+	s.grants[key] = grant{name, token}
 	s.mu.Unlock()
 	s.ledger.Granted(name, token)
 }
@@ -151,10 +157,10 @@ func (s *session) granted(key, name string, token events.Token) {
 // back (the session's own releases leave the ledger before they write).
 func (s *session) changed(key string, rev events.Token) {
 	s.mu.Lock()
-	name, ok := s.names[key]
+	g, ok := s.grants[key]
 	s.mu.Unlock()
 	if ok {
-		s.ledger.GoneAt(name, rev)
+		s.ledger.GoneAt(g.name, rev)
 	}
 }
 
@@ -293,10 +299,13 @@ func (s *session) Losses() <-chan struct{} {
 	return ch
 }
 
-// Release gives up the lock name held under token: it reads the lock
-// record and the session's in one request, then removes the record (or,
-// with hold > 0, writes it again as held by nobody alive, with hold as
-// its TTL), conditioned on the revision read. Two round trips.
+// Release gives up the lock name held under token. Without a hold, a
+// lock this session was granted under token is freed in one round trip:
+// its record removed, conditioned on the revision its take wrote, beside
+// a read of the session record. Otherwise it reads the lock record and
+// the session's, then removes the record (or, with hold > 0, writes it
+// again as held by nobody alive, with hold as its TTL), conditioned on
+// the revision read: two round trips.
 func (s *session) Release(ctx context.Context, name string, token events.Token, hold time.Duration) error {
 	if err := validate.Release(name, hold); err != nil {
 		return err
@@ -310,6 +319,9 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 		return err
 	}
 	key := LockKey(name)
+	if hold == 0 && s.grantedAs(key, token) {
+		return s.free(ctx, name, key, token)
+	}
 	got, err := s.b.b.getMany(ctx, []string{key, s.key})
 	if err != nil {
 		return s.b.failed(ctx, "release", err)
@@ -334,6 +346,37 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 		return fmt.Errorf("%w: nats: %q changed meanwhile", backends.ErrNotHeld, name)
 	}
 	if err != nil {
+		return s.b.failed(ctx, "release", err)
+	}
+	return nil
+}
+
+// grantedAs reports whether Acquire granted the lock key under token.
+func (s *session) grantedAs(key string, token events.Token) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.grants[key].token == token
+}
+
+// free releases a lock granted under token without a hold, in one round
+// trip: the removal of its record on the revision its take wrote (which
+// is the session's if the record is unchanged) and a read of the session
+// record, sent together. If the session is gone, the removal freed a
+// lock that was free already; it reports ErrNotHeld.
+func (s *session) free(ctx context.Context, name, key string, token events.Token) error {
+	var se entry
+	var serr error
+	var wg sync.WaitGroup
+	wg.Go(func() { se, serr = s.b.b.get(ctx, s.key) })
+	s.ledger.Released(name, token) // before the write, which the feed reports
+	err := s.b.b.remove(ctx, key, uint64(token))
+	wg.Wait()
+	switch {
+	case serr == nil && !se.live:
+		return fmt.Errorf("%w: nats: release %q: %w", backends.ErrNotHeld, name, backends.ErrSessionLost)
+	case errors.Is(err, errChanged):
+		return fmt.Errorf("%w: nats: %q under token %d", backends.ErrNotHeld, name, token)
+	case err != nil:
 		return s.b.failed(ctx, "release", err)
 	}
 	return nil
