@@ -40,10 +40,10 @@ type session struct {
 	mu     sync.Mutex
 	rev    uint64 // the session record's last revision
 	closed bool
-	groups map[string]bool   // registry groups it may have an entry in
-	grants map[string]grant  // by lock key: the last grant of every lock
-	pushed bool              // Losses was called: the hub reports losses
-	keep   sync.Mutex        // one KeepAlive at a time
+	groups map[string]bool  // registry groups it may have an entry in
+	grants map[string]grant // by lock key: the last grant of every lock
+	pushed bool             // Losses was called: the hub reports losses
+	keep   sync.Mutex       // one KeepAlive at a time
 
 	ledger ledger.Ledger // what Acquire granted, and what was found gone
 }
