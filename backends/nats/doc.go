@@ -39,10 +39,14 @@
 // read alone. A free lock (no record, a marker, a record of nobody's, or
 // a record whose session the stream's leader no longer has) is taken by
 // a write conditioned on the revision read; two candidates racing for it
-// cannot both win. KeepAlive sends the renewal and one multi-key get of
-// every lock the session was granted (per 1,024 locks) together: one
-// round trip whatever their number, the server's work growing with them.
-// A lock whose record changed since its take is reported by Lost.
+// cannot both win. KeepAlive writes the session record and confirms its
+// locks in one round trip whatever their number: for a session whose
+// losses are pushed (Losses), by the bucket's feed having delivered the
+// renewal, and so every earlier write to the locks' records (one request
+// a tick); otherwise, or while the feed does not cover a lock, by one
+// multi-key get per 1,024 locks sent beside the renewal (the server's
+// work growing with them). A lock whose record changed since its take is
+// reported by Lost.
 //
 // A create over a marker is conditioned on the marker's revision, and a
 // delete between the read and the write (nats-server #5162, where the KV

@@ -37,13 +37,15 @@ type session struct {
 	key string // session.<sid>
 	ttl time.Duration
 
-	mu     sync.Mutex
-	rev    uint64 // the session record's last revision
-	closed bool
-	groups map[string]bool  // registry groups it may have an entry in
-	grants map[string]grant // by lock key: the last grant of every lock
-	pushed bool             // Losses was called: the hub reports losses
-	keep   sync.Mutex       // one KeepAlive at a time
+	mu      sync.Mutex
+	rev     uint64 // the session record's last revision
+	closed  bool
+	groups  map[string]bool  // registry groups it may have an entry in
+	grants  map[string]grant // by lock key: the last grant of every lock
+	pushed  bool             // Losses was called: the hub reports losses
+	covGen  uint64           // the feed that covers the locks granted up to covUpTo
+	covUpTo events.Token
+	keep    sync.Mutex // one KeepAlive at a time
 
 	ledger ledger.Ledger // what Acquire granted, and what was found gone
 }
@@ -150,6 +152,11 @@ func (s *session) granted(key, name string, token events.Token) {
 	s.grants[key] = grant{name, token}
 	s.mu.Unlock()
 	s.ledger.Granted(name, token)
+	// A write after the take that the feed delivered before the grant was
+	// in the ledger: the feed's report found nothing to mark.
+	if rev := s.b.hub.lastRev(key); rev > uint64(token) {
+		s.ledger.Gone(name, token)
+	}
 }
 
 // changed is the feed's report of a write at rev to the lock record key:
@@ -179,12 +186,16 @@ func (s *session) ended() {
 }
 
 // KeepAlive writes the session record again, conditioned on its last
-// revision, with the TTL, and reads every lock the session was granted,
-// in one multi-key get per 1,024 locks, sent beside the write: one round
-// trip whatever their number (the server's work grows with them). A lock
-// whose record changed since its take is reported by Lost. If the
-// session record is gone (expired, or deleted), it returns
-// backends.ErrSessionLost.
+// revision, with the TTL, and confirms every lock the session was
+// granted, in one round trip whatever their number. A session whose
+// losses are pushed (Losses) confirms them by the feed: once it has
+// delivered the renewal, it has delivered every earlier write to the
+// locks' records, and reported those after their takes. Otherwise, or if
+// the feed did not cover a lock or lags, it reads every lock with one
+// multi-key get per 1,024, sent beside the write (the server's work
+// grows with them). A lock whose record changed since its take is
+// reported by Lost. If the session record is gone (expired, or deleted),
+// it returns backends.ErrSessionLost.
 func (s *session) KeepAlive(ctx context.Context) error {
 	if err := s.check(ctx, "keep-alive"); err != nil {
 		return err
@@ -198,29 +209,73 @@ func (s *session) KeepAlive(ctx context.Context) error {
 		s.b.hub.join(s) // starts the feed again if it ended
 	}
 	held := s.ledger.Held()
-	keys := make([]string, 0, len(held))
-	for name := range held {
-		keys = append(keys, LockKey(name))
+	gen, first, running := s.b.hub.coverage()
+	if pushed && running && len(held) > 0 && s.covered(held, gen, first) {
+		rev, err := s.renew(ctx)
+		if err != nil {
+			return err
+		}
+		if s.b.hub.delivered(ctx, gen, rev, feedLag) {
+			return nil
+		}
+		return s.confirm(ctx, held, gen, running)
 	}
-	var got map[string]entry
-	var gerr error
+	var err, cerr error
 	var wg sync.WaitGroup
-	if len(keys) > 0 {
-		wg.Go(func() { got, gerr = s.b.b.getMany(ctx, keys) })
+	if len(held) > 0 {
+		wg.Go(func() { cerr = s.confirm(ctx, held, gen, pushed && running) })
 	}
-	err := s.renew(ctx)
+	_, err = s.renew(ctx)
 	wg.Wait()
 	if err != nil {
 		return err
 	}
-	if gerr != nil {
-		return s.b.failed(ctx, "keep-alive", gerr)
+	return cerr
+}
+
+// feedLag bounds how long KeepAlive waits for the feed to deliver its
+// renewal before it reads the locks instead.
+const feedLag = 500 * time.Millisecond
+
+// covered reports whether the feed gen, which first delivered the write
+// at first, has delivered every write to the held locks' records since
+// their takes: each was taken at or after first, or confirmed by a read
+// sent while that feed ran.
+func (s *session) covered(held map[string]events.Token, gen, first uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range held {
+		if (first == 0 || uint64(t) < first) && (s.covGen != gen || t > s.covUpTo) {
+			return false
+		}
+	}
+	return true
+}
+
+// confirm reads the held locks' records (a multi-key get per 1,024) and
+// reports those changed since their takes. If the feed gen ran before the
+// read was sent, it covers them from then on.
+func (s *session) confirm(ctx context.Context, held map[string]events.Token, gen uint64, running bool) error {
+	keys := make([]string, 0, len(held))
+	var upTo events.Token
+	for name, t := range held {
+		keys = append(keys, LockKey(name))
+		upTo = max(upTo, t)
+	}
+	got, err := s.b.b.getMany(ctx, keys)
+	if err != nil {
+		return s.b.failed(ctx, "keep-alive", err)
 	}
 	for name, token := range held {
 		e := got[LockKey(name)]
 		if rec, t, ok := decodeLock(e); !e.live || !ok || rec.Session != s.sid || t != token {
 			s.ledger.Gone(name, token)
 		}
+	}
+	if running {
+		s.mu.Lock()
+		s.covGen, s.covUpTo = gen, upTo
+		s.mu.Unlock()
 	}
 	return nil
 }
@@ -230,7 +285,7 @@ func (s *session) KeepAlive(ctx context.Context) error {
 // it is still the session's (an earlier renewal applied whose answer was
 // lost), it writes again on that revision; if it is gone, the session is
 // lost.
-func (s *session) renew(ctx context.Context) error {
+func (s *session) renew(ctx context.Context) (uint64, error) {
 	s.mu.Lock()
 	last := s.rev
 	s.mu.Unlock()
@@ -241,22 +296,22 @@ func (s *session) renew(ctx context.Context) error {
 			s.mu.Lock()
 			s.rev = max(s.rev, rev)
 			s.mu.Unlock()
-			return nil
+			return rev, nil
 		}
 		if !errors.Is(err, errChanged) {
-			return s.b.failed(ctx, "keep-alive", err)
+			return 0, s.b.failed(ctx, "keep-alive", err)
 		}
 		e, err := s.b.b.getLeader(ctx, s.key)
 		if err != nil {
-			return s.b.failed(ctx, "keep-alive", err)
+			return 0, s.b.failed(ctx, "keep-alive", err)
 		}
 		var rec sessionRecord
 		if !e.live || json.Unmarshal(e.value, &rec) != nil || rec.ID != s.id {
-			return fmt.Errorf("%w: nats: session %s", backends.ErrSessionLost, s.sid)
+			return 0, fmt.Errorf("%w: nats: session %s", backends.ErrSessionLost, s.sid)
 		}
 		last = e.rev
 	}
-	return fmt.Errorf("%w: nats: keep-alive: session record %s keeps changing", backends.ErrUnavailable, s.sid)
+	return 0, fmt.Errorf("%w: nats: keep-alive: session record %s keeps changing", backends.ErrUnavailable, s.sid)
 }
 
 // removeRecord removes the session record on its revision last; if it

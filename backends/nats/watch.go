@@ -60,6 +60,13 @@ type hub struct {
 	holders  map[string]string              // lock key → its holder's session key, for watched locks
 	sessions map[*session]struct{}          // those whose losses are pushed
 	wg       sync.WaitGroup                 // starts for sessions
+
+	// What the running feed covers, for KeepAlive's confirmation.
+	gen      uint64            // the number of the running feed (counts starts)
+	first    uint64            // the first revision it delivered; 0: none yet
+	seen     uint64            // the last
+	progress chan struct{}     // closed at its next delivery
+	lockRevs map[string]uint64 // lock key → the last revision it delivered
 }
 
 // watch is one Watch call's channel; the hub closes it exactly once.
@@ -94,6 +101,10 @@ func (h *hub) start(ctx context.Context) error {
 	if running {
 		return nil
 	}
+	h.mu.Lock()
+	h.gen++
+	h.first, h.seen, h.lockRevs = 0, 0, map[string]uint64{}
+	h.mu.Unlock()
 	f, err := h.b.watchAll(ctx, h.deliver)
 	if err != nil {
 		return err
@@ -177,8 +188,17 @@ func (h *hub) learn(key string, live bool, value []byte) {
 func (h *hub) deliver(c change) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.first == 0 {
+		h.first = c.rev
+	}
+	h.seen = c.rev
+	if h.progress != nil {
+		close(h.progress)
+		h.progress = nil
+	}
 	switch {
 	case strings.HasPrefix(c.key, lockPrefix):
+		h.lockRevs[c.key] = c.rev
 		if ws, ok := h.watches[c.key]; ok {
 			signal(ws)
 			rec, _, ok := decodeLock(entry{value: c.value, live: c.live})
@@ -210,6 +230,54 @@ func signal(ws map[*watch]struct{}) {
 		select {
 		case w.ch <- struct{}{}:
 		default:
+		}
+	}
+}
+
+// lastRev returns the last revision of the lock key the running feed
+// delivered; 0 if none.
+func (h *hub) lastRev(key string) uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lockRevs[key]
+}
+
+// coverage returns the running feed's number and the first revision it
+// delivered (every write from it on was delivered, in order); running is
+// false if no feed runs.
+func (h *hub) coverage() (gen, first uint64, running bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.gen, h.first, h.feed != nil
+}
+
+// delivered waits until the feed gen has delivered the write at rev (and
+// so every write before it), at most wait; false if it did not, or if
+// that feed ended.
+func (h *hub) delivered(ctx context.Context, gen, rev uint64, wait time.Duration) bool {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		h.mu.Lock()
+		if h.feed == nil || h.gen != gen {
+			h.mu.Unlock()
+			return false
+		}
+		if h.seen >= rev {
+			h.mu.Unlock()
+			return true
+		}
+		if h.progress == nil {
+			h.progress = make(chan struct{})
+		}
+		ch := h.progress
+		h.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timer.C:
+			return false
+		case <-ctx.Done():
+			return false
 		}
 	}
 }
