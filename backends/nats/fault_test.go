@@ -41,6 +41,7 @@ func TestFaults(t *testing.T) {
 		{"BlackholedLeader", blackholedLeader},
 		{"ServerRestart", serverRestart},
 		{"Latency", latency},
+		{"ServerPaused", serverPaused},
 	} {
 		t.Run(f.name, func(t *testing.T) {
 			ks := f.run(t, srv)
@@ -153,6 +154,36 @@ func electedOf(t *testing.T, ks ...*backendtest.Recorder) (*backendtest.Recorder
 	}
 	t.Fatalf("nobody elected within %v", faultWait)
 	return nil, events.Event{}
+}
+
+// serverPaused: the server stops (SIGSTOP) for longer than the TTL, its
+// connections open and silent. The leader publishes Revoked at its
+// deadline; nobody is elected while the server is stopped. Once it runs
+// again, its clock has moved past every session's expiry: a leader is
+// elected again with a larger token.
+func serverPaused(t *testing.T, srv *natstest.Server) []*backendtest.Recorder {
+	const name = faultLock
+	a := backendtest.Record(t, newBackend(t, srv.URL()), name, "a", faultOpts()...)
+	b := backendtest.Record(t, newBackend(t, srv.URL()), name, "b", faultOpts()...)
+	leader, first := electedOf(t, a, b)
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	leader.Expect(t, events.Revoked, faultTTL+faultWait)
+	time.Sleep(faultTTL)
+	for _, k := range []*backendtest.Recorder{a, b} {
+		if s := k.C.State(); s.Leader {
+			t.Fatalf("%s believes it leads while the server is stopped", k.ID)
+		}
+	}
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	_, second := electedOf(t, a, b)
+	if second.Token <= first.Token {
+		t.Fatalf("token after the pause = %d, want > %d", second.Token, first.Token)
+	}
+	return []*backendtest.Recorder{a, b}
 }
 
 // latency: 100 ms added each way on the leader's link, with a TTL of
