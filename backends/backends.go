@@ -104,6 +104,20 @@ type Watcher interface {
 	Watch(ctx context.Context, name string) (<-chan struct{}, error)
 }
 
+// ReleaseWatcher is implemented by backends that can wake a waiting
+// candidate on the releases of a lock alone (Redis), so that another
+// candidate taking the lock wakes nobody. A backend whose line of waiters
+// decides who is next has no use for it.
+type ReleaseWatcher interface {
+	// WatchReleases is Watch for a candidate waiting for name: the channel
+	// receives a value when name may have become free after an Acquire
+	// found it held, not when it is taken. Call it after an Acquire found
+	// name held, then Acquire again before waiting: a release between the
+	// two Acquires is not missed. Signals coalesce (the buffer holds one);
+	// the backend closes the channel when ctx ends or the watch breaks.
+	WatchReleases(ctx context.Context, name string) (<-chan struct{}, error)
+}
+
 // LossNotifier is implemented by the sessions of backends that can push
 // the loss of a lock (a watch on the session's own keys): Lost then
 // reports a lock deleted or revoked behind the session's back within

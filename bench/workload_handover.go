@@ -11,7 +11,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
-	"github.com/hustings/hustings/internal/crash"
+	"github.com/hustings/hustings/hustingstest"
 )
 
 // handoverRetry is the campaigns' retry interval in the handover workload:
@@ -249,7 +249,7 @@ func (b *bench) failOnce(ctx context.Context, s *system, name string, closing *s
 	if err != nil {
 		return 0, false, err
 	}
-	link := crash.New(hb)
+	link := hustingstest.NewCrashable(hb)
 	holder, err := campaign.New(link, name, append(opts, campaign.WithID("holder"))...)
 	if err != nil {
 		closeH()
@@ -322,4 +322,4 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-var _ backends.Backend = (*crash.Backend)(nil)
+var _ backends.Backend = (*hustingstest.Crashable)(nil)

@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"context"
+	"time"
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
@@ -27,13 +28,34 @@ type Campaign struct {
 }
 
 // State is a snapshot of a campaign, for observation only: by the time it
-// is read it may be stale, so never decide to act on it (use the term
-// context or RunIfLeader). Fields: Name (full lock name), ID (this
-// candidate), Leader, Slot, Token (of the term in force or the last one),
-// Deadline (of the term in force), LastEvent, Dropped (events the Events
-// reader never received) and Err (the last backend error, nil after a
-// success).
-type State = elector.State
+// is read it may be stale, so never decide to act on it (use the term's
+// context or RunIfLeader).
+type State struct {
+	// Name is the full lock name.
+	Name string
+	// ID is this campaign's candidate ID.
+	ID string
+	// Leader reports whether a term is in force.
+	Leader bool
+	// Slot is the group slot of the term in force, or of the last one; 0
+	// for a single lock.
+	Slot int
+	// Token is the fencing token of the term in force, or of the last one;
+	// 0 before the first term.
+	Token events.Token
+	// Deadline is the local deadline of the term in force: the campaign
+	// revokes it no later than this unless a renewal moves it on. For an
+	// ended term, the deadline it ended with.
+	Deadline time.Time
+	// LastEvent is the last event published; its Kind is 0 before the
+	// first.
+	LastEvent events.Event
+	// Dropped counts the events the reader of Events never received (the
+	// channel keeps only the latest state).
+	Dropped uint64
+	// Err is the last backend error, or nil after a success.
+	Err error
+}
 
 // New returns a campaign for the lock name on b. It validates the options
 // and starts nothing: call Run.
@@ -61,7 +83,11 @@ func (c *Campaign) Events() <-chan events.Event { return c.e.Events() }
 func (c *Campaign) Subscribe(ctx context.Context) <-chan events.Event { return c.e.Subscribe(ctx) }
 
 // State returns a snapshot of the campaign, for observation only.
-func (c *Campaign) State() State { return c.e.State() }
+func (c *Campaign) State() State {
+	st := c.e.State()
+	return State{Name: st.Name, ID: st.ID, Leader: st.Leader, Slot: st.Slot, Token: st.Token,
+		Deadline: st.Deadline, LastEvent: st.LastEvent, Dropped: st.Dropped, Err: st.Err}
+}
 
 // Run campaigns until ctx ends or Close is called, and blocks until then
 // (Session.Campaign starts a campaign without a goroutine of the caller's).
@@ -99,7 +125,8 @@ func (c *Campaign) Term(token events.Token) (ctx context.Context, elected events
 }
 
 // SetScore changes this candidate's score in a group's registry, for
-// strategy.Score (group.WithStrategy); the group re-ranks at once. Without
-// a strategy it has no effect. It returns ErrInvalid for a NaN or
-// infinite score, and ErrClosed after Close or once Run has returned.
+// strategy.Score (group.WithStrategy); the group re-ranks at once. It
+// returns ErrInvalid for a NaN or infinite score and for a campaign
+// without a strategy (a single lock, or a group without one), whose score
+// nothing reads, and ErrClosed after Close or once Run has returned.
 func (c *Campaign) SetScore(score float64) error { return c.e.SetScore(score) }

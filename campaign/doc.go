@@ -5,17 +5,18 @@
 // # Campaign
 //
 // New validates and starts nothing; Run campaigns until its context ends or
-// Close is called, and owns and waits for every goroutine it starts. While
-// idle a campaign costs one goroutine (Run's); a backend call in flight adds
-// one more.
+// Close is called, and owns and waits for every goroutine it starts. A
+// campaign has no goroutine of its own: it blocks the caller's in Run, and
+// a backend call in flight runs in a goroutine of its session's, which has
+// at most a bounded number in flight.
 //
 // A campaign publishes Elected only after the backend confirmed the lock,
 // with the term's fencing token and local deadline: the start of the
 // session's last successful Open or KeepAlive + TTL − safety margin. At that
 // deadline, renewed or not and reachable backend or not, it publishes
 // Revoked and cancels the term's context, even if a backend call hangs:
-// calls run in their own goroutines and the deadline is a timer in Run's
-// loop. Without process pauses, then, two candidates never both believe they
+// calls run apart from the campaign's state, and the deadline is a timer
+// that no call holds up. Without process pauses, then, two candidates never both believe they
 // lead. A paused process (GC, SIGSTOP) can still act on a stale belief after
 // its lease ran out; protected resources must check the fencing token.
 //

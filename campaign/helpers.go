@@ -8,6 +8,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/elector"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // WhileLeader runs c and calls fn(termCtx, elected) for each term, in the
@@ -60,8 +61,11 @@ func Every(ctx context.Context, b backends.Backend, name string, period time.Dur
 	}
 	opts = append([]Option{WithLease(period)}, opts...)
 	cfg := elector.NewConfig(opts)
-	if _, err := validateRun(ctx, &cfg, b, windowName(name, 0), fn == nil, elector.ForEvery); err != nil {
+	if _, err := validateRun(ctx, &cfg, b, name, fn == nil, elector.ForEvery); err != nil {
 		return err
+	}
+	if err := validate.Name(windowName(name, 0)); err != nil { // the caller's name plus "/window-k"
+		return elector.Invalid(err)
 	}
 	if least := minPeriod(b); period < least {
 		return fmt.Errorf("%w: period %v is shorter than the %s backend can keep windows apart: at least %v", ErrInvalid, period, elector.BackendLabel(b), least)

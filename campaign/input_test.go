@@ -47,6 +47,7 @@ func TestNilInputIsRefused(t *testing.T) {
 		{"Every(nil)", func() error {
 			return campaign.Every(nilCtx, memory.New(), "x", time.Minute, func(context.Context, events.Token) error { return nil })
 		}},
+		{"WithSession(nil)", func() error { _, err := campaign.New(memory.New(), "x", campaign.WithSession(nil)); return err }},
 		{"WhileLeader(nil)", func() error {
 			return campaign.WhileLeader(nilCtx, c, func(context.Context, events.Event) error { return nil })
 		}},
@@ -81,6 +82,44 @@ func TestBadCandidateIsRefused(t *testing.T) {
 			err := tc.make()
 			if !errors.Is(err, campaign.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want ErrInvalid mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestEmptyNameIsRefused: every entry point refuses an empty lock name
+// at once with ErrInvalid, checking the caller's name and not a name it
+// derives from it (Every's windows are "<name>/window-k"). A call that
+// does not return within the bound fails the test instead of hanging it.
+func TestEmptyNameIsRefused(t *testing.T) {
+	b := memory.New()
+	noop := func(context.Context, events.Token) (int, error) { return 0, nil }
+	for _, tc := range []struct {
+		name string
+		call func(ctx context.Context) error
+	}{
+		{"New", func(context.Context) error { _, err := campaign.New(b, ""); return err }},
+		{"group.New", func(context.Context) error { _, err := group.New(b, "", 2); return err }},
+		{"RunIfLeader", func(ctx context.Context) error { _, err := campaign.RunIfLeader(ctx, b, "", noop); return err }},
+		{"Observe", func(ctx context.Context) error { _, err := campaign.Observe(ctx, b, ""); return err }},
+		{"Every", func(ctx context.Context) error {
+			return campaign.Every(ctx, b, "", time.Minute, func(context.Context, events.Token) error { return nil })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			got := make(chan error, 1)
+			go func() { got <- tc.call(ctx) }()
+			select {
+			case err := <-got:
+				if !errors.Is(err, campaign.ErrInvalid) || !strings.Contains(err.Error(), "empty lock name") {
+					t.Fatalf("got %v, want ErrInvalid for the empty name", err)
+				}
+			case <-time.After(10 * time.Second):
+				cancel()
+				<-got
+				t.Fatal("did not return within 10s: the empty name was not refused")
 			}
 		})
 	}

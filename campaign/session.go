@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"context"
+	"errors"
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/internal/elector"
@@ -75,13 +76,15 @@ func (s *Session) Close() error { return s.s.Close() }
 
 // WithSession makes a campaign, a group or a one-shot run (RunIfLeader,
 // Every) use s instead of a session of its own; s must be on the same
-// backend, else ErrInvalid. It takes s's ID and TTL (options setting them
-// are overridden). Default: a session of its own.
+// backend, else ErrInvalid; a nil s is ErrInvalid. It takes s's ID and
+// TTL (options setting them are overridden). Default: a session of its
+// own.
 func WithSession(s *Session) Option {
 	return elector.Opt("WithSession", elector.ForCampaign|elector.ForGroup|elector.ForRun|elector.ForEvery, func(cfg *elector.Config) {
-		cfg.Session = nil
-		if s != nil {
-			cfg.Session = s.s
+		if s == nil {
+			cfg.Reject(errors.New("nil session"))
+			return
 		}
+		cfg.Session = s.s
 	})
 }

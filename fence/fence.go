@@ -11,9 +11,11 @@
 //
 // When the resource lives in the lock's own store, use the backend's
 // native fence instead, which checks the lock itself in the same
-// transaction as the write: etcd's Backend.Fence, ZooKeeper's
-// Backend.Fence, Redis's Backend.FencedEval, PostgreSQL's Fence, and the
-// memory backend's Backend.Fence.
+// transaction as the write. Every backend names it Fence, in the shape of
+// its store: a comparison for your Txn on etcd, a script run with the
+// check on Redis, ops run in one multi on ZooKeeper, a check inside your
+// transaction on PostgreSQL (postgres.Fence), a conditioned update on
+// Kubernetes, a function run under the lock on the memory backend.
 //
 // What fencing cannot cover: a side effect the resource does not check
 // (an email sent, a payment made through a service that knows no tokens)

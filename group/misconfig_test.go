@@ -13,6 +13,7 @@ import (
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/group"
+	"github.com/hustings/hustings/strategy"
 )
 
 // TestDisagreeingSlotsAreReported: candidates of one group started with
@@ -67,7 +68,7 @@ func TestDisagreeingSlotsAreReported(t *testing.T) {
 
 // TestGroupCallsAfterClose: a closed group answers with ErrClosed.
 func TestGroupCallsAfterClose(t *testing.T) {
-	g, err := group.New(memory.New(), "g", 2, group.WithScore(1))
+	g, err := group.New(memory.New(), "g", 2, group.WithStrategy(strategy.Score()), group.WithScore(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,5 +81,27 @@ func TestGroupCallsAfterClose(t *testing.T) {
 	}
 	if err := g.SetScore(2); !errors.Is(err, campaign.ErrClosed) {
 		t.Errorf("SetScore after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestSetScoreWithoutStrategyIsRefused: a score is read by a group's
+// strategy only; SetScore on a single lock or on a group without a
+// strategy is ErrInvalid, not a change that nothing reads.
+func TestSetScoreWithoutStrategyIsRefused(t *testing.T) {
+	b := memory.New()
+	c, err := campaign.New(b, "lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	g, err := group.New(b, "g", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	for what, c := range map[string]*campaign.Campaign{"a single lock": c, "a group without a strategy": g} {
+		if err := c.SetScore(2); !errors.Is(err, campaign.ErrInvalid) || !strings.Contains(err.Error(), "strategy") {
+			t.Errorf("SetScore on %s = %v, want ErrInvalid naming the strategy", what, err)
+		}
 	}
 }

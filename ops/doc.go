@@ -2,16 +2,17 @@
 // leader election, in the order they ask: is this replica healthy
 // (Health, a /healthz handler and a probe function), who leads what
 // (MasterStatus, the leader_election_master_status gauge that dashboards
-// and alerts built for client-go and controller-runtime already use) and
-// what happened at 03:12 last night (WithTracerProvider, OpenTelemetry
-// spans per term and per one-shot run).
+// and alerts built for client-go and controller-runtime already use), how
+// often it tries, wins and loses (Metrics, the hustings_* Prometheus
+// counters) and what happened at 03:12 last night (WithTracerProvider,
+// OpenTelemetry spans per term and per one-shot run).
 //
 // Each is opt-in, and given to campaign.New, group.New, campaign.NewSession,
 // RunIfLeader or Every as an option; an option given where it means
 // nothing (MasterStatus on a one-shot run, any of them on Observe) is
-// refused with campaign.ErrInvalid. The hustings_* Prometheus metrics
-// stay where they were, campaign.NewMetrics; the README's "Operating
-// Hustings" section lists all of them together.
+// refused with campaign.ErrInvalid. A program that imports only campaign
+// and a backend links neither Prometheus nor OpenTelemetry: they come
+// with this package.
 //
 // A campaign on a shared Session learns of its session's keep-alives
 // through the Session: give WithHealth and WithTracerProvider to

@@ -47,7 +47,7 @@ type Harness struct {
 	Delete func(t *testing.T, b backends.Backend, name string)
 	// Fence makes one write in the backend's own store under the
 	// backend's native fence for name and token (etcd's Backend.Fence in
-	// the write's Txn, Redis's FencedEval, ...) and returns nil if the
+	// the write's Txn, Redis's Fence, ...) and returns nil if the
 	// write was made, an error matching backends.ErrNotHeld if the fence
 	// refused it (no write made), or another error. It must be safe for
 	// concurrent use. Required.
@@ -60,34 +60,49 @@ const wakeBound = 10 * time.Second
 
 // check is one subtest of the suite.
 type check struct {
-	name string
-	run  func(e *env)
+	name  string
+	run   func(e *env)
+	power power // the optional power it checks; the suite runs it only where the backend has it
 }
+
+// power is an optional power of a backend or its sessions.
+type power int
+
+const (
+	always         power = iota
+	releaseWatcher       // the Backend is a backends.ReleaseWatcher
+	dequeuer             // its Sessions are backends.Dequeuers
+)
 
 // checks is the whole suite, in the order it runs.
 var checks = []check{
-	{"AcquireFree", acquireFree},
-	{"AcquireAgainSameToken", acquireAgain},
-	{"ContentionIsErrHeld", contention},
-	{"SameIDOtherSessionIsErrHeld", sameIDOtherSession},
-	{"ReleaseFrees", releaseFrees},
-	{"ReleaseByNonHolder", releaseByNonHolder},
-	{"TokensIncrease", tokensIncrease},
-	{"RaceForFreeLock", raceForFreeLock},
-	{"KeepAliveKeepsLocks", keepAliveKeepsLocks},
-	{"DeletedLockIsLost", deletedLockIsLost},
-	{"DeletedLockIsPushed", deletedLockIsPushed},
-	{"ReleasedLockIsNotLost", releasedLockIsNotLost},
-	{"ExpiryFreesLock", expiryFreesLock},
-	{"ExpiryLosesAllLocks", expiryLosesAllLocks},
-	{"CloseFreesLocks", closeFreesLocks},
-	{"LeaseEnds", leaseEnds},
-	{"ReleaseWithHold", releaseWithHold},
-	{"ReleaseWakesWaiter", releaseWakesWaiter},
-	{"CloseWakesWaiter", closeWakesWaiter},
-	{"WatchClosedWithContext", watchClosedWithContext},
-	{"InvalidInput", invalidInput},
-	{"CanceledContext", canceledContext},
+	{name: "AcquireFree", run: acquireFree},
+	{name: "AcquireAgainSameToken", run: acquireAgain},
+	{name: "ContentionIsErrHeld", run: contention},
+	{name: "SameIDOtherSessionIsErrHeld", run: sameIDOtherSession},
+	{name: "ReleaseFrees", run: releaseFrees},
+	{name: "ReleaseByNonHolder", run: releaseByNonHolder},
+	{name: "TokensIncrease", run: tokensIncrease},
+	{name: "RaceForFreeLock", run: raceForFreeLock},
+	{name: "KeepAliveKeepsLocks", run: keepAliveKeepsLocks},
+	{name: "DeletedLockIsLost", run: deletedLockIsLost},
+	{name: "DeletedLockIsPushed", run: deletedLockIsPushed},
+	{name: "ReleasedLockIsNotLost", run: releasedLockIsNotLost},
+	{name: "ExpiryFreesLock", run: expiryFreesLock},
+	{name: "ExpiryLosesAllLocks", run: expiryLosesAllLocks},
+	{name: "CloseFreesLocks", run: closeFreesLocks},
+	{name: "LeaseEnds", run: leaseEnds},
+	{name: "ReleaseWithHold", run: releaseWithHold},
+	{name: "ReleaseWakesWaiter", run: releaseWakesWaiter},
+	{name: "CloseWakesWaiter", run: closeWakesWaiter},
+	{name: "WatchClosedWithContext", run: watchClosedWithContext},
+	{name: "ReleaseWakesReleaseWatcher", run: releaseWakesReleaseWatcher, power: releaseWatcher},
+	{name: "CloseWakesReleaseWatcher", run: closeWakesReleaseWatcher, power: releaseWatcher},
+	{name: "ReleaseWatchClosedWithContext", run: releaseWatchClosedWithContext, power: releaseWatcher},
+	{name: "DequeueLeavesLine", run: dequeueLeavesLine, power: dequeuer},
+	{name: "DequeueReleasesUntoldHold", run: dequeueReleasesUntoldHold, power: dequeuer},
+	{name: "InvalidInput", run: invalidInput},
+	{name: "CanceledContext", run: canceledContext},
 }
 
 // Run runs the contract suite against the backends h.New returns.
@@ -102,7 +117,11 @@ func Run(t *testing.T, h Harness) {
 		all = append(slices.Clone(all), registryChecks...)
 	}
 	all = append(slices.Clone(all), fenceChecks...)
+	has := powers(t, h)
 	for _, c := range all {
+		if !has[c.power] {
+			continue // not a power of this backend: nothing to check, and not a skipped test
+		}
 		t.Run(c.name, func(t *testing.T) {
 			c.run(&env{t: t, h: h, b: h.New(t), ctx: t.Context(), run: run})
 		})
@@ -250,4 +269,19 @@ func (e *env) grab(s backends.Session, name string) events.Token {
 		return err == nil
 	})
 	return tok
+}
+
+// powers reports which optional powers the backends h.New returns have,
+// from one backend and one session of it.
+func powers(t *testing.T, h Harness) map[power]bool {
+	t.Helper()
+	b := h.New(t)
+	s, err := b.Open(t.Context(), "powers", h.TTL)
+	if err != nil {
+		t.Fatalf("backendtest: Open to look at the session's powers: %v", err)
+	}
+	defer s.Close(context.Background())
+	_, rw := b.(backends.ReleaseWatcher)
+	_, dq := s.(backends.Dequeuer)
+	return map[power]bool{always: true, releaseWatcher: rw, dequeuer: dq}
 }

@@ -10,8 +10,8 @@ import (
 
 // fenceChecks run on every backend: each has a native fence.
 var fenceChecks = []check{
-	{"FenceRefusesEndedTerms", fenceRefusesEndedTerms},
-	{"FenceAdmitsConcurrentWrites", fenceAdmitsConcurrentWrites},
+	{name: "FenceRefusesEndedTerms", run: fenceRefusesEndedTerms},
+	{name: "FenceAdmitsConcurrentWrites", run: fenceAdmitsConcurrentWrites},
 }
 
 // fenced makes a write under the native fence for name and token, and

@@ -10,6 +10,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/group"
+	"github.com/hustings/hustings/hustingstest"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -70,14 +71,14 @@ func RunGroups(t *testing.T, h Harness) {
 // Crashable.
 type groupCandidate struct {
 	g     *campaign.Campaign
-	c     *Crashable
+	c     *hustingstest.Crashable
 	wg    sync.WaitGroup // Run and the event follower
 	ended bool
 }
 
 func newGroupCandidate(t *testing.T, b backends.Backend, name, id string, slots int, ttl time.Duration, ranked bool, hist *History) *groupCandidate {
 	t.Helper()
-	c := NewCrashable(b)
+	c := hustingstest.NewCrashable(b)
 	opts := []campaign.Option{campaign.WithID(id), campaign.WithTTL(ttl), campaign.WithRetry(ttl / 4)}
 	if ranked {
 		opts = append(opts, group.WithStrategy(strategy.FIFO()), group.WithPatience(ttl))

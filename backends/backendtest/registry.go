@@ -11,10 +11,10 @@ import (
 
 // registryChecks run when Harness.Registry is set.
 var registryChecks = []check{
-	{"RegistryOrderAndUpdate", registryOrderAndUpdate},
-	{"RegistryFollowsSessions", registryFollowsSessions},
-	{"RegistryDeregister", registryDeregister},
-	{"RegistryInvalidInput", registryInvalidInput},
+	{name: "RegistryOrderAndUpdate", run: registryOrderAndUpdate},
+	{name: "RegistryFollowsSessions", run: registryFollowsSessions},
+	{name: "RegistryDeregister", run: registryDeregister},
+	{name: "RegistryInvalidInput", run: registryInvalidInput},
 }
 
 // registrar returns s as a Registrar, failing the check if it is not one.

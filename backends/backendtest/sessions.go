@@ -1,9 +1,9 @@
 package backendtest
 
 import (
-	"time"
-
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/hustings/hustings/backends"
 )
@@ -221,5 +221,75 @@ func releaseWithHold(e *env) {
 	c := e.open("c")
 	if next := e.grab(c, name); next <= tok {
 		e.t.Fatalf("token after the hold = %d, want > %d", next, tok)
+	}
+}
+
+// dequeuer returns s as a Dequeuer; the suite runs the checks that call
+// it only where sessions have the power.
+func (e *env) dequeuer(s backends.Session) backends.Dequeuer {
+	e.t.Helper()
+	d, ok := s.(backends.Dequeuer)
+	if !ok {
+		e.t.Fatalf("%T is not a backends.Dequeuer", s)
+	}
+	return d
+}
+
+// dequeue takes s out of name's line, failing the check on any error.
+func (e *env) dequeue(s backends.Session, name string) {
+	e.t.Helper()
+	if err := e.dequeuer(s).Dequeue(e.ctx, name); err != nil {
+		e.t.Fatalf("%s: Dequeue(%q): %v", s.ID(), name, err)
+	}
+}
+
+// queue has s find name held, which puts it in name's line.
+func (e *env) queue(s backends.Session, name string) {
+	e.t.Helper()
+	_, err := s.Acquire(e.ctx, name, 0)
+	e.wantErr(fmt.Sprintf("%s: Acquire(%q) of a held lock", s.ID(), name), err, backends.ErrHeld)
+}
+
+// dequeueLeavesLine: where sessions are backends.Dequeuers, a session
+// that left a lock's line is not made its holder by the release; leaving a
+// line twice is no error.
+func dequeueLeavesLine(e *env) {
+	h, s := e.open("h"), e.open("s")
+	e.dequeuer(s)
+	name := e.name()
+	tok := e.acquire(h, name, 0)
+	e.queue(s, name)
+	e.dequeue(s, name)
+	e.dequeue(s, name) // no longer in line: nothing to do
+	e.release(h, name, tok, 0)
+	e.wantFree(name, "the release of a lock whose line was left")
+}
+
+// dequeueReleasesUntoldHold: where sessions are backends.Dequeuers, a
+// lock the line made a session's without an Acquire telling it is
+// released by Dequeue, and a lock the session was told it holds is left
+// alone.
+func dequeueReleasesUntoldHold(e *env) {
+	h, s := e.open("h"), e.open("s")
+	e.dequeuer(s)
+	untold, told := e.name(), e.name()
+	tok := e.acquire(h, untold, 0)
+	e.queue(s, untold)
+	e.release(h, untold, tok, 0)
+	if got := e.holder(untold); got.ID != "s" {
+		e.t.Fatalf("Holder(%q) = %+v after the holder's release; want the queued session s (a backend that queues waiters makes the next one the holder)", untold, got)
+	}
+	e.dequeue(s, untold)
+	e.wantFree(untold, "Dequeue of a lock the line made the session's")
+	mine := e.acquire(s, told, 0)
+	e.dequeue(s, told)
+	e.wantHolder(told, "s", mine)
+}
+
+// wantFree fails the check unless name is free now, after what.
+func (e *env) wantFree(name, after string) {
+	e.t.Helper()
+	if got := e.holder(name); got.ID != "" {
+		e.t.Fatalf("Holder(%q) = %+v after %s, want it free", name, got, after)
 	}
 }

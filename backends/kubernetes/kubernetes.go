@@ -67,7 +67,7 @@ type Backend struct {
 // call. A nil client, a namespace that is not a DNS label, or a bad
 // option returns an error matching backends.ErrInvalid.
 func New(client clientset.Interface, namespace string, opts ...Option) (*Backend, error) {
-	if client == nil {
+	if validate.Nil(client) {
 		return nil, fmt.Errorf("%w: kubernetes: nil client", backends.ErrInvalid)
 	}
 	if len(namespace) > 63 || !dnsLabel.MatchString(namespace) {

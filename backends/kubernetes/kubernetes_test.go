@@ -135,6 +135,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		opts            []kubernetes.Option
 	}{
 		{"nil client", "default", nil, nil},
+		{"typed-nil *Clientset", "default", (*clientset.Clientset)(nil), nil},
 		{"empty namespace", "", cs, nil},
 		{"namespace with capitals", "Default", cs, nil},
 		{"empty prefix", "default", cs, []kubernetes.Option{kubernetes.WithPrefix("")}},

@@ -70,7 +70,7 @@
 // by more than the outage lasted can issue a token lower than one issued
 // before. The fence keys are never deleted: one small key per name.
 //
-// Backend.FencedEval fences a write at the resource when the resource
+// Backend.Fence fences a write at the resource when the resource
 // is this Redis: it runs the caller's Lua script only if the lock key
 // still holds the caller's token for a session, checked in the same
 // script run, so a stale leader's script (its term ended by a release, a
@@ -144,7 +144,7 @@
 // # What blocks
 //
 // Every call blocks until Redis answers or the context ends. Open,
-// KeepAlive, Release, Close, Register, Deregister and FencedEval make one
+// KeepAlive, Release, Close, Register, Deregister and Fence make one
 // round trip
 // (Register one more to undo the work of a session found lost; any script
 // one more the first time a server runs it, to send its source); Members

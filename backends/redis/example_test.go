@@ -65,7 +65,7 @@ func Example() {
 // Once another candidate took the lock, the old leader's write is refused
 // and nothing runs. The keys carry the lock's hash tag, so they share its
 // Cluster slot.
-func ExampleBackend_FencedEval() {
+func ExampleBackend_Fence() {
 	dir, err := os.MkdirTemp("", "redis-example")
 	if err != nil {
 		fmt.Println(err)
@@ -91,17 +91,17 @@ func ExampleBackend_FencedEval() {
 	balance := []string{redis.HashTag("ledger") + ":balance"} // "{ledger}:balance"
 
 	old, _ := alice.Acquire(ctx, "ledger", 0)
-	v, err := b.FencedEval(ctx, "ledger", old, deposit, balance, 10)
+	v, err := b.Fence(ctx, "ledger", old, deposit, balance, 10)
 	fmt.Println("alice deposits:", v, err)
 
 	_ = alice.Release(ctx, "ledger", old, 0) // or: alice paused, her session expired
 	tok, _ := bob.Acquire(ctx, "ledger", 0)
-	_, err = b.FencedEval(ctx, "ledger", old, deposit, balance, 10)
+	_, err = b.Fence(ctx, "ledger", old, deposit, balance, 10)
 	fmt.Println("alice's late deposit refused:", errors.Is(err, backends.ErrNotHeld))
-	v, err = b.FencedEval(ctx, "ledger", tok, deposit, balance, 5)
+	v, err = b.Fence(ctx, "ledger", tok, deposit, balance, 5)
 	fmt.Println("bob deposits:", v, err)
 
-	_, err = b.FencedEval(ctx, "ledger", tok, deposit, []string{"balance"}, 5)
+	_, err = b.Fence(ctx, "ledger", tok, deposit, []string{"balance"}, 5)
 	fmt.Println("a key outside the lock's slot:", errors.Is(err, backends.ErrInvalid))
 	// Output:
 	// alice deposits: 10 <nil>

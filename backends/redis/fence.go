@@ -16,7 +16,7 @@ import (
 )
 
 // fencePreamble runs before the caller's script. It takes the lock key and
-// the token, which FencedEval appends to KEYS and ARGV, off again, so the
+// the token, which Fence appends to KEYS and ARGV, off again, so the
 // caller's KEYS[i] and ARGV[i] are numbered as the caller passed them, and
 // refuses unless the lock key holds "<token> s <session ID>". It is one
 // line with no newline, so the line numbers in Redis's error messages are
@@ -34,7 +34,7 @@ const notHeldReply = "HUSTINGS_NOT_HELD"
 // script now but may soon: they match backends.ErrUnavailable.
 var transientReplies = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "OOM"}
 
-// FencedEval runs the Lua script with keys and args (as EVAL does) only if
+// Fence runs the Lua script with keys and args (as EVAL does) only if
 // the lock name is still held under token, in the same script run, so no
 // other term can begin between the check and the script's writes: a write
 // made there is ordered before any later holder's term, and a stale
@@ -65,7 +65,7 @@ var transientReplies = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOW
 // Redis, and the replies of a server that cannot run scripts now
 // (LOADING, READONLY, BUSY, ...), match backends.ErrUnavailable. It
 // sends an EVALSHA, and an EVAL the first time a server sees the script.
-func (b *Backend) FencedEval(ctx context.Context, name string, token events.Token, script string, keys []string, args ...any) (any, error) {
+func (b *Backend) Fence(ctx context.Context, name string, token events.Token, script string, keys []string, args ...any) (any, error) {
 	if err := validate.Name(name); err != nil {
 		return nil, err
 	}

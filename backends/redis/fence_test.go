@@ -20,17 +20,17 @@ import (
 const incrScript = `return redis.call('INCR', KEYS[1])`
 
 // fencedIncr is the contract suite's fenced write: an INCR of a key in
-// the lock's slot, under FencedEval.
+// the lock's slot, under Fence.
 func fencedIncr(ctx context.Context, b backends.Backend, name string, token events.Token) error {
-	_, err := b.(*redis.Backend).FencedEval(ctx, name, token, incrScript, []string{redis.HashTag(name) + ":writes"})
+	_, err := b.(*redis.Backend).Fence(ctx, name, token, incrScript, []string{redis.HashTag(name) + ":writes"})
 	return err
 }
 
-// TestFencedEvalRefusesKeysOfOtherSlots: a key outside the lock's hash
+// TestFenceRefusesKeysOfOtherSlots: a key outside the lock's hash
 // slot is refused before anything is sent, on a single server as on a
 // Cluster, with an error naming the tag to use; keys with the tag, or
 // with another tag of the same slot, are run.
-func TestFencedEvalRefusesKeysOfOtherSlots(t *testing.T) {
+func TestFenceRefusesKeysOfOtherSlots(t *testing.T) {
 	srv := redistest.Start(t, redistest.Cluster())
 	b, err := redis.New(redistest.ClusterClient(t, srv.Addr()))
 	if err != nil {
@@ -52,7 +52,7 @@ func TestFencedEvalRefusesKeysOfOtherSlots(t *testing.T) {
 		{"{other}:count", false},
 	}
 	for _, tt := range tests {
-		_, err := b.FencedEval(ctx, "a}b", tok, incrScript, []string{redis.HashTag("a}b") + ":first", tt.key})
+		_, err := b.Fence(ctx, "a}b", tok, incrScript, []string{redis.HashTag("a}b") + ":first", tt.key})
 		switch {
 		case tt.ok && err != nil:
 			t.Errorf("key %q: %v", tt.key, err)
@@ -64,10 +64,10 @@ func TestFencedEvalRefusesKeysOfOtherSlots(t *testing.T) {
 	}
 }
 
-// TestFencedEvalKeepsNumbering: the script sees the caller's KEYS and
+// TestFenceKeepsNumbering: the script sees the caller's KEYS and
 // ARGV, numbered as given, and Redis's error messages give the script's
 // own line numbers, with or without a shebang line.
-func TestFencedEvalKeepsNumbering(t *testing.T) {
+func TestFenceKeepsNumbering(t *testing.T) {
 	srv := redistest.Start(t)
 	b := newBackend(t, srv.Addr())
 	ctx := t.Context()
@@ -79,30 +79,30 @@ func TestFencedEvalKeepsNumbering(t *testing.T) {
 	const echo = "return {#KEYS, #ARGV, KEYS[1], KEYS[2], ARGV[1], ARGV[2]}"
 	want := []any{int64(2), int64(2), "{n}:k1", "{n}:k2", "v1", "7"}
 	for _, script := range []string{echo, "#!lua\n" + echo, "#!lua flags=no-writes\n" + echo} {
-		got, err := b.FencedEval(ctx, "n", tok, script, keys, "v1", 7)
+		got, err := b.Fence(ctx, "n", tok, script, keys, "v1", 7)
 		if err != nil || !slices.Equal(got.([]any), want) {
 			t.Errorf("%q = %v, %v; want %v", script, got, err, want)
 		}
 	}
 	if len(keys) != 2 || keys[1] != "{n}:k2" {
-		t.Errorf("FencedEval changed the caller's keys: %q", keys)
+		t.Errorf("Fence changed the caller's keys: %q", keys)
 	}
 	lines := map[string]string{
 		"local x = 1\nerror('on line 2')":        "user_script:2:",
 		"#!lua\nlocal x = 1\nerror('on line 3')": "user_script:3:",
 	}
 	for script, at := range lines {
-		_, err := b.FencedEval(ctx, "n", tok, script, nil)
+		_, err := b.Fence(ctx, "n", tok, script, nil)
 		if err == nil || !strings.Contains(err.Error(), at) {
 			t.Errorf("%q: %v, want an error at %s", script, err, at)
 		}
 	}
 }
 
-// TestFencedEvalSurfacesScriptErrors: an error the script raises is
+// TestFenceSurfacesScriptErrors: an error the script raises is
 // returned as the script's, neither ErrNotHeld nor ErrUnavailable, and
 // readable as a goredis.Error; nil from the script is no error.
-func TestFencedEvalSurfacesScriptErrors(t *testing.T) {
+func TestFenceSurfacesScriptErrors(t *testing.T) {
 	srv := redistest.Start(t)
 	b := newBackend(t, srv.Addr())
 	ctx := t.Context()
@@ -117,24 +117,24 @@ func TestFencedEvalSurfacesScriptErrors(t *testing.T) {
 		"syntax error":       "return (",
 		"write to wrong key": "return redis.call('HSET', KEYS[1], 'f', 'v')", // after a SET: WRONGTYPE
 	}
-	if _, err := b.FencedEval(ctx, "e", tok, "return redis.call('SET', KEYS[1], 'x')", []string{"{e}:k"}); err != nil {
+	if _, err := b.Fence(ctx, "e", tok, "return redis.call('SET', KEYS[1], 'x')", []string{"{e}:k"}); err != nil {
 		t.Fatalf("SET: %v", err)
 	}
 	for what, script := range scripts {
-		_, err := b.FencedEval(ctx, "e", tok, script, []string{"{e}:k"})
+		_, err := b.Fence(ctx, "e", tok, script, []string{"{e}:k"})
 		var reply goredis.Error
 		if err == nil || errors.Is(err, backends.ErrNotHeld) || errors.Is(err, backends.ErrUnavailable) || !errors.As(err, &reply) {
 			t.Errorf("%s: %v, want the script's own error", what, err)
 		}
 	}
-	if v, err := b.FencedEval(ctx, "e", tok, "return nil", nil); v != nil || err != nil {
+	if v, err := b.Fence(ctx, "e", tok, "return nil", nil); v != nil || err != nil {
 		t.Errorf("a script returning nil: %v, %v; want nil, nil", v, err)
 	}
 }
 
-// TestFencedEvalRefusesEndedTerms: after a release with a hold, after a
+// TestFenceRefusesEndedTerms: after a release with a hold, after a
 // plain release and under token 0, the script does not run.
-func TestFencedEvalRefusesEndedTerms(t *testing.T) {
+func TestFenceRefusesEndedTerms(t *testing.T) {
 	srv := redistest.Start(t)
 	b := newBackend(t, srv.Addr())
 	client := redistest.Client(t, srv.Addr())

@@ -59,7 +59,7 @@ type Backend struct {
 // last the client's read and write timeouts whatever their context says.
 // Bad options return an error matching backends.ErrInvalid.
 func New(client goredis.UniversalClient, opts ...Option) (*Backend, error) {
-	if client == nil {
+	if validate.Nil(client) {
 		return nil, fmt.Errorf("%w: redis: nil client", backends.ErrInvalid)
 	}
 	_, oneServer := client.(*goredis.Client)

@@ -108,6 +108,9 @@ func TestNewRejectsBadInput(t *testing.T) {
 		opts   []redis.Option
 	}{
 		{"nil client", nil, nil},
+		{"typed-nil *Client", (*goredis.Client)(nil), nil},
+		{"typed-nil *ClusterClient", (*goredis.ClusterClient)(nil), nil},
+		{"typed-nil *Ring", (*goredis.Ring)(nil), nil},
 		{"empty prefix", client, []redis.Option{redis.WithPrefix("")}},
 		{"prefix with {", client, []redis.Option{redis.WithPrefix("a{b")}},
 		{"prefix with }", client, []redis.Option{redis.WithPrefix("a}")}},

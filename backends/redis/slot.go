@@ -9,7 +9,7 @@ import (
 
 // HashTag returns the hash tag of the keys of lock name, "{name}" with '%'
 // and '}' in name written %25 and %7D. Keys that hold it are in the
-// lock's Redis Cluster hash slot, as FencedEval requires.
+// lock's Redis Cluster hash slot, as Fence requires.
 func HashTag(name string) string { return "{" + tagEscaper.Replace(name) + "}" }
 
 // slots is the number of hash slots of a Redis Cluster.

@@ -38,7 +38,7 @@ func fencedCreate(t *testing.T, conn *zk.Conn) func(context.Context, backends.Ba
 	createAll(t, conn, data)
 	return func(ctx context.Context, b backends.Backend, name string, token events.Token) error {
 		write := &zk.CreateRequest{Path: data + "/w-", Data: []byte(name), Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagSequence}
-		_, err := b.(*zookeeper.Backend).FencedMulti(ctx, name, token, write)
+		_, err := b.(*zookeeper.Backend).Fence(ctx, name, token, write)
 		return err
 	}
 }

@@ -95,7 +95,7 @@
 //
 // # Fencing
 //
-// Backend.FencedMulti fences a write at the resource when the resource
+// Backend.Fence fences a write at the resource when the resource
 // is this ZooKeeper: it runs the caller's ops in one transaction with a
 // check on the node of the caller's term (the lock child whose czxid is
 // the token). The next term is granted only once that node is gone:
@@ -169,7 +169,7 @@
 // call then returns ErrUnavailable, wrapping the context's error if it
 // ended meanwhile. A call makes one request, or a few under contention
 // (KeepAlive: one per 1,000 locks held, and one per lock found gone;
-// FencedMulti: two reads and the transaction);
+// Fence: two reads and the transaction);
 // none starts a goroutine, and none retries on its own.
 //
 // A closed conn cannot be told from a disconnected one (go-zookeeper does

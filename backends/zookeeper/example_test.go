@@ -57,7 +57,7 @@ func Example() {
 // A leader writes under its term: the write commits only in a transaction
 // with a check on the leader's lock node, so once another candidate holds
 // the lock the old leader's write is refused and nothing is applied.
-func ExampleBackend_FencedMulti() {
+func ExampleBackend_Fence() {
 	ctx := context.Background()
 	conn, _, err := zk.Connect(zkServers(), 4*time.Second, zk.WithLogger(quiet{}))
 	if err != nil {
@@ -89,14 +89,14 @@ func ExampleBackend_FencedMulti() {
 	}
 
 	old, _ := alice.Acquire(ctx, "report", 0)
-	_, err = b.FencedMulti(ctx, "report", old, write("alice's"))
+	_, err = b.Fence(ctx, "report", old, write("alice's"))
 	fmt.Println("alice writes:", err)
 
 	_ = alice.Release(ctx, "report", old, 0) // or: alice paused, her session expired
 	tok, _ := bob.Acquire(ctx, "report", 0)
-	_, err = b.FencedMulti(ctx, "report", old, write("alice's, late"))
+	_, err = b.Fence(ctx, "report", old, write("alice's, late"))
 	fmt.Println("alice's late write refused:", errors.Is(err, backends.ErrNotHeld))
-	_, err = b.FencedMulti(ctx, "report", tok, write("bob's"))
+	_, err = b.Fence(ctx, "report", tok, write("bob's"))
 	fmt.Println("bob writes:", err)
 
 	data, _, _ := conn.Get(report)

@@ -11,7 +11,7 @@ import (
 	"github.com/hustings/hustings/internal/validate"
 )
 
-// FencedMulti runs ops, as conn.Multi does, in one transaction with a
+// Fence runs ops, as conn.Multi does, in one transaction with a
 // check that the node of the term of name under token still exists: the
 // lock child whose czxid is token, which must be the oldest child. The
 // next term is granted only after that node is deleted (released,
@@ -35,7 +35,7 @@ import (
 // ZooKeeper checks, not by czxid: a path comes back only if the lock's
 // container node was deleted (a minute after its last child went) and the
 // same session then took the lock again, so use the result right away.
-func (b *Backend) FencedMulti(ctx context.Context, name string, token events.Token, ops ...any) ([]zk.MultiResponse, error) {
+func (b *Backend) Fence(ctx context.Context, name string, token events.Token, ops ...any) ([]zk.MultiResponse, error) {
 	if err := validate.Name(name); err != nil {
 		return nil, err
 	}

@@ -55,7 +55,7 @@ func newFenceEnv(t *testing.T) fenceEnv {
 // set writes v to the data node under the fence of name and token.
 func (e fenceEnv) set(t *testing.T, name string, tok events.Token, v string) error {
 	t.Helper()
-	_, err := e.b.FencedMulti(t.Context(), name, tok, e.setData(v))
+	_, err := e.b.Fence(t.Context(), name, tok, e.setData(v))
 	return err
 }
 
@@ -75,10 +75,10 @@ func (e fenceEnv) want(t *testing.T, v string) {
 	}
 }
 
-// TestFencedMultiRefusesHold: a lock released with a hold passes no
+// TestFenceRefusesHold: a lock released with a hold passes no
 // fence, neither under the released token nor under one a waiter was
 // queued for, until the hold ends and the waiter is granted.
-func TestFencedMultiRefusesHold(t *testing.T) {
+func TestFenceRefusesHold(t *testing.T) {
 	e := newFenceEnv(t)
 	ctx := t.Context()
 	t1, err := e.a.Acquire(ctx, "h", 0)
@@ -117,11 +117,11 @@ func TestFencedMultiRefusesHold(t *testing.T) {
 	e.want(t, "c")
 }
 
-// TestFencedMultiRefusesTermEndedAfterFence: a term that ends between
+// TestFenceRefusesTermEndedAfterFence: a term that ends between
 // the fence's read and the transaction (its node deleted, as a release
 // or a take-over does) fails the transaction's check: ErrNotHeld, and
 // nothing applied.
-func TestFencedMultiRefusesTermEndedAfterFence(t *testing.T) {
+func TestFenceRefusesTermEndedAfterFence(t *testing.T) {
 	e := newFenceEnv(t)
 	ctx := t.Context()
 	tok, err := e.a.Acquire(ctx, "r", 0)
@@ -135,16 +135,16 @@ func TestFencedMultiRefusesTermEndedAfterFence(t *testing.T) {
 	}
 	_, err = zookeeper.FenceThen(ctx, e.b, "r", tok, deleteNode, e.setData("stale"))
 	if !errors.Is(err, backends.ErrNotHeld) {
-		t.Fatalf("FencedMulti: %v, want ErrNotHeld", err)
+		t.Fatalf("Fence: %v, want ErrNotHeld", err)
 	}
 	e.want(t, "")
 }
 
-// TestFencedMultiReportsOpErrors: an op of the caller's that fails
+// TestFenceReportsOpErrors: an op of the caller's that fails
 // returns zk's error (not ErrNotHeld), with the responses, and applies
 // nothing; an op of a type Multi does not take, and token 0, are refused
 // before anything is sent.
-func TestFencedMultiReportsOpErrors(t *testing.T) {
+func TestFenceReportsOpErrors(t *testing.T) {
 	e := newFenceEnv(t)
 	ctx := t.Context()
 	tok, err := e.a.Acquire(ctx, "o", 0)
@@ -152,16 +152,16 @@ func TestFencedMultiReportsOpErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	exists := &zk.CreateRequest{Path: e.data, Acl: zk.WorldACL(zk.PermAll)}
-	res, err := e.b.FencedMulti(ctx, "o", tok, e.setData("applied?"), exists)
+	res, err := e.b.Fence(ctx, "o", tok, e.setData("applied?"), exists)
 	if !errors.Is(err, zk.ErrNodeExists) || errors.Is(err, backends.ErrNotHeld) {
-		t.Fatalf("FencedMulti with a create of an existing node: %v, want zk.ErrNodeExists", err)
+		t.Fatalf("Fence with a create of an existing node: %v, want zk.ErrNodeExists", err)
 	}
 	if len(res) != 2 || !errors.Is(res[1].Error, zk.ErrNodeExists) {
 		t.Fatalf("responses %+v, want the second op's error", res)
 	}
 	e.want(t, "")
-	if _, err := e.b.FencedMulti(ctx, "o", tok, struct{ Path string }{e.data}); !errors.Is(err, backends.ErrInvalid) {
-		t.Fatalf("FencedMulti with a read: %v, want ErrInvalid", err)
+	if _, err := e.b.Fence(ctx, "o", tok, struct{ Path string }{e.data}); !errors.Is(err, backends.ErrInvalid) {
+		t.Fatalf("Fence with a read: %v, want ErrInvalid", err)
 	}
 	if err := e.set(t, "o", 0, "zero"); !errors.Is(err, backends.ErrNotHeld) {
 		t.Fatalf("token 0: %v, want ErrNotHeld", err)

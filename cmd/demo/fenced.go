@@ -113,10 +113,10 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 		}, nil
 	case *redis.Backend:
 		rdb := goredis.NewClient(&goredis.Options{Addr: t.Hosts[0], DB: t.DB})
-		k := redis.HashTag(name) + ":spec" // in the lock's hash slot, as FencedEval asks
+		k := redis.HashTag(name) + ":spec" // in the lock's hash slot, as Fence asks
 		return &fencedKey{
 			put: func(ctx context.Context, name string, token events.Token, value string) error {
-				_, err := mb.FencedEval(ctx, name, token, "return redis.call('SET', KEYS[1], ARGV[1])", []string{k}, value)
+				_, err := mb.Fence(ctx, name, token, "return redis.call('SET', KEYS[1], ARGV[1])", []string{k}, value)
 				return err
 			},
 			get: func(ctx context.Context) (string, error) {
@@ -140,7 +140,7 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 		}
 		return &fencedKey{
 			put: func(ctx context.Context, name string, token events.Token, value string) error {
-				_, err := mb.FencedMulti(ctx, name, token, &zk.SetDataRequest{Path: path, Data: []byte(value), Version: -1})
+				_, err := mb.Fence(ctx, name, token, &zk.SetDataRequest{Path: path, Data: []byte(value), Version: -1})
 				return err
 			},
 			get: func(context.Context) (string, error) {

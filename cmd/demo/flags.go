@@ -10,7 +10,6 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/dial"
-	"github.com/hustings/hustings/internal/human"
 )
 
 // backendFlags are the --backend and --dial-timeout flags of every command.
@@ -28,7 +27,7 @@ func (f *backendFlags) register(fs *flag.FlagSet, def string) {
 // check refuses a bad URL or timeout before anything starts.
 func (f backendFlags) check() (dial.Target, error) {
 	if f.timeout <= 0 {
-		return dial.Target{}, fmt.Errorf("--dial-timeout %s must be more than 0", human.Duration(f.timeout))
+		return dial.Target{}, fmt.Errorf("--dial-timeout %s must be more than 0", f.timeout)
 	}
 	return dial.Parse(f.url)
 }

@@ -31,9 +31,9 @@ func TestRefusals(t *testing.T) {
 		{[]string{"node", "--backend", "memory", "--name", "n", "--id", "a"}, "the memory backend lives inside one process"},
 		{[]string{"node", "--backend", "redis://127.0.0.1:6379"}, "demo node needs --name and --id"},
 		{with("extra"), `demo node takes flags only, not "extra"`},
-		{with("--ttl", "1ms"), "--ttl 1ms is too short to hold a lock (it is renewed every third of it): the shortest that works is 100ms"},
+		{with("--ttl", "1ms"), "TTL 1ms is too short to hold a lock (a campaign renews every third of it): the shortest that works is 100ms"},
 		{with("--ttl", "99ms"), "the shortest that works is 100ms"},
-		{with("--ttl", "200h"), "--ttl 200h is longer than the longest a backend takes, 7 days"},
+		{with("--ttl", "200h"), "TTL 200h must be from 1ms to 7 days"},
 		{with("--ttl", "abc"), `invalid value "abc" for flag -ttl`},
 		{[]string{"node", "--backend", "zk://127.0.0.1:2181", "--name", "n", "--id", "a", "--ttl", "10s"}, "--ttl 10s is longer than the ZooKeeper session timeout, 4s"},
 		{with("--work", "-1s"), "--work -1s is negative"},
@@ -70,7 +70,7 @@ func TestRefusalExits(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
 		t.Fatalf("demo node --ttl 1ms: %v, want a non-zero exit", err)
 	}
-	if got := stderr.String(); strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, "demo: --ttl 1ms is too short") || stdout.Len() > 0 {
+	if got := stderr.String(); strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, "demo: campaign: invalid: TTL 1ms is too short") || stdout.Len() > 0 {
 		t.Fatalf("stderr %q, stdout %q; want one line on stderr", got, stdout.String())
 	}
 }

@@ -13,12 +13,10 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/dial"
+	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/group"
-	"github.com/hustings/hustings/internal/elector"
-	"github.com/hustings/hustings/internal/human"
-	"github.com/hustings/hustings/internal/validate"
 	"github.com/hustings/hustings/strategy"
 	"github.com/hustings/hustings/transport/httpapi"
 )
@@ -41,7 +39,7 @@ func parseNode(args []string, stdout io.Writer) (nodeFlags, error) {
 	fs.Lookup("backend").Usage = "URL of a server every node shares (required): redis://host:port[/db] | etcd://host:port[,host:port…] | zk://host:port[,host:port…][/root] | postgres://[user@]host:port/db | nats://host:port[,host:port…][/bucket]"
 	fs.StringVar(&f.name, "name", "", "lock (or group) name; required")
 	fs.StringVar(&f.id, "id", "", "candidate ID; required")
-	fs.DurationVar(&f.ttl, "ttl", 2*time.Second, "session TTL, from "+human.Duration(elector.MinTTL)+" to "+human.Duration(validate.MaxTTL))
+	fs.DurationVar(&f.ttl, "ttl", 2*time.Second, "session TTL: how long a crashed leader's locks outlive it")
 	fs.IntVar(&f.slots, "slots", 1, "group slots; 1 is a single lock")
 	fs.StringVar(&f.strategyName, "strategy", "", "group strategy: fifo, random, score or weighted")
 	fs.Float64Var(&f.score, "score", 0, "score, for --strategy score")
@@ -72,14 +70,10 @@ func (f *nodeFlags) check(set map[string]bool) (err error) {
 			"the memory backend lives inside one process, so each node would hold its own lock")
 	}
 	switch {
-	case f.ttl < elector.MinTTL:
-		return fmt.Errorf("--ttl %s is too short to hold a lock (it is renewed every third of it): the shortest that works is %s", human.Duration(f.ttl), human.Duration(elector.MinTTL))
-	case f.ttl > validate.MaxTTL:
-		return fmt.Errorf("--ttl %s is longer than the longest a backend takes, %s", human.Duration(f.ttl), human.Duration(validate.MaxTTL))
 	case f.target.Scheme == "zk" && f.ttl > dial.ZooKeeperSessionTimeout:
-		return fmt.Errorf("--ttl %s is longer than the ZooKeeper session timeout, %s: use %s or less", human.Duration(f.ttl), human.Duration(dial.ZooKeeperSessionTimeout), human.Duration(dial.ZooKeeperSessionTimeout))
+		return fmt.Errorf("--ttl %s is longer than the ZooKeeper session timeout, %s: use %s or less", f.ttl, dial.ZooKeeperSessionTimeout, dial.ZooKeeperSessionTimeout)
 	case f.work < 0:
-		return fmt.Errorf("--work %s is negative: give how often the work loop wakes, or 0 for no work", human.Duration(f.work))
+		return fmt.Errorf("--work %s is negative: give how often the work loop wakes, or 0 for no work", f.work)
 	case f.slots < 1:
 		return fmt.Errorf("--slots %d must be at least 1", f.slots)
 	case f.strategyName != "" && f.slots < 2:
@@ -98,6 +92,14 @@ func (f *nodeFlags) check(set map[string]bool) (err error) {
 	if f.strategyName == "weighted" && f.weight <= 0 {
 		return fmt.Errorf("--strategy weighted needs a --weight more than 0 (got %v)", f.weight)
 	}
+	// The library's own rules for the TTL, the ID and the name, checked by
+	// building the campaign on a backend that costs nothing (constructors
+	// start nothing and make no call).
+	n, err := f.candidate(memory.New(), nil)
+	if err != nil {
+		return err
+	}
+	n.close()
 	return nil
 }
 
@@ -261,9 +263,9 @@ func (f nodeFlags) describe() string {
 			fmt.Fprintf(&s, ", strategy %s", f.strategyName)
 		}
 	}
-	fmt.Fprintf(&s, " on %s (TTL %s, retry %s)", f.target, human.Duration(f.ttl), human.Duration(f.ttl/8))
+	fmt.Fprintf(&s, " on %s (TTL %s, retry %s)", f.target, f.ttl, f.ttl/8)
 	if f.work > 0 {
-		fmt.Fprintf(&s, "; while leading, a work loop wakes every %s and stops when the term ends (it writes nothing: a real one would write with its token)", human.Duration(f.work))
+		fmt.Fprintf(&s, "; while leading, a work loop wakes every %s and stops when the term ends (it writes nothing: a real one would write with its token)", f.work)
 	}
 	s.WriteString("; SIGTERM or Ctrl-C resigns")
 	return s.String()
@@ -274,7 +276,7 @@ func (f nodeFlags) describe() string {
 func (f nodeFlags) workLoop(ctx context.Context, term events.Event, out *lines) error {
 	line := nodeEvent{Node: f.id, Name: term.Name, Slot: term.Slot, Token: term.Token}
 	line.TimeUnixNano, line.Event = time.Now().UnixNano(), "work-started"
-	line.Detail = fmt.Sprintf("wakes every %s while term %d lasts", human.Duration(f.work), term.Token)
+	line.Detail = fmt.Sprintf("wakes every %s while term %d lasts", f.work, term.Token)
 	if err := out.print(line); err != nil {
 		return err
 	}
@@ -297,7 +299,7 @@ func printEvents(ch <-chan events.Event, id string, out *lines) error {
 	for e := range ch {
 		line := nodeEvent{TimeUnixNano: e.Time.UnixNano(), Node: id, Name: e.Name, Slot: e.Slot, Event: e.Kind.String(), Token: e.Token}
 		if e.Reason != nil {
-			line.Reason = elector.ReasonCode(e.Reason)
+			line.Reason = events.ReasonCode(e.Reason)
 			if line.Reason == "other" {
 				line.Detail = e.Reason.Error()
 			}

@@ -7,8 +7,7 @@ package main
 // it writes anyway: it never got to look at its term. Leader election alone
 // cannot stop that write. The store can: the resource lives in the lock's
 // own store, and every write goes through the backend's native fence
-// (memory's and etcd's Backend.Fence, Redis's FencedEval, ZooKeeper's
-// FencedMulti, postgres.Fence), which refuses it once the term is over.
+// (each backend's Fence), which refuses it once the term is over.
 
 import (
 	"context"
@@ -21,7 +20,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
-	"github.com/hustings/hustings/internal/crash"
+	"github.com/hustings/hustings/hustingstest"
 )
 
 const (
@@ -100,11 +99,11 @@ func operatorScenario(ctx context.Context, env *scenarioEnv) error {
 	defer closers.Wait()
 	thaw := sync.OnceFunc(func() { close(fz.thaw) })
 	defer thaw() // first of all on an early return: let a frozen leader go
-	links := map[string]*crash.Backend{}
+	links := map[string]*hustingstest.Crashable{}
 	for _, id := range []string{"alpha", "bravo"} {
 		// Each replica reaches the backend through a link the scenario can
 		// cut, to freeze its whole process, keep-alives included.
-		links[id] = crash.New(b)
+		links[id] = hustingstest.NewCrashable(b)
 		c, err := campaign.New(links[id], name, campaign.WithID(id), campaign.WithTTL(operatorTTL), campaign.WithRetry(operatorRetry))
 		if err != nil {
 			return err

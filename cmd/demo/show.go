@@ -15,8 +15,7 @@ import (
 	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
-	"github.com/hustings/hustings/internal/crash"
-	"github.com/hustings/hustings/internal/elector"
+	"github.com/hustings/hustings/hustingstest"
 	"github.com/hustings/hustings/transport/httpapi"
 )
 
@@ -94,8 +93,8 @@ type stage struct {
 	elected      chan events.Event
 	cast         map[string]*actor
 	leader       string
-	crashed      []string         // names of the crashed candidates, for the end
-	crashedLinks []*crash.Backend // their links
+	crashed      []string                  // names of the crashed candidates, for the end
+	crashedLinks []*hustingstest.Crashable // their links
 	mu           sync.Mutex
 	tokens       []events.Token // of the reconcile lock, as elected
 	printed      []events.Event // every event the followers printed
@@ -119,7 +118,7 @@ type closer struct {
 // actor is one candidate of the show, behind its own crashable link.
 type actor struct {
 	c     *campaign.Campaign
-	link  *crash.Backend
+	link  *hustingstest.Crashable
 	ticks atomic.Int64
 }
 
@@ -146,7 +145,7 @@ func (s *stage) election(ctx context.Context) error {
 
 // enter starts candidate id: a campaign whose work is a reconcile loop.
 func (s *stage) enter(ctx context.Context, id string) error {
-	link := crash.New(s.b)
+	link := hustingstest.NewCrashable(s.b)
 	c, err := campaign.New(link, s.lock(), campaign.WithID(id), campaign.WithTTL(ttl), campaign.WithRetry(retry))
 	if err != nil {
 		return err
@@ -282,7 +281,7 @@ func (s *stage) resign(ctx context.Context) error {
 // slowConsumer shows that a reader who never reads does not keep a term
 // alive: revocation is on time whatever the channel holds.
 func (s *stage) slowConsumer(ctx context.Context) error {
-	link := crash.New(s.b)
+	link := hustingstest.NewCrashable(s.b)
 	c, err := campaign.New(link, s.prefix+"/nightly", campaign.WithID("foxtrot"), campaign.WithTTL(ttl), campaign.WithRetry(retry))
 	if err != nil {
 		return err
@@ -303,7 +302,7 @@ func (s *stage) slowConsumer(ctx context.Context) error {
 	revoked := st.LastEvent
 	late := revoked.Time.Sub(revoked.Deadline)
 	s.tl.note("foxtrot revoked itself all the same (%s), %v after its deadline and at least %v before the backend frees the lock",
-		elector.ReasonCode(revoked.Reason), late.Round(100*time.Microsecond), (ttl/10 - late).Round(time.Millisecond))
+		events.ReasonCode(revoked.Reason), late.Round(100*time.Microsecond), (ttl/10 - late).Round(time.Millisecond))
 	s.tl.note("its unread channel keeps only the latest event (%d dropped): a slow reader never delays a revocation", st.Dropped)
 	return nil
 }

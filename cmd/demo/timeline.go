@@ -10,7 +10,6 @@ import (
 
 	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/events"
-	"github.com/hustings/hustings/internal/elector"
 )
 
 // reorder is how long the timeline holds an event before printing it.
@@ -174,7 +173,7 @@ func reason(err error) string {
 		"lock-lost":     "lock lost: removed from the backend",
 		"canceled":      "context canceled",
 	}
-	if name, ok := names[elector.ReasonCode(err)]; ok {
+	if name, ok := names[events.ReasonCode(err)]; ok {
 		return name
 	}
 	if err == nil {

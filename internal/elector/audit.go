@@ -3,6 +3,7 @@ package elector
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hustings/hustings/backends"
@@ -16,12 +17,23 @@ import (
 // with more slots. Safety never depends on it (the locks keep each slot to
 // one holder); it makes the mistake visible in State().Err and the log.
 type audit struct {
-	at    time.Time       // next audit due
-	dup   backends.Holder // a holder with our ID, of slot dupAt, first seen at since
-	dupAt int
-	since time.Time
-	err   error // what the last audit found; nil if nothing
+	at       time.Time // next audit due; zero while holding, or before a try found the lock held
+	dupSince time.Time // since when every audit found a slot held under our ID; zero if the last did not
+	err      error     // what the last audit found; nil if nothing
 }
+
+// lost records that a try found the lock held, or the term's lock was
+// lost: the campaign watches the lock from now on (needWatch), and audits
+// once it has been losing for a TTL.
+func (a *actor) lost() {
+	if a.audit.at.IsZero() {
+		a.audit.at = time.Now().Add(a.cfg().TTL)
+	}
+}
+
+// losing reports whether a try found the lock held, or the term's lock
+// was lost, since the last term began.
+func (a *actor) losing() bool { return !a.audit.at.IsZero() }
 
 // startAudit reads the holders.
 func (a *actor) startAudit() {
@@ -29,7 +41,7 @@ func (a *actor) startAudit() {
 	if len(names) > 1 {
 		names = SlotNames(a.e.name, len(names)+1)
 	}
-	a.call(opAudit, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
+	a.call(opAudit, nil, func(ctx context.Context, sent error) outcome {
 		hs := make([]backends.Holder, len(names))
 		err := sent
 		for i, n := range names {
@@ -43,40 +55,31 @@ func (a *actor) startAudit() {
 }
 
 // audited judges what startAudit read. A lock held under our ID by another
-// session is only reported once it has been so for two TTLs: a restarted
-// process with a fixed ID sees its old session's lock until that expires,
-// which the server may do a little after the TTL (etcd rounds leases up to
-// whole seconds and checks them every 500 ms).
+// session is only reported once audits have found one so for two TTLs: a
+// restarted process with a fixed ID sees its old session's lock until that
+// expires, which the server may do a little after the TTL.
 func (a *actor) audited(holders []backends.Holder, err error) {
-	now := time.Now()
-	au := &a.audit
-	au.at = now.Add(a.cfg.TTL)
+	cfg, au, now := a.cfg(), &a.audit, time.Now()
+	au.at = now.Add(cfg.TTL)
 	if err != nil {
 		return // an outage; the calls that matter report it
 	}
 	n := len(a.e.slots)
+	dup := slices.IndexFunc(holders[:n], func(h backends.Holder) bool { return h.ID == cfg.ID })
 	var found error
-	dup := false
-	for i, h := range holders[:n] {
-		if h.ID != a.cfg.ID {
-			continue
-		}
-		dup = true
-		if au.dup != h || au.dupAt != i {
-			au.dup, au.dupAt, au.since = h, i, now
-		} else if now.Sub(au.since) >= 2*a.cfg.TTL {
-			found = fmt.Errorf("%w: lock %q has been held for %v by another session with this candidate's ID %q (token %d): candidate IDs must be unique", ErrInvalid, a.e.slots[i], now.Sub(au.since).Round(time.Millisecond), h.ID, h.Token)
-		}
-	}
-	if !dup {
-		au.dup = backends.Holder{}
+	switch {
+	case dup < 0:
+		au.dupSince = time.Time{}
+	case au.dupSince.IsZero():
+		au.dupSince = now
+	case now.Sub(au.dupSince) >= 2*cfg.TTL:
+		found = fmt.Errorf("%w: lock %q has been held for %v by another session with this candidate's ID %q (token %d): candidate IDs must be unique", ErrInvalid, a.e.slots[dup], now.Sub(au.dupSince).Round(time.Millisecond), cfg.ID, holders[dup].Token)
 	}
 	if n > 1 && holders[n].ID != "" {
 		found = fmt.Errorf("%w: group %q has %d slots here, but %q holds slot %d: its candidates disagree on the number of slots", ErrInvalid, a.e.name, n, holders[n].ID, n)
 	}
 	au.err = found
 	if found != nil {
-		a.cfg.Logger.Error("misconfigured", "name", a.e.name, "id", a.cfg.ID, "err", found)
-		a.e.setState(func(s *State) { s.Err = found })
+		cfg.Logger.Error("misconfigured", "name", a.e.name, "id", cfg.ID, "err", found)
 	}
 }

@@ -20,7 +20,7 @@ import (
 func (c *Session) attach(names []string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cur.closing || c.closed {
+	if c.phase >= sessionStopping {
 		return ErrClosed
 	}
 	for _, n := range names {
@@ -43,7 +43,7 @@ func (c *Session) join(a *actor) error {
 	}
 	c.mu.Lock()
 	c.actors[a] = true
-	c.expiry.join(c, a.cfg.MarginFor(a.cfg.TTL))
+	c.expiry.join(c, a.cfg().MarginFor(a.cfg().TTL))
 	c.mu.Unlock()
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 // session, since one renewal moves all their deadlines. It goes off when
 // the last renewal's deadline comes for the campaign with the largest
 // safety margin, and then tells every campaign, each of which arms an
-// alarm of its own for its own deadline (actor.armDeadline). A renewal
+// alarm of its own for its own deadline (actor.expireIfDue). A renewal
 // moves the one timer and tells nobody; a storm of campaigns elected
 // after one renewal costs no timer each, nor a herd of them going off
 // together. Guarded by the session's mutex.
@@ -108,44 +108,26 @@ func (c *Session) renewal(gen uint64) time.Time {
 // Session.renew), or what it was told if the session was replaced since.
 func (a *actor) lastRenewal() time.Time { return later(a.on.renewed, a.on.renewal(a.on.gen)) }
 
-// armDeadline sets the term's deadline alarm for d, unless the session's
-// expiry alarm goes off no later (see expiry): that one then tells the
-// campaign, which sets its own.
-func (a *actor) armDeadline(d time.Time) {
-	if a.on.covers(d) {
-		a.alarms.deadline.stop()
-		return
-	}
-	a.alarms.deadline.set(time.Until(d))
-}
-
-// extend moves the term's deadline after a successful renewal; adopt,
-// its caller, then sets the alarm.
-func (a *actor) extend(deadline time.Time) {
-	t := a.term
-	a.e.setState(func(s *State) {
-		s.Deadline = deadline
-		t.setDeadline(deadline)
-	})
-}
-
 // expireIfDue ends the term at its local deadline, whatever the backend is
-// doing; an alarm that went off early (the deadline moved meanwhile, or
-// the session was renewed and the campaign not told yet) is set again,
-// or left to the session's expiry alarm.
-func (a *actor) expireIfDue() {
+// doing, and returns when it is next due: the deadline, or never while the
+// session's expiry alarm goes off no later (that alarm then tells the
+// campaign; see expiry) or no term is in force. A renewal the campaign has
+// not been told of is taken in first.
+func (a *actor) expireIfDue(now time.Time) time.Time {
 	if a.term == nil {
-		return
+		return never
 	}
 	if a.lastRenewal().After(a.on.renewed) {
-		a.adopt() // a renewal the campaign has not been told of yet
-		if a.term == nil {
-			return
+		a.adopt()
+		if a.term == nil || a.end.phase != running {
+			return never
 		}
 	}
-	if d := a.e.deadlineOf(a.term); time.Until(d) > 0 {
-		a.armDeadline(d)
-		return
+	if d := a.term.live(); now.Before(d) {
+		if a.on.covers(d) {
+			return never
+		}
+		return d
 	}
 	reason := events.ErrLeaseExpired
 	cause := a.fail.last
@@ -163,4 +145,5 @@ func (a *actor) expireIfDue() {
 	// The session may live on: release the lock before trying again, so
 	// the next term never reuses this one's token.
 	a.releases = append(a.releases, release{term: t, sess: a.on.sess})
+	return never
 }

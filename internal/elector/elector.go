@@ -25,20 +25,16 @@ type Elector struct {
 	label   string   // the backend's name, for metrics
 	cfg     Config
 	out     *fanout.Stream // owned by the actor once the campaign starts
+	gate    *gate          // nil without a strategy; owned by the actor
 
+	// mu guards what follows, and the state of the actor.
 	mu      sync.Mutex
-	state   State
-	current *term        // the term in force, nil if none
-	feed    *fanout.Feed // for Subscribe; made by the first subscriber
-	act     *actor
-	started bool
-	ended   bool // Run returned
-	closed  bool
-	err     error              // what Run returns, once ended
-	done    chan struct{}      // closed once ended; made by the first waiter
-	elected chan struct{}      // signalled (buffer 1) when a term starts; made by WhileLeader
-	gate    *gate              // nil without a strategy; owned by the actor
-	me      strategy.Candidate // this candidate's registry entry
+	act     *actor        // the running campaign; nil before Run or Start
+	closed  bool          // Close was called
+	last    events.Event  // the last event published
+	feed    *fanout.Feed  // for Subscribe; made by the first subscriber
+	done    chan struct{} // closed once Run has returned; made by the first waiter
+	elected chan struct{} // signalled (buffer 1) when a term starts; made by WhileLeader
 }
 
 // State is a snapshot of an elector, for observation only.
@@ -54,7 +50,8 @@ type State struct {
 	Slot int
 	// Token is the fencing token of the term in force, or of the last one.
 	Token events.Token
-	// Deadline is the local deadline of the term in force.
+	// Deadline is the local deadline of the term in force, or the one the
+	// last term had when it ended.
 	Deadline time.Time
 	// LastEvent is the last event published.
 	LastEvent events.Event
@@ -95,21 +92,20 @@ func New(b backends.Backend, name string, opts ...Option) (*Elector, error) {
 	if err := validate.Candidate(full, cfg.Me); err != nil { // with a strategy or not
 		return nil, Invalid(err)
 	}
-	g, err := newGate(b, full, &cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &Elector{
+	e := &Elector{
 		backend: b,
 		name:    full,
 		slots:   SlotNames(full, cfg.Slots),
 		label:   BackendLabel(b),
 		cfg:     cfg,
 		out:     fanout.NewStream(),
-		state:   State{Name: full, ID: cfg.ID},
-		gate:    g,
-		me:      cfg.Me,
-	}, nil
+	}
+	g, err := newGate(b, full, &e.cfg)
+	if err != nil {
+		return nil, err
+	}
+	e.gate = g
+	return e, nil
 }
 
 // SlotNames returns the lock names of a group's n slots: the name itself
@@ -132,9 +128,12 @@ func (e *Elector) SetScore(score float64) error {
 	if math.IsNaN(score) || math.IsInf(score, 0) {
 		return fmt.Errorf("%w: score %v is not a finite number", ErrInvalid, score)
 	}
+	if e.cfg.Strategy == nil {
+		return fmt.Errorf("%w: SetScore needs a group strategy (group.WithStrategy): without one no score is read", ErrInvalid)
+	}
 	e.mu.Lock()
-	over, a := e.ended || e.closed, e.act
-	e.me.Score = score
+	over, a := e.over(), e.act
+	e.cfg.Me.Score = score // the one field of the Config that changes: under e.mu
 	e.mu.Unlock()
 	if over {
 		return ErrClosed
@@ -145,11 +144,14 @@ func (e *Elector) SetScore(score float64) error {
 	return nil
 }
 
-// entry returns this candidate's registry entry.
+// over reports whether Close was called or Run has returned; e.mu held.
+func (e *Elector) over() bool {
+	return e.closed || (e.act != nil && e.act.end.phase == finished)
+}
+
+// entry returns this candidate's registry entry; e.mu held.
 func (e *Elector) entry() strategy.Candidate {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	c := e.me
+	c := e.cfg.Me
 	c.ID = e.cfg.ID
 	return c
 }
@@ -172,25 +174,23 @@ func (e *Elector) subscribers() *fanout.Feed {
 	defer e.mu.Unlock()
 	if e.feed == nil {
 		e.feed = &fanout.Feed{}
-		if e.state.LastEvent.Kind != 0 {
-			e.feed.Publish(e.state.LastEvent)
+		if e.last.Kind != 0 {
+			e.feed.Publish(e.last)
 		}
-		if e.ended || (e.closed && e.act == nil) {
+		if (e.act == nil && e.closed) || (e.act != nil && e.act.end.phase == finished) {
 			e.feed.Close()
 		}
 	}
 	return e.feed
 }
 
-// publish hands ev to the Events channel and to subscribers. ev is
-// State's LastEvent already, so a feed made meanwhile starts from it.
+// publish makes ev the last event and hands it to the Events channel and
+// to subscribers; e.mu held.
 func (e *Elector) publish(ev events.Event) {
+	e.last = ev
 	e.out.Publish(ev)
-	e.mu.Lock()
-	f := e.feed
-	e.mu.Unlock()
-	if f != nil {
-		f.Publish(ev)
+	if e.feed != nil {
+		e.feed.Publish(ev)
 	}
 }
 
@@ -198,10 +198,13 @@ func (e *Elector) publish(ev events.Event) {
 func (e *Elector) State() State {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	s := e.state
-	s.Dropped = e.out.Dropped()
-	if s.Leader && e.current != nil {
-		s.Deadline = e.current.live(s.Deadline)
+	last := e.last // of the term in force, or of the last one
+	s := State{Name: e.name, ID: e.cfg.ID, Slot: last.Slot, Token: last.Token, Deadline: last.Deadline, LastEvent: last, Dropped: e.out.Dropped()}
+	if a := e.act; a != nil {
+		s.Err = a.err()
+		if a.term != nil {
+			s.Leader, s.Deadline = true, a.term.live()
+		}
 	}
 	return s
 }
@@ -217,7 +220,7 @@ func (e *Elector) Run(ctx context.Context) error {
 	<-e.finished()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.err
+	return e.act.end.err
 }
 
 // finished returns a channel closed once the campaign has finished.
@@ -226,7 +229,7 @@ func (e *Elector) finished() <-chan struct{} {
 	defer e.mu.Unlock()
 	if e.done == nil {
 		e.done = make(chan struct{})
-		if e.ended {
+		if e.act != nil && e.act.end.phase == finished {
 			close(e.done)
 		}
 	}
@@ -252,10 +255,10 @@ func (e *Elector) Start() error { return e.start(context.Background()) }
 func (e *Elector) start(ctx context.Context) error {
 	e.mu.Lock()
 	switch {
-	case e.closed || e.ended:
+	case e.over():
 		e.mu.Unlock()
 		return ErrClosed
-	case e.started:
+	case e.act != nil:
 		e.mu.Unlock()
 		return errRunning
 	}
@@ -263,13 +266,13 @@ func (e *Elector) start(ctx context.Context) error {
 	if s == nil {
 		s, private = newSession(e.backend, e.cfg), true
 	}
-	a := newActor(e, ctx, s, private)
+	a := newActor(e, ctx, s)
 	if err := s.join(a); err != nil {
 		e.mu.Unlock()
 		return err
 	}
-	e.started, e.act = true, a
-	e.mu.Unlock() // the actor takes e.mu under its own lock: never the other way
+	e.act = a
+	e.mu.Unlock()
 	e.cfg.Hooks.Campaign(e.name, e.label)
 	if private {
 		go func() { _ = s.Run(context.WithoutCancel(ctx)) }() // ended by finish's Close
@@ -283,12 +286,12 @@ func (e *Elector) start(ctx context.Context) error {
 // closed, freeing whatever is still held), and Run returns.
 func (e *Elector) finish(a *actor) {
 	a.on.leave(a)
-	if a.on.private {
+	if a.private() {
 		_ = a.on.Close()
 	}
 	e.out.Close()
 	e.mu.Lock()
-	e.ended, e.err = true, a.end.err
+	a.end.phase = finished
 	f := e.feed
 	if e.done != nil {
 		close(e.done)
@@ -309,7 +312,7 @@ func (e *Elector) resign(ctx context.Context, token events.Token) error {
 		return err
 	}
 	e.mu.Lock()
-	a, over := e.act, e.ended || e.closed
+	a, over := e.act, e.over()
 	e.mu.Unlock()
 	switch {
 	case over:
@@ -348,11 +351,4 @@ func (e *Elector) Close() error {
 	a.do(func() { a.stop(events.ErrResigned, ErrClosed) })
 	<-e.finished()
 	return nil
-}
-
-// setState applies f to the state under the lock.
-func (e *Elector) setState(f func(*State)) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	f(&e.state)
 }

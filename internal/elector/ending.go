@@ -18,7 +18,7 @@ func (a *actor) resign(req resignReq) {
 	}
 	t := a.revoke(events.ErrResigned)
 	a.releases = append(a.releases, release{term: t, sess: a.on.sess, reply: req.done})
-	a.at.notBefore = time.Now().Add(a.cfg.RetryPause())
+	a.at.notBefore = time.Now().Add(a.cfg().RetryPause())
 }
 
 // stop ends the campaign: the term in force ends gracefully with reason,
@@ -26,11 +26,10 @@ func (a *actor) resign(req resignReq) {
 // let finish). Run then returns err. settle starts finish once the call
 // is back.
 func (a *actor) stop(reason, err error) {
-	if a.end.reason != nil {
+	if a.end.phase != running {
 		return
 	}
-	a.end.reason, a.end.err = reason, err
-	a.alarms.wake.stop()
+	a.end.phase, a.end.err = stopping, err
 	if a.term != nil {
 		a.releases = append(a.releases, release{term: a.revoke(reason), sess: a.on.sess})
 	}
@@ -52,14 +51,13 @@ func (a *actor) finish() {
 	}
 	a.wait.watch.Stop()
 	a.deregister()
-	if !a.on.private {
+	if !a.private() {
 		a.releaseShared()
 	}
-	a.alarms.deadline.stop()
-	a.alarms.flush.stop()
-	a.mu.Lock()
+	a.e.mu.Lock()
+	a.alarm.stop()
 	stopCtx := a.end.stopCtx
-	a.mu.Unlock()
+	a.e.mu.Unlock()
 	if stopCtx != nil {
 		stopCtx()
 	}
@@ -74,18 +72,18 @@ func (a *actor) finish() {
 }
 
 // drain waits, bounded by the grace period and the term's deadline, for the
-// work bound to t to return.
+// work bound to t, which has ended, to return.
 func (a *actor) drain(t *term) {
 	drained := a.e.drainedCh(t)
 	if drained == nil {
 		return
 	}
-	limit := min(a.cfg.Grace, time.Until(t.live(a.e.deadlineOf(t))))
+	limit := min(a.cfg().Grace, time.Until(t.final))
 	timer := time.NewTimer(max(limit, 0))
 	defer timer.Stop()
 	select {
 	case <-drained:
 	case <-timer.C:
-		a.cfg.Logger.Warn("work bound to the term outlived the grace period", "name", a.e.name, "token", t.event.Token)
+		a.cfg().Logger.Warn("work bound to the term outlived the grace period", "name", a.e.name, "token", t.event.Token)
 	}
 }

@@ -12,8 +12,9 @@ import (
 // it, each one-shot run with its outcome. Package ops builds health checks, the
 // leader gauge and traces on it (campaign's Metrics needs only counts and
 // is an Observer). A Config holds any number of hooks (see Hooks). Every
-// method is called from the campaigns' goroutines: it must not block and
-// must be safe for concurrent use.
+// method is called from the campaigns' goroutines, a campaign's under its
+// lock: it must not block, nor call the campaign's methods, and must be
+// safe for concurrent use.
 type Hook interface {
 	// Campaign: a campaign or group for name began to run.
 	Campaign(name, backend string)
@@ -33,9 +34,9 @@ type Hook interface {
 	Run(ctx context.Context, name, backend, id string) RunHook
 }
 
-// TermHook hears what becomes of one term. Renewed and Work may be called
-// from several goroutines at once; Ended is called once, last but for the
-// done functions of work still running.
+// TermHook hears what becomes of one term. Work may be called from
+// several goroutines at once; Ended is called once, last but for the done
+// functions of work still running.
 type TermHook interface {
 	// Context returns the parent of the term's context, made from ctx
 	// (to carry a trace span, say).

@@ -11,7 +11,8 @@ import (
 )
 
 // Observer is told what campaigns and one-shot runs do, for metrics. Its
-// methods are called from the campaigns' goroutines and must not block.
+// methods are called from the campaigns' goroutines, a campaign's under
+// its lock: they must not block, nor call the campaign's methods.
 type Observer interface {
 	// Attempt: a try for the lock began.
 	Attempt(name, backend string)
@@ -20,8 +21,7 @@ type Observer interface {
 	// NotAcquired: a try ended without the lock, for why.
 	NotAcquired(name, backend string, why Reason)
 	// TermStarted and TermEnded bracket a campaign's term; reason is the
-	// revocation's ("resigned", "lease-expired", "session-lost",
-	// "unreachable", "canceled").
+	// revocation's code (see ReasonCode).
 	TermStarted(name, backend string)
 	TermEnded(name, backend, reason string)
 	// Action: a one-shot run's fn returned after d, with err.
@@ -41,9 +41,8 @@ func (nopObserver) TermEnded(string, string, string)            {}
 func (nopObserver) Action(string, string, time.Duration, error) {}
 func (nopObserver) KeepAlive(string, time.Duration, error)      {}
 
-// BackendLabel names a backend for metrics by its package: "memory",
-// "redis", "etcd", "zookeeper".
-// Labels are kept by type: a run asks for one twice.
+// BackendLabel names a backend for metrics by its package's name: "redis"
+// for a *redis.Backend. Labels are kept by type: a run asks for one twice.
 func BackendLabel(b backends.Backend) string {
 	typ := reflect.TypeOf(b)
 	if l, ok := labels.Load(typ); ok {

@@ -4,16 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
 )
 
-// Held is a lock taken by a one-shot run, on a session of its own or on a
-// shared Session.
+// Held is a lock taken by a one-shot run, on a shared Session or on a
+// private one of its own.
 type Held struct {
-	on       *Session // the shared Session, nil if the run opened its own
+	on       *Session
+	private  bool     // on was opened for the run, and is closed with it
 	gen      uint64   // on's generation the lock was taken on
 	names    []string // the names the run claimed on on
 	sess     backends.Session
@@ -24,13 +26,30 @@ type Held struct {
 	Deadline time.Time // fn's deadline: the lease less the margin
 }
 
-// LockOnce opens a session whose TTL is the lease and tries to acquire one
-// of names (a group's slots, or one lock), waiting up to cfg.Wait. It
-// returns nil, nil when skipped.
+// LockOnce is a one-shot run without a Session: it tries to acquire one of
+// names (a group's slots, or one lock), waiting up to cfg.Wait, on a
+// private session opened for the run with the lease as its TTL, renewed
+// only while the run waits and closed after it. It returns nil, nil when
+// skipped.
 func LockOnce(ctx context.Context, b backends.Backend, name string, names []string, cfg *Config) (*Held, error) {
+	return lockRun(ctx, b, nil, name, names, cfg)
+}
+
+// LockOn is LockOnce on a live Session: no Open and no Close, so a run is
+// an acquire and a release, two round trips. The calls take their turns on
+// the session like a campaign's. A lock name that another campaign or run
+// on the session already claims is skipped (both would be told they hold
+// it, under one token). It returns nil, nil when skipped.
+func LockOn(ctx context.Context, s *Session, name string, names []string, cfg *Config) (*Held, error) {
+	return lockRun(ctx, s.backend, s, name, names, cfg)
+}
+
+// lockRun makes a one-shot run's try on s, or on a private session if s
+// is nil, and tells the Observer.
+func lockRun(ctx context.Context, b backends.Backend, s *Session, name string, names []string, cfg *Config) (*Held, error) {
 	label := BackendLabel(b)
 	cfg.Observer.Attempt(name, label)
-	h, err := lockOnce(ctx, b, names, cfg)
+	h, err := lock(ctx, b, s, names, cfg)
 	switch {
 	case err != nil: // the caller's failure mode says which reason
 	case h == nil:
@@ -41,98 +60,167 @@ func LockOnce(ctx context.Context, b backends.Backend, name string, names []stri
 	return h, err
 }
 
-func lockOnce(ctx context.Context, b backends.Backend, names []string, cfg *Config) (*Held, error) {
+// lock is the retry loop of one-shot runs: it tries for one of names until
+// it has one, the backend says it is held and the run may wait no more, or
+// a call fails. Each call is bounded by the lease: a backend that hangs is
+// a backend failure, for the failure mode to decide, not a wait forever.
+func lock(ctx context.Context, b backends.Backend, s *Session, names []string, cfg *Config) (*Held, error) {
 	start := time.Now()
-	// Each call is bounded by the lease: a backend that hangs is a backend
-	// failure, for the failure mode to decide, not a wait forever.
-	octx, cancel := context.WithTimeout(ctx, cfg.Lease)
-	s, err := b.Open(octx, cfg.ID, cfg.Lease)
-	cancel()
+	private := s == nil
+	var cur shared
+	var err error
+	if private {
+		s, err = openRun(ctx, b, cfg)
+		if s != nil {
+			cur = s.cur
+		}
+	} else {
+		cur, err = s.await(ctx, cfg.Lease)
+	}
 	if err != nil {
-		return nil, ctxOr(ctx, fmt.Errorf("campaign: open session: %w", err))
+		return nil, ctxOr(ctx, err)
+	}
+	if err := s.attach(names); err != nil {
+		if errors.Is(err, ErrClosed) {
+			return nil, err
+		}
+		return nil, nil // another campaign or run of this session wants it
+	}
+	if s.orphaned(names) {
+		s.detach(names) // a release of ours is pending: the lock is not free
+		return nil, nil
 	}
 	w := newWaiter(ctx, b, names, cfg, start)
+	if !private {
+		w.renewed = never // the session renews itself
+	}
 	defer w.stop()
 	held := false // the backend has said another candidate holds the lock
 	var doubt []string
 	for {
-		actx, cancel := context.WithTimeout(ctx, cfg.Lease)
-		slot, tok, left, err := acquireAny(actx, s, names, cfg.ID, doubt, 0)
-		doubt = left
+		var slot int
+		var tok events.Token
+		err := s.inTurn(ctx, laneTake, cfg.Lease, func(ctx context.Context) (err error) {
+			slot, tok, doubt, err = acquireAny(ctx, cur.sess, names, cfg.ID, doubt, 0)
+			if err == nil {
+				doubt = disownAll(ctx, cur.sess, doubt)
+			}
+			return err
+		})
 		if err == nil {
-			disownAll(actx, s, doubt)
-			cancel()
-			return w.held(s, names[slot], slot, tok)
+			h := &Held{on: s, private: private, gen: cur.gen, sess: cur.sess, name: names[slot], names: names, Slot: slot, Token: tok, acquired: time.Now()}
+			return w.held(h)
 		}
-		cancel()
 		held = held || errors.Is(err, backends.ErrHeld)
 		if errors.Is(err, backends.ErrHeld) && w.watchIfDue() {
 			continue
 		}
-		if !errors.Is(err, backends.ErrHeld) || !w.wait() {
-			return contended(ctx, s, cfg, held, wrapBackend("acquire", err))
+		err = wrapBackend("acquire", err)
+		if errors.Is(err, backends.ErrHeld) && w.wait() {
+			if err = w.renew(cur.sess, false); err == nil {
+				continue
+			}
+			err = wrapBackend("keep-alive", err)
 		}
-		if err := w.renew(s, false); err != nil {
-			return contended(ctx, s, cfg, held, wrapBackend("keep-alive", err))
+		h := &Held{on: s, private: private, sess: cur.sess, names: names}
+		h.giveUp(ctx, doubt, cfg.Lease)
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case held:
+			// A failure after contention must never count as an outage, or
+			// a fail-open run would run beside the holder.
+			return nil, nil
 		}
+		return nil, err
 	}
 }
 
-// contended ends a try that did not get the lock: ctx's error if it ended;
-// a skip if the backend said the lock is held, even when a later call
-// failed (a failure after contention must never count as an outage, or a
-// fail-open run would run beside the holder); else the backend's error.
-func contended(ctx context.Context, s backends.Session, cfg *Config, held bool, err error) (*Held, error) {
-	closeSession(ctx, s, cfg.Lease)
-	switch {
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
-	case held:
-		return nil, nil
+// openRun opens the private session of a one-shot run on b: its TTL is
+// the lease, and nothing renews it but the run while it waits (the
+// waiter, which keeps the start of its last renewal).
+func openRun(ctx context.Context, b backends.Backend, cfg *Config) (*Session, error) {
+	octx, cancel := context.WithTimeout(ctx, cfg.Lease)
+	defer cancel()
+	bs, err := b.Open(octx, cfg.ID, cfg.Lease)
+	if err != nil {
+		return nil, fmt.Errorf("campaign: open session: %w", err)
 	}
-	return nil, err
+	s := newSession(b, *cfg)
+	s.cur = shared{sess: bs, gen: 1}
+	return s, nil
 }
 
-// held returns the lock just acquired, renewing the session first if the
-// deadline it allows has already come (a slow Open or a long wait), so fn
-// never starts with a spent lease.
-func (w *waiter) held(s backends.Session, name string, slot int, tok events.Token) (*Held, error) {
-	h := &Held{sess: s, name: name, Slot: slot, Token: tok, acquired: time.Now()}
-	h.Deadline = w.renewed.Add(w.cfg.Lease - w.cfg.MarginFor(w.cfg.Lease))
-	if h.Deadline.After(h.acquired) {
+// held returns h, just acquired, with fn's deadline: the lease less the
+// margin from the start of the private session's last renewal, which is
+// renewed first if that has come already (a slow Open or a long wait) so
+// fn never starts with a spent lease; or from the start of a run on a
+// Session.
+func (w *waiter) held(h *Held) (*Held, error) {
+	span := w.cfg.Lease - w.cfg.MarginFor(w.cfg.Lease)
+	if !h.private {
+		h.Deadline = w.start.Add(span)
 		return h, nil
 	}
-	if err := w.renew(s, true); err != nil {
-		closeSession(w.ctx, s, w.cfg.Lease)
+	if h.Deadline = w.renewed.Add(span); h.Deadline.After(h.acquired) {
+		return h, nil
+	}
+	if err := w.renew(h.sess, true); err != nil {
+		h.giveUp(w.ctx, nil, w.cfg.Lease)
 		return nil, ctxOr(w.ctx, wrapBackend("keep-alive", err))
 	}
-	h.Deadline = w.renewed.Add(w.cfg.Lease - w.cfg.MarginFor(w.cfg.Lease))
+	h.Deadline = w.renewed.Add(span)
 	return h, nil
+}
+
+// giveUp ends a run that did not keep the lock: a private session is
+// closed, which frees whatever it holds; on a Session, which lives on, the
+// locks in doubt are disowned (it would hold them for nobody) and the
+// names given back.
+func (h *Held) giveUp(ctx context.Context, doubt []string, limit time.Duration) {
+	if h.private {
+		closeSession(ctx, h.sess, limit)
+		return
+	}
+	if len(doubt) > 0 {
+		_ = h.on.inTurn(context.WithoutCancel(ctx), laneFree, limit, func(ctx context.Context) error {
+			disownAll(ctx, h.sess, doubt)
+			return nil
+		})
+	}
+	h.on.detach(h.names)
 }
 
 // Context returns fn's context: it ends at the run's deadline and, on a
 // shared Session, when the session's deadline passes without a renewal.
 // Call cancel once fn returned.
 func (h *Held) Context(parent context.Context) (context.Context, context.CancelFunc) {
-	if h.on != nil {
-		return h.bindOn(parent)
+	if h.private {
+		return context.WithDeadline(parent, h.Deadline)
 	}
-	return context.WithDeadline(parent, h.Deadline)
+	return h.bindOn(parent)
 }
 
 // Unlock releases the lock, keeping it held until the minimum hold has
-// passed, and closes the session the run opened (which alone frees the
-// lock when there is no hold left). Errors are logged: the
-// lease bounds the lock anyway (on a shared Session, the session retries
-// the release at its next renewal).
+// passed. A private session is closed, which alone frees the lock when
+// there is no hold left; errors are logged, since the lease bounds the
+// lock anyway. On a Session the names are given back, and a release that
+// fails is left to the session, which retries it at its next renewal.
 func (h *Held) Unlock(ctx context.Context, cfg *Config) {
 	hold := max(cfg.MinHold-time.Since(h.acquired), 0)
-	if h.on != nil {
-		h.unlockOn(ctx, cfg, hold)
-		return
-	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Lease)
 	defer cancel()
+	if !h.private {
+		defer h.on.detach(h.names)
+		err := h.on.inTurn(rctx, laneFree, cfg.Lease, func(ctx context.Context) error {
+			return h.sess.Release(ctx, h.name, h.Token, hold)
+		})
+		if err != nil && !errors.Is(err, backends.ErrNotHeld) && !errors.Is(err, backends.ErrSessionLost) {
+			cfg.Logger.Warn("release failed; the session will retry it", "name", h.name, "token", h.Token, "err", err)
+			h.on.orphan(h.name, h.Token, h.gen)
+		}
+		return
+	}
 	if hold > 0 {
 		// Close would free the lock at once: release it with its hold
 		// first. Without one, Close alone frees it (and wakes its
@@ -165,4 +253,41 @@ func wrapBackend(what string, err error) error {
 		return nil
 	}
 	return fmt.Errorf("campaign: %s: %w", what, err)
+}
+
+// bindOn returns fn's context for a lock held on a session: it ends at
+// the run's deadline, or when the session's own deadline passes without a
+// renewal, or the session was replaced by then, whichever comes first. A
+// timer looks at the session at its deadline, and again at each later
+// one while renewals move it on: no goroutine waits meanwhile.
+func (h *Held) bindOn(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithDeadline(parent, h.Deadline)
+	s := h.on
+	limit := s.cfg.TTL - s.cfg.MarginFor(s.cfg.TTL)
+	var mu sync.Mutex // t, between its own firing and the caller's cancel
+	var t *time.Timer
+	follow := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if ctx.Err() != nil {
+			return // fn returned, or its deadline came: nothing to follow
+		}
+		cur, _ := s.state()
+		left := time.Until(cur.renewed.Add(limit))
+		if cur.gen != h.gen || cur.sess == nil || left <= 0 {
+			cancel()
+			return
+		}
+		t.Reset(left) // renewed since: look again at the new deadline
+	}
+	cur, _ := s.state()
+	mu.Lock()
+	t = time.AfterFunc(max(time.Until(cur.renewed.Add(limit)), 0), follow)
+	mu.Unlock()
+	return ctx, func() {
+		mu.Lock()
+		t.Stop()
+		mu.Unlock()
+		cancel()
+	}
 }

@@ -49,12 +49,12 @@ var errNotSent = errors.New("campaign: call not sent")
 
 // call makes f the op in flight: f runs in a goroutine when its turn on
 // the session comes (see limiter; until then it is a queued closure), its
-// context bounded by timeout from then on, and its outcome is handed to
+// context bounded by the TTL from then on, and its outcome is handed to
 // done. A release survives the end of Run's context: it is what lets the
 // next leader in at once. prep, if not nil, runs first in a goroutine of
 // its own, before the turn is asked for (a release waits there for the
 // work bound to its term).
-func (a *actor) call(kind opKind, timeout time.Duration, prep func(), f func(ctx context.Context, sent error) outcome) {
+func (a *actor) call(kind opKind, prep func(), f func(ctx context.Context, sent error) outcome) {
 	parent := a.ctx
 	if kind == opRelease {
 		parent = context.WithoutCancel(a.ctx)
@@ -74,7 +74,7 @@ func (a *actor) call(kind opKind, timeout time.Duration, prep func(), f func(ctx
 			return
 		}
 		defer a.on.calls.done()
-		ctx, stop := context.WithTimeout(wctx, timeout)
+		ctx, stop := context.WithTimeout(wctx, a.cfg().TTL)
 		defer stop()
 		a.done(o, f(ctx, nil))
 	}
@@ -93,8 +93,8 @@ func (a *actor) call(kind opKind, timeout time.Duration, prep func(), f func(ctx
 // discarded if it moved on (a stop, or a new session for any call but a
 // release).
 func (a *actor) done(o *op, out outcome) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.e.mu.Lock()
+	defer a.e.mu.Unlock()
 	a.op = nil
 	switch {
 	case o.stale || (o.sess != a.on.sess && o.kind != opRelease):
@@ -117,9 +117,10 @@ func (a *actor) done(o *op, out outcome) {
 func (a *actor) startAcquire() {
 	s := a.on.sess
 	only := a.wait.asks()
-	slots, id, doubt := a.e.slots, a.cfg.ID, a.doubt
-	a.cfg.Observer.Attempt(a.e.name, a.e.label)
-	a.call(opAcquire, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
+	slots, id, doubt := a.e.slots, a.cfg().ID, a.doubt
+	a.cfg().Observer.Attempt(a.e.name, a.e.label)
+	a.at.try = never // a watch signal while it asks makes the next try due at once
+	a.call(opAcquire, nil, func(ctx context.Context, sent error) outcome {
 		slot, tok, left, err := 0, events.Token(0), doubt, sent
 		if sent == nil {
 			slot, tok, left, err = acquireAny(ctx, s, slots, id, doubt, only)
@@ -127,7 +128,7 @@ func (a *actor) startAcquire() {
 		return outcome{
 			apply: func() { a.acquired(slot, tok, left, err) },
 			discard: func() {
-				a.cfg.Observer.NotAcquired(a.e.name, a.e.label, Canceled) // its Attempt was counted
+				a.cfg().Observer.NotAcquired(a.e.name, a.e.label, Canceled) // its Attempt was counted
 				switch {
 				case err == nil:
 					// Won for nothing: released, so no later term reuses its token.
@@ -146,42 +147,42 @@ func (a *actor) startAcquire() {
 }
 
 func (a *actor) acquired(slot int, token events.Token, doubt []string, err error) {
-	a.cfg.Logger.Debug("acquired", "name", a.e.name, "slot", slot, "token", token, "doubt", doubt, "err", err)
+	a.cfg().Logger.Debug("acquired", "name", a.e.name, "slot", slot, "token", token, "doubt", doubt, "err", err)
 	if !errors.Is(err, errNotSent) {
 		a.doubt = doubt
 	}
 	switch {
 	case err == nil:
 		a.succeed()
-		a.cfg.Observer.Acquired(a.e.name, a.e.label)
+		a.cfg().Observer.Acquired(a.e.name, a.e.label)
 		a.elect(slot, token)
 	case errors.Is(err, backends.ErrHeld):
 		a.succeed()
+		a.lost()
 		a.wait.held()
-		if a.audit.at.IsZero() {
-			a.audit.at = time.Now().Add(a.cfg.TTL) // lost for a TTL: audit then
+		a.cfg().Observer.NotAcquired(a.e.name, a.e.label, Contention)
+		now := time.Now()
+		next := now.Add(a.cfg().RetryPause())
+		if a.needWatch(now) {
+			next = now // no watch yet: set it up, then try again
 		}
-		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, Contention)
-		a.at.try = time.Now().Add(a.cfg.RetryPause())
+		a.at.try = earlier(a.at.try, next) // released while we asked: go on now
 		if a.gate != nil {
 			a.gate.fresh = false
 		}
-		if a.wait.woken || a.needWatch(time.Now()) {
-			a.at.try = time.Now() // released while we asked, or no watch yet: go on now
-		}
-		a.cfg.Logger.Debug("lock held by another candidate", "name", a.e.name, "id", a.cfg.ID, "err", err)
+		a.cfg().Logger.Debug("lock held by another candidate", "name", a.e.name, "id", a.cfg().ID, "err", err)
 	case errors.Is(err, backends.ErrSessionLost), errors.Is(err, backends.ErrSessionClosed):
-		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, BackendError)
+		a.cfg().Observer.NotAcquired(a.e.name, a.e.label, BackendError)
 		a.failed("acquire", err)
 		a.lose(err)
 	case errors.Is(err, backends.ErrInvalid):
 		// A closed client, or a name this backend cannot store: no retry
 		// cures it (a backend whose Open sends nothing reports it here).
-		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, InvalidInput)
+		a.cfg().Observer.NotAcquired(a.e.name, a.e.label, InvalidInput)
 		a.failed("acquire", err)
-		a.end.fatal = Invalid(err)
+		a.stop(events.ErrSessionLost, Invalid(err))
 	default:
-		a.cfg.Observer.NotAcquired(a.e.name, a.e.label, BackendError)
+		a.cfg().Observer.NotAcquired(a.e.name, a.e.label, BackendError)
 		a.failed("acquire", err)
 		a.at.try = time.Now().Add(a.backoff())
 	}
@@ -193,7 +194,7 @@ func (a *actor) acquired(slot int, token events.Token, doubt []string, err error
 // held for nobody, nor a line make it a holder it would never learn of.
 func (a *actor) startLeave() {
 	s, doubt := a.on.sess, a.doubt
-	a.call(opLeave, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
+	a.call(opLeave, nil, func(ctx context.Context, sent error) outcome {
 		left := doubt // a call not sent disowned none
 		if sent == nil {
 			left = disownAll(ctx, s, doubt)
@@ -201,7 +202,7 @@ func (a *actor) startLeave() {
 		return outcome{apply: func() {
 			a.doubt = left
 			if len(left) > 0 { // tried again after a pause, not at once
-				a.at.leave = time.Now().Add(a.cfg.RetryPause())
+				a.at.leave = time.Now().Add(a.cfg().RetryPause())
 			}
 		}}
 	})
@@ -215,12 +216,12 @@ func (a *actor) startRelease() {
 	r := a.releases[0]
 	a.releases = a.releases[1:]
 	name, tok := a.e.slots[r.term.event.Slot], r.term.event.Token
-	a.call(opRelease, a.cfg.TTL, func() { a.drain(r.term) }, func(ctx context.Context, sent error) outcome {
+	a.call(opRelease, func() { a.drain(r.term) }, func(ctx context.Context, sent error) outcome {
 		err := sent
 		if r.sess != nil && sent == nil {
 			err = r.sess.Release(ctx, name, tok, 0)
 		}
-		a.cfg.Logger.Debug("release", "name", name, "token", tok, "sent", r.sess != nil, "err", err)
+		a.cfg().Logger.Debug("release", "name", name, "token", tok, "sent", r.sess != nil, "err", err)
 		lost := errors.Is(err, backends.ErrSessionLost)
 		if r.sess == nil || lost || errors.Is(err, backends.ErrNotHeld) || errors.Is(err, backends.ErrSessionClosed) {
 			err = nil // the session, and so the lock, is gone: the resignation is done
@@ -239,7 +240,7 @@ func (a *actor) startRelease() {
 func (a *actor) released(r release, err error) {
 	if err != nil {
 		a.failed("release", err)
-		if r.sess == a.on.sess && a.end.reason == nil {
+		if r.sess == a.on.sess && a.end.phase == running {
 			a.releases = append([]release{r}, a.releases...)
 			a.at.release = time.Now().Add(a.backoff())
 			return
@@ -253,7 +254,7 @@ func (a *actor) released(r release, err error) {
 	if r.reply != nil {
 		// A resignation's pause counts from the release, not the revoke:
 		// a release that was retried must still let the others in first.
-		a.at.notBefore = later(a.at.notBefore, time.Now().Add(a.cfg.RetryPause()))
+		a.at.notBefore = later(a.at.notBefore, time.Now().Add(a.cfg().RetryPause()))
 		r.reply <- err
 	}
 }

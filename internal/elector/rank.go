@@ -19,12 +19,9 @@ import (
 // candidate without a slot gives its slot up. Safety never depends on it:
 // the slot locks alone keep the holders to N. Owned by the actor.
 type gate struct {
-	strategy strategy.Strategy
+	cfg      *Config // its Strategy, Patience, Preempt and Rotation
 	registry backends.Registry
 	own      backends.Registrar // registers us; nil: the session does
-	patience time.Duration
-	preempt  time.Duration // 0: never
-	rotation time.Duration // 0: the epoch never advances
 
 	registered     bool      // the current session is registered
 	registerAt     time.Time // no registration before this (after a failure)
@@ -57,21 +54,21 @@ func newGate(b backends.Backend, name string, cfg *Config) (*gate, error) {
 	if _, err := cfg.Strategy.Rank(name, 0, []strategy.Candidate{me}); err != nil {
 		return nil, Invalid(err)
 	}
-	return &gate{strategy: cfg.Strategy, registry: reg, own: own, patience: cfg.Patience, preempt: cfg.Preempt, rotation: cfg.Rotation}, nil
+	return &gate{cfg: cfg, registry: reg, own: own}, nil
 }
 
 // epoch is the rotation period's index, the same on every node whose
 // clock agrees to within a period.
 func (g *gate) epoch(now time.Time) uint64 {
-	if g.rotation <= 0 {
+	if g.cfg.Rotation <= 0 {
 		return 0
 	}
-	return uint64(now.UnixNano() / int64(g.rotation))
+	return uint64(now.UnixNano() / int64(g.cfg.Rotation))
 }
 
 // eligible reports whether the candidate may try for a slot now.
 func (g *gate) eligible(now time.Time) bool {
-	return g.preferred || (!g.freeSince.IsZero() && !now.Before(g.freeSince.Add(g.patience)))
+	return g.preferred || (!g.freeSince.IsZero() && !now.Before(g.freeSince.Add(g.cfg.Patience)))
 }
 
 // view is what a rank op read: the members and each slot's holder.
@@ -184,5 +181,5 @@ func (g *gate) apply(vd verdict, holding bool, now time.Time) {
 // shouldYield reports whether a holder has been out-ranked for longer than
 // the preemption hysteresis.
 func (g *gate) shouldYield(now time.Time) bool {
-	return g.preempt > 0 && !g.outrankedSince.IsZero() && !now.Before(g.outrankedSince.Add(g.preempt))
+	return g.cfg.Preempt > 0 && !g.outrankedSince.IsZero() && !now.Before(g.outrankedSince.Add(g.cfg.Preempt))
 }

@@ -52,7 +52,7 @@ func TestJudgeCountsUnregisteredSelfLast(t *testing.T) {
 }
 
 func TestGateTimes(t *testing.T) {
-	g := &gate{patience: 10 * time.Second, preempt: 5 * time.Second}
+	g := &gate{cfg: &Config{Patience: 10 * time.Second, Preempt: 5 * time.Second}}
 	t0 := time.Unix(1000, 0)
 	g.apply(verdict{free: true}, false, t0)
 	if g.eligible(t0.Add(9 * time.Second)) {
@@ -80,12 +80,12 @@ func TestGateTimes(t *testing.T) {
 }
 
 func TestEpoch(t *testing.T) {
-	g := &gate{rotation: time.Minute}
+	g := &gate{cfg: &Config{Rotation: time.Minute}}
 	a := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
 	if g.epoch(a) != g.epoch(a.Add(40*time.Second)) || g.epoch(a) == g.epoch(a.Add(time.Minute)) {
 		t.Fatal("epochs do not follow the rotation period")
 	}
-	if (&gate{}).epoch(a) != 0 {
+	if (&gate{cfg: &Config{}}).epoch(a) != 0 {
 		t.Fatal("epoch moves without a rotation")
 	}
 }

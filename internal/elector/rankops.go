@@ -20,7 +20,7 @@ func (a *actor) startRegister() {
 		return
 	}
 	me, name := a.e.entry(), a.e.name
-	a.call(opRegister, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
+	a.call(opRegister, nil, func(ctx context.Context, sent error) outcome {
 		err := sent
 		if sent == nil {
 			_, err = r.Register(ctx, name, me)
@@ -50,10 +50,10 @@ func (a *actor) deregister() {
 	if a.gate == nil || a.gate.own == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.TTL)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg().TTL)
 	defer cancel()
 	if err := a.gate.own.Deregister(ctx, a.e.name); err != nil {
-		a.cfg.Logger.Warn("deregister failed", "name", a.e.name, "err", err)
+		a.cfg().Logger.Warn("deregister failed", "name", a.e.name, "err", err)
 	}
 }
 
@@ -61,7 +61,7 @@ func (a *actor) deregister() {
 func (a *actor) startRank() {
 	b, reg, name, slots := a.e.backend, a.gate.registry, a.e.name, a.e.slots
 	epoch := a.gate.epoch(time.Now())
-	a.call(opRank, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
+	a.call(opRank, nil, func(ctx context.Context, sent error) outcome {
 		v, err := view{}, sent
 		if sent == nil {
 			v, err = readView(ctx, b, reg, name, slots, epoch)
@@ -83,7 +83,7 @@ func (a *actor) ranked(v view, err error) {
 		a.at.try = now.Add(a.backoff())
 		return
 	}
-	vd, err := judge(a.gate.strategy, a.e.name, v, a.e.entry(), len(a.e.slots))
+	vd, err := judge(a.cfg().Strategy, a.e.name, v, a.e.entry(), len(a.e.slots))
 	if err != nil {
 		a.failed("rank", err)
 		a.gate.fresh, a.gate.rankedAt = true, now
@@ -97,7 +97,7 @@ func (a *actor) ranked(v view, err error) {
 		return
 	}
 	if a.gate.shouldYield(now) {
-		a.cfg.Logger.Info("out-ranked; giving the slot up", "name", a.e.name, "slot", a.term.event.Slot, "token", a.term.event.Token)
+		a.cfg().Logger.Info("out-ranked; giving the slot up", "name", a.e.name, "slot", a.term.event.Slot, "token", a.term.event.Token)
 		a.resign(resignReq{done: make(chan error, 1)})
 		a.gate.outrankedSince = time.Time{}
 	}

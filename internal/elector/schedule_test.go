@@ -6,36 +6,45 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/events"
 )
 
-// The waker arms the timer for the earliest time not yet due, and stops
-// it when nothing is waiting.
-func TestWakerArmsForTheEarliest(t *testing.T) {
+// startDue starts nothing before its time and returns when the first
+// concern not yet due becomes due; settle sets the alarm for that moment,
+// and stops it when nothing is due.
+func TestStartDueArmsForTheEarliest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		a := newTestActor(t, ctx)
 		now := time.Now()
-		w := waker{now: now, next: never}
-		if !w.due(now) || !w.due(now.Add(-time.Second)) {
-			t.Fatal("a time that has come is not due")
-		}
-		if w.due(now.Add(3*time.Second)) || w.due(now.Add(time.Second)) || w.due(now.Add(2*time.Second)) {
-			t.Fatal("a future time is due")
+		a.e.mu.Lock()
+		a.at.notBefore = now.Add(3 * time.Second) // a try in 3s
+		a.audit.at = now.Add(time.Second)         // losing: an audit in 1s
+		a.at.leave = now.Add(2 * time.Second)     // nothing in doubt: no leave
+		if next := a.startDue(now); !next.Equal(now.Add(time.Second)) || a.op != nil {
+			t.Fatalf("startDue = %v, op %+v; want nothing started and the audit's time, 1s", next.Sub(now), a.op)
 		}
 		rang := make(chan time.Time, 1)
-		al := alarm{f: func() { rang <- time.Now() }}
-		w.arm(&al)
+		a.alarm.f = func() { rang <- time.Now() }
+		a.settle()
+		a.e.mu.Unlock()
 		if waited := (<-rang).Sub(now); waited != time.Second {
-			t.Errorf("the alarm went off after %v, want the earliest noted, 1s", waited)
+			t.Errorf("the alarm went off after %v, want the earliest due, 1s", waited)
 		}
-		idle := waker{now: time.Now(), next: never}
-		al.set(time.Minute)
-		idle.arm(&al)
+		a.e.mu.Lock()
+		a.on.sess = nil // without a session nothing is due
+		a.alarm.set(time.Minute)
+		a.settle()
+		a.e.mu.Unlock()
 		select {
 		case <-rang:
-			t.Error("a waker with nothing noted left the alarm set")
+			t.Error("with nothing due the alarm was left set")
 		case <-time.After(time.Hour):
 		}
+		stopTestActor(a)
 	})
 }
 
@@ -71,17 +80,18 @@ func newTestActor(t *testing.T, ctx context.Context) *actor {
 		t.Fatal(err)
 	}
 	s := newSession(b, e.cfg)
+	e.cfg.Session = s // not the campaign's private session: finish leaves it open
 	bs, err := b.Open(ctx, "a", e.cfg.TTL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
 	s.cur = shared{sess: bs, renewed: now, gen: 1}
-	a := newActor(e, ctx, s, false)
+	a := newActor(e, ctx, s)
 	if err := s.join(a); err != nil {
 		t.Fatal(err)
 	}
-	e.started, e.act = true, a
+	e.act = a
 	a.on.sess, a.on.gen, a.on.renewed, a.at.try = bs, 1, now, now
 	a.end.stopCtx = func() bool { return true }
 	return a
@@ -101,45 +111,45 @@ func TestStartDueOrder(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		a := newTestActor(t, ctx)
-		tm := newTerm(events.Event{Kind: events.Elected, Name: "lock", Token: 1}, nil, 0, 0)
-		a.e.end(tm) // no work bound to it: the release need not wait
-		a.mu.Lock()
+		a.e.mu.Lock()
+		tm := &term{event: events.Event{Kind: events.Elected, Name: "lock", Token: 1}, on: a.on.Session}
+		tm.end(time.Now())                                  // no work bound to it: the release need not wait
 		a.releases = []release{{term: tm, sess: a.on.sess}} // an expired term's: no pause follows
-		a.startDue()
+		a.startDue(time.Now())
 		if a.op == nil || a.op.kind != opRelease {
 			t.Fatalf("with a release pending and a try due: op %+v, want the release", a.op)
 		}
-		a.startDue() // the op slot is taken: nothing else starts
+		a.startDue(time.Now()) // the op slot is taken: nothing else starts
 		if a.op.kind != opRelease {
 			t.Fatalf("a second call started beside the release: %v", a.op.kind)
 		}
-		a.mu.Unlock()
+		a.e.mu.Unlock()
 		synctest.Wait()
-		a.mu.Lock()
+		a.e.mu.Lock()
 		if a.term == nil {
 			t.Error("after the release, the acquire of the free lock started no term")
 		}
-		a.mu.Unlock()
+		a.e.mu.Unlock()
 		stopTestActor(a)
 	})
 }
 
 // After a Resign the campaign tries again no sooner than its backoff:
-// startDue starts nothing and sets the wake alarm for that moment, which
-// starts the acquire.
+// settle starts nothing and sets the alarm for that moment, which starts
+// the acquire.
 func TestStartDueWaitsOutTheBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		a := newTestActor(t, ctx)
 		start := time.Now()
-		a.mu.Lock()
+		a.e.mu.Lock()
 		a.at.notBefore = start.Add(700 * time.Millisecond)
-		a.startDue()
+		a.settle()
 		if a.op != nil {
 			t.Fatalf("a %v started before the backoff ended", a.op.kind)
 		}
-		a.mu.Unlock()
+		a.e.mu.Unlock()
 		time.Sleep(699 * time.Millisecond)
 		synctest.Wait()
 		if a.e.State().Leader {
@@ -171,18 +181,37 @@ func TestWaitingAsksForTheSlotsThatSignalled(t *testing.T) {
 	}
 	w.watch.Set(make(chan struct{}), func() {})
 	w.held()
-	if !w.lost {
-		t.Fatal("a try that found the lock held does not make the campaign watch")
-	}
 	w.fired.Or(1 << 2)
-	w.woken = true
 	if got := w.asks(); got != 1<<2 {
 		t.Fatalf("woken after a sweep, the try asks for %b, want only slot 2 (%b)", got, 1<<2)
 	}
-	if w.woken || w.fired.Load() != 0 {
+	if w.fired.Load() != 0 {
 		t.Fatal("starting a try kept the signals that came before it")
 	}
 	if got := w.asks(); got != 0 {
 		t.Fatalf("a try whose answer has not come is no sweep: the next asks for %b, want every slot", got)
 	}
+}
+
+// A try that finds the lock held makes the campaign watch the lock before
+// its next try, and a watch signal that comes while it asks makes that
+// try due at once.
+func TestHeldLockIsWatched(t *testing.T) {
+	a := newTestActor(t, t.Context())
+	a.e.mu.Lock()
+	now := time.Now()
+	a.at.try = never // an acquire in flight
+	a.acquired(0, 0, nil, backends.ErrHeld)
+	watch := a.needWatch(now)
+	a.at.try = never
+	a.watchFired(nil, true) // no watch yet: a nil channel is the one up
+	woken := !now.Add(time.Minute).Before(a.at.try)
+	a.e.mu.Unlock()
+	if !watch {
+		t.Error("a try that found the lock held does not make the campaign watch")
+	}
+	if !woken {
+		t.Error("a watch signal left the next try to its pause")
+	}
+	stopTestActor(a)
 }

@@ -3,6 +3,7 @@ package elector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -36,12 +37,23 @@ type Session struct {
 	tellers  sync.WaitGroup    // tell
 	detached chan struct{}     // signalled (buffer 1) when one detaches
 	renewing bool              // a keep-alive is in flight
-	fatal    error             // why Run gave up, if no retry could cure it
-	started  bool
-	closed   bool
-	closing  chan struct{}
-	done     chan struct{}
+	phase    sessionPhase
+	quit     chan struct{} // closed by Close, to stop Run's loop
+	done     chan struct{} // closed once Run has returned, or by a Close that came before Run
 }
+
+// sessionPhase is how far a Session is: new (Run not called yet),
+// running, stopping (its electors end their terms and leave: Close was
+// called, or Run's loop ended) and closed (Run has returned, or Close came
+// before Run). A session runs once: the backend's session is gone after.
+type sessionPhase uint8
+
+const (
+	sessionNew sessionPhase = iota
+	sessionRunning
+	sessionStopping
+	sessionClosed
+)
 
 // orphan is a lock an elector could not release on the shared session; the
 // session releases it at its next successful renewal.
@@ -57,7 +69,7 @@ type shared struct {
 	sess    backends.Session
 	renewed time.Time
 	gen     uint64
-	closing bool  // the session is stopping: electors end their terms and leave
+	closing bool  // the session is stopping (see sessionPhase); made by snapshot
 	fatal   error // with closing: the error no retry cures that stopped it
 	failing error // the last keep-alive's error; nil after a success
 }
@@ -87,7 +99,7 @@ func newSession(b backends.Backend, cfg Config) *Session {
 		orphans:  map[string]orphan{},
 		actors:   map[*actor]bool{},
 		detached: make(chan struct{}, 1),
-		closing:  make(chan struct{}),
+		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
 }
@@ -96,7 +108,14 @@ func newSession(b backends.Backend, cfg Config) *Session {
 func (c *Session) state() (shared, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.cur, c.changed
+	return c.snapshot(), c.changed
+}
+
+// snapshot returns the current state, closing included; c.mu held.
+func (c *Session) snapshot() shared {
+	s := c.cur
+	s.closing = c.phase >= sessionStopping
+	return s
 }
 
 // Backend returns the backend the session is on.
@@ -104,9 +123,8 @@ func (c *Session) Backend() backends.Backend { return c.backend }
 
 // current returns the current state.
 func (c *Session) current() shared {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cur
+	s, _ := c.state()
+	return s
 }
 
 // health reports whether a keep-alive is in flight, and the last one's
@@ -136,30 +154,30 @@ func (c *Session) Run(ctx context.Context) error {
 		return err
 	}
 	c.mu.Lock()
-	switch {
-	case c.closed:
-		c.mu.Unlock()
-		return ErrClosed
-	case c.started:
+	switch c.phase {
+	case sessionNew:
+		c.phase = sessionRunning
+	case sessionRunning:
 		c.mu.Unlock()
 		return errRunning
+	default:
+		c.mu.Unlock()
+		return ErrClosed
 	}
-	c.started = true
 	c.mu.Unlock()
 	defer close(c.done)
 	err := c.loop(ctx)
+	var fatal error
 	if errors.Is(err, ErrInvalid) {
-		c.mu.Lock()
-		c.fatal = err
-		c.mu.Unlock()
+		fatal = err
 	}
-	c.stop()
+	c.stop(fatal)
 	c.mu.Lock()
 	c.expiry.stop()
 	c.mu.Unlock()
 	c.tellers.Wait()
 	c.mu.Lock()
-	c.closed = true // a session runs once: the backend's is gone
+	c.phase = sessionClosed
 	c.mu.Unlock()
 	return err
 }
@@ -174,7 +192,7 @@ func (c *Session) loop(ctx context.Context) error {
 		case <-ctx.Done():
 			timer.Stop()
 			return ctx.Err()
-		case <-c.closing:
+		case <-c.quit:
 			timer.Stop()
 			return ErrClosed
 		case gen := <-c.lost:
@@ -268,13 +286,14 @@ func lossesOf(s backends.Session) <-chan struct{} {
 
 // stop asks the electors on the session to end their terms gracefully
 // and leave, waits for them (bounded by the grace period and the TTL), and
-// only then closes the session, which frees whatever is still held.
-func (c *Session) stop() {
-	cur, _ := c.state()
-	cur.closing = true
+// only then closes the session, which frees whatever is still held. fatal
+// is the error no retry cures that stopped Run, if any.
+func (c *Session) stop(fatal error) {
 	c.mu.Lock()
-	cur.fatal = c.fatal
+	c.phase = sessionStopping
 	c.mu.Unlock()
+	cur, _ := c.state()
+	cur.fatal = fatal
 	c.set(cur)
 	limit := time.NewTimer(c.cfg.Grace + c.cfg.TTL)
 	defer limit.Stop()
@@ -291,7 +310,7 @@ func (c *Session) stop() {
 }
 
 func (c *Session) closeAndForget(cur shared) {
-	c.set(shared{gen: cur.gen + 1, closing: true, fatal: cur.fatal})
+	c.set(shared{gen: cur.gen + 1, fatal: cur.fatal})
 	if cur.sess != nil {
 		c.closeSession(cur.sess)
 	}
@@ -308,22 +327,21 @@ func (c *Session) closeSession(s backends.Session) {
 // on the session.
 func (c *Session) Close() error {
 	c.mu.Lock()
-	if !c.closed {
-		c.closed = true
-		close(c.closing)
+	phase := c.phase
+	switch phase {
+	case sessionNew:
+		c.phase = sessionClosed
+		close(c.done) // no Run will
+	case sessionRunning:
+		c.phase = sessionStopping
+		close(c.quit)
 	}
-	started := c.started
 	c.mu.Unlock()
-	if started {
-		<-c.done
-		return nil
+	if phase == sessionNew {
+		c.set(c.current()) // the electors attached meanwhile leave
+		c.tellers.Wait()
 	}
-	cur, _ := c.state()
-	if !cur.closing {
-		cur.closing = true
-		c.set(cur)
-	}
-	c.tellers.Wait()
+	<-c.done
 	return nil
 }
 
@@ -336,4 +354,42 @@ func same(a, b backends.Backend) (eq bool) {
 		}
 	}()
 	return a == b
+}
+
+// await returns the session's state once it has a backend session open,
+// waiting at most limit (a backend that cannot open one is a failure) or
+// until ctx ends. It returns ErrClosed once the session is closing.
+func (s *Session) await(ctx context.Context, limit time.Duration) (shared, error) {
+	var timer *time.Timer // made only if the run has to wait
+	for {
+		cur, changed := s.state()
+		switch {
+		case cur.closing:
+			return cur, ErrClosed
+		case cur.sess != nil:
+			return cur, nil
+		case timer == nil:
+			timer = time.NewTimer(limit)
+			defer timer.Stop()
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return cur, ctx.Err()
+		case <-timer.C:
+			return cur, fmt.Errorf("campaign: the session has no backend session open after %v: %w", limit, backends.ErrUnavailable)
+		}
+	}
+}
+
+// inTurn runs f on the session when its turn in lane comes, bounded by
+// timeout from then on, and by ctx throughout.
+func (s *Session) inTurn(ctx context.Context, lane int, timeout time.Duration, f func(ctx context.Context) error) error {
+	if err := s.calls.wait(ctx, lane); err != nil {
+		return fmt.Errorf("%w: %w", backends.ErrUnavailable, err)
+	}
+	defer s.calls.done()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return f(cctx)
 }

@@ -18,7 +18,7 @@ func TestSetDoesNotWaitForCampaigns(t *testing.T) {
 	a := newTestActor(t, ctx)
 	s := a.on.Session
 	renewed := s.current().renewed.Add(time.Second)
-	a.mu.Lock() // the campaign is busy
+	a.e.mu.Lock() // the campaign is busy
 	set := make(chan struct{})
 	go func() {
 		cur := s.current()
@@ -29,15 +29,15 @@ func TestSetDoesNotWaitForCampaigns(t *testing.T) {
 	select {
 	case <-set:
 	case <-time.After(10 * time.Second):
-		a.mu.Unlock()
+		a.e.mu.Unlock()
 		t.Fatal("set still waits for a busy campaign after 10s")
 	}
-	a.mu.Unlock()
+	a.e.mu.Unlock()
 	bound := time.Now().Add(10 * time.Second)
 	for {
-		a.mu.Lock()
+		a.e.mu.Lock()
 		got := a.on.renewed
-		a.mu.Unlock()
+		a.e.mu.Unlock()
 		if got.Equal(renewed) {
 			break
 		}
@@ -72,7 +72,7 @@ func TestDeadlineReadsTheSessionsLastRenewal(t *testing.T) {
 		defer done()
 		s.renew(shared{sess: a.on.sess, gen: a.on.gen, renewed: time.Now()}) // no campaign told
 		renewed := time.Now()
-		want := renewed.Add(a.cfg.TTL - a.cfg.MarginFor(a.cfg.TTL))
+		want := renewed.Add(a.cfg().TTL - a.cfg().MarginFor(a.cfg().TTL))
 		if got := a.e.State().Deadline; !got.Equal(want) {
 			t.Errorf("State's deadline right after the renewal %v, want the renewal's, %v", got, want)
 		}
@@ -85,8 +85,11 @@ func TestDeadlineReadsTheSessionsLastRenewal(t *testing.T) {
 		if !now.Leader || now.Token != st.Token {
 			t.Fatalf("the term ended at its old deadline though the session was renewed: %+v", now)
 		}
-		if !now.Deadline.Equal(want) || !a.e.deadlineOf(a.term).Equal(want) {
-			t.Errorf("deadline %v, want the last renewal's, %v", now.Deadline, want)
+		a.e.mu.Lock()
+		termDeadline := a.term.live()
+		a.e.mu.Unlock()
+		if !now.Deadline.Equal(want) || !termDeadline.Equal(want) {
+			t.Errorf("deadline %v (the term's %v), want the last renewal's, %v", now.Deadline, termDeadline, want)
 		}
 		stopTestActor(a)
 	})

@@ -13,51 +13,46 @@ import (
 func sessionLost(why string) error { return fmt.Errorf("%w: %s", events.ErrSessionLost, why) }
 
 // adopt takes in the session's state, when the campaign begins and at
-// every change of it: a renewal extends the term; a new generation means
-// the old session is gone, with every lock of it, and the campaign starts
-// over on the new one; a session that is stopping ends the campaign.
+// every change of it: a new generation means the old session is gone, with
+// every lock of it, and the campaign starts over on the new one; a renewal
+// clears the last failure (the deadline follows it by itself, see
+// term.live); a change without a renewal is a pushed loss, and the term's
+// lock is looked up in Lost; a session that is stopping ends the campaign.
 func (a *actor) adopt() {
 	cur := a.on.current()
-	if cur.closing {
-		if a.on.private && cur.fatal != nil {
-			a.end.fatal = cur.fatal
-		} else {
-			a.end.gone = true
+	if cur.gen != a.on.gen || (a.on.sess == nil && cur.sess != nil) {
+		a.startOver(cur)
+	} else {
+		if !a.on.renewed.Equal(cur.renewed) && cur.failing == nil {
+			a.fail.last = nil // not the backoff: a renewal says nothing of the calls that failed
+		}
+		a.on.renewed = cur.renewed
+		if a.term != nil && cur.sess != nil {
+			a.lockLost()
 		}
 	}
-	if cur.failing != nil && cur.failing != a.fail.last {
-		a.fail.last = cur.failing
-		a.e.setState(func(s *State) { s.Err = cur.failing })
+	switch {
+	case !cur.closing:
+	case a.private() && cur.fatal != nil:
+		a.stop(events.ErrSessionLost, cur.fatal)
+	default:
+		a.stop(events.ErrResigned, ErrClosed)
 	}
-	if cur.gen != a.on.gen || (a.on.sess == nil && cur.sess != nil) {
-		if a.term != nil && cur.gen != a.on.gen {
+}
+
+// startOver moves the campaign to the session's generation in cur.
+func (a *actor) startOver(cur shared) {
+	if cur.gen != a.on.gen {
+		if a.term != nil {
 			a.revoke(sessionLost("the session was replaced"))
 		}
-		if cur.gen != a.on.gen {
-			a.cfg.Logger.Debug("new session", "name", a.e.name, "gen", cur.gen, "dropped releases", len(a.releases))
-			a.dropReleases() // the old session's locks went with it
-		}
-		a.on.sess, a.on.gen, a.on.renewed, a.doubt = cur.sess, cur.gen, cur.renewed, nil
-		a.at.try = time.Now()
-		if a.gate != nil {
-			a.gate.registered, a.gate.fresh = false, false
-		}
-		return
+		a.cfg().Logger.Debug("new session", "name", a.e.name, "gen", cur.gen, "dropped releases", len(a.releases))
+		a.dropReleases() // the old session's locks went with it
 	}
-	renewed := !a.on.renewed.Equal(cur.renewed)
-	a.on.renewed = cur.renewed
-	if renewed && cur.failing == nil {
-		a.clearErr()
-	}
-	// A change without a renewal is a pushed loss: look at Lost.
-	if a.term != nil && cur.sess != nil && !a.lockLost() && renewed {
-		a.extend(cur.renewed.Add(a.cfg.TTL - a.cfg.MarginFor(a.cfg.TTL)))
-	}
-	if a.term != nil { // moved, or the session's expiry alarm told it: its own takes over
-		a.armDeadline(a.e.deadlineOf(a.term))
-	}
-	if a.at.renewWanted && a.term == nil {
-		a.at.renewWanted, a.at.try = false, time.Now()
+	a.on.sess, a.on.gen, a.on.renewed, a.doubt = cur.sess, cur.gen, cur.renewed, nil
+	a.at.try = time.Now()
+	if a.gate != nil {
+		a.gate.registered, a.gate.fresh = false, false
 	}
 }
 
@@ -112,7 +107,7 @@ func (a *actor) releaseShared() {
 // included) by the TTL: for the calls of a stop, which Run's context may
 // no longer allow.
 func (a *actor) inTurn(lane int, f func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg.TTL)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg().TTL)
 	defer cancel()
-	return a.on.inTurn(ctx, lane, a.cfg.TTL, f)
+	return a.on.inTurn(ctx, lane, a.cfg().TTL, f)
 }

@@ -2,11 +2,9 @@ package elector
 
 // set changes the state. The campaigns on the session hear of it in a
 // goroutine of the session's (tell), never in the caller's: the keep-alive
-// does not wait for their locks. On a starved machine, telling ten
-// thousand campaigns of a renewal took longer than the TTL; a keep-alive
-// that waited for it came too late, the session expired, and the storm of
-// re-acquires that followed starved the next one (a term never waits to
-// be told either: see actor.lastRenewal).
+// never waits for their locks, which, with many campaigns on a busy
+// machine, could make it late enough for the session to expire (a term
+// never waits to be told either: see term.live).
 func (c *Session) set(s shared) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -33,8 +31,9 @@ func (c *Session) renew(s shared) {
 // record makes s the state, moves the expiry alarm and wakes whoever
 // waits for a change; c.mu held.
 func (c *Session) record(s shared) {
+	s.closing = false // not stored: snapshot makes it from the phase
 	c.cur = s
-	c.expiry.follow(c, s)
+	c.expiry.follow(c, c.snapshot())
 	close(c.changed)
 	c.changed = make(chan struct{})
 }

@@ -21,7 +21,7 @@ type waiter struct {
 	until    time.Time // give up after this
 	renewed  time.Time // start of the session's last Open or KeepAlive
 	watch    Rewatch
-	releases bool           // the watch signals releases alone (a releaseWatcher)
+	releases bool           // the watch signals releases alone (a backends.ReleaseWatcher)
 	wg       sync.WaitGroup // the watch's forwarders, for several names
 }
 
@@ -53,22 +53,12 @@ func (w *waiter) watchIfDue() bool {
 	return true
 }
 
-// releaseWatcher is a backends.Watcher that can watch for what a waiting
-// candidate needs alone (Redis; a backend that queues its waiters, whose
-// line decides who is next, has no use for it): the channel receives a
-// value when name may have become free after an Acquire found it held,
-// not when it is taken. Watch after an Acquire found it held, then
-// Acquire again before waiting.
-type releaseWatcher interface {
-	WatchReleases(ctx context.Context, name string) (<-chan struct{}, error)
-}
-
 // releasesOf returns what a waiter watches b with: its releases alone
 // where b can tell them apart (another candidate taking the lock is no
 // reason to try again), and then releases is true; else every change; nil
 // if b cannot watch.
 func releasesOf(b backends.Backend) (watch WatchFunc, releases bool) {
-	if rw, ok := b.(releaseWatcher); ok {
+	if rw, ok := b.(backends.ReleaseWatcher); ok {
 		return rw.WatchReleases, true
 	}
 	if wb, ok := b.(backends.Watcher); ok {
@@ -104,24 +94,17 @@ func (w *waiter) wait() bool {
 
 // yieldPause is how long a waiter woken by a release lets pass before it
 // tries, where the backend does not queue waiters and tells releases
-// apart: long enough that a
-// holder that released and tries again at once (a loop of runs) takes the
-// lock back first, so that the lock changes hands, at the cost of a
-// notice's round trip, only as often as the waiters' tries land while it
-// is free. Without it every release was a handover to the first of the
-// woken waiters (measured on Redis, 8 candidates in a loop: 4,700
-// sections/s, a third of a lock that waiters poll every 10 ms). It adds
-// as much to a handover to a waiter, which is a few milliseconds as
-// before. Jittered by half either way, so woken waiters do not come back
-// together.
+// apart: long enough that a holder that released and tries again at once
+// (a loop of runs) takes the lock back first, so that the lock changes
+// hands, at the cost of a notice's round trip, only as often as the
+// waiters' tries land while it is free. It adds as much to a handover to
+// a waiter. Jittered by half either way, so woken waiters do not come
+// back together.
 const yieldPause = 2 * time.Millisecond
 
 // starveAfter is how long a waiter may wait before it stops yielding and
 // tries at once at every release notice, racing the holder that takes the
-// lock back: it bounds how long a waiter may be passed over, below the
-// longest wait of the peers' locks that waiters poll (on etcd, where a
-// loop of runs takes 2 ms, waits reached 166 ms with a yield at every
-// release).
+// lock back: it bounds how long a waiter may be passed over.
 const starveAfter = 50 * time.Millisecond
 
 // yield pauses after a release notice, see yieldPause, within the time
@@ -129,9 +112,8 @@ const starveAfter = 50 * time.Millisecond
 func (w *waiter) yield(left time.Duration) bool {
 	if !w.releases || time.Since(w.start) > starveAfter {
 		// The signal may be of the lock being taken, when a pause
-		// makes every try land while it is held (on etcd each such try
-		// is a write through raft: 8 candidates in a loop made 480
-		// sections/s, 750 without the pause); or it waited long enough.
+		// would make every try land while it is held; or it waited
+		// long enough.
 		return true
 	}
 	t := time.NewTimer(min(left, yieldPause/2+rand.N(yieldPause)))

@@ -63,8 +63,6 @@ func watchAll(ctx context.Context, cancel context.CancelFunc, watch WatchFunc, n
 type waiting struct {
 	watch Rewatch       // the backend's watch of the lock's slots, while it waits
 	fired atomic.Uint64 // slots whose watch signalled since the last try began (bit i: slot i < 64)
-	woken bool          // a watch signal came while an acquire was in flight
-	lost  bool          // a try found the lock held since the last term: watch it
 	// swept: the last try found every slot it asked held, with the watch
 	// up, so every slot not asked was found held after its last signal.
 	swept bool
@@ -76,7 +74,6 @@ type waiting struct {
 // signalled since; after anything else (a timer, a new or broken watch,
 // a win, an error) every slot.
 func (w *waiting) asks() uint64 {
-	w.woken = false
 	only := w.fired.Swap(0)
 	if !w.swept {
 		only = 0
@@ -85,10 +82,9 @@ func (w *waiting) asks() uint64 {
 	return only
 }
 
-// held records a try that found every slot it asked held: the campaign
-// watches from now on, and with its watch up the try swept.
+// held records a try that found every slot it asked held: with its
+// watch up, the try swept.
 func (w *waiting) held() {
-	w.lost = true
 	w.swept = w.watch.C() != nil // a signal for any slot from now on is marked
 }
 
@@ -98,7 +94,7 @@ func (w *waiting) held() {
 // campaign costs that goroutine, a holding one does not.
 func (a *actor) startWatch() {
 	w := a.e.backend.(backends.Watcher)
-	a.call(opWatch, a.cfg.TTL, nil, func(ctx context.Context, sent error) outcome {
+	a.call(opWatch, nil, func(ctx context.Context, sent error) outcome {
 		var (
 			ch     <-chan struct{}
 			cancel context.CancelFunc
@@ -125,7 +121,7 @@ func (a *actor) startWatch() {
 // trying, and a release is what tells it to rank again.
 func (a *actor) needWatch(now time.Time) bool {
 	_, ok := a.e.backend.(backends.Watcher)
-	return ok && (a.wait.lost || a.gate != nil) && a.wait.watch.Due(now)
+	return ok && (a.losing() || a.gate != nil) && a.wait.watch.Due(now)
 }
 
 func (a *actor) watched(ch <-chan struct{}, cancel context.CancelFunc, err error) {
@@ -155,15 +151,12 @@ func (a *actor) watchFired(ch <-chan struct{}, ok bool) {
 		return
 	}
 	if !ok {
-		a.wait.watch.Broken(a.cfg.RetryPause())
+		a.wait.watch.Broken(a.cfg().RetryPause())
 		a.wait.swept = false
 		return
 	}
 	if a.term == nil {
 		a.at.try = time.Now()
-		if a.op != nil && a.op.kind == opAcquire {
-			a.wait.woken = true
-		}
 		if a.gate != nil {
 			a.gate.fresh = false
 		}

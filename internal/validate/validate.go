@@ -7,6 +7,7 @@ package validate
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -114,4 +115,18 @@ func Candidate(group string, c strategy.Candidate) error {
 		return fmt.Errorf("%w: metadata of %d entries and %d bytes; at most 64 entries and 4096 bytes", backends.ErrInvalid, len(c.Meta), size)
 	}
 	return nil
+}
+
+// Nil reports whether v is nil, or a nil pointer, map, slice, channel or
+// function behind an interface: a typed nil that "v == nil" lets through
+// and that would panic at its first use.
+func Nil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface:
+		return r.IsNil()
+	}
+	return false
 }

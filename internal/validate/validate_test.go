@@ -34,3 +34,28 @@ func FuzzName(f *testing.F) {
 		}
 	})
 }
+
+func TestNil(t *testing.T) {
+	var p *int
+	var m map[string]int
+	var f func()
+	var e error
+	for _, tc := range []struct {
+		name string
+		v    any
+		want bool
+	}{
+		{"nil", nil, true},
+		{"nil interface", e, true},
+		{"typed-nil pointer", p, true},
+		{"nil map", m, true},
+		{"nil func", f, true},
+		{"pointer", new(int), false},
+		{"zero int", 0, false},
+		{"empty string", "", false},
+	} {
+		if got := validate.Nil(tc.v); got != tc.want {
+			t.Errorf("%s: Nil = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

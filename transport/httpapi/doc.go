@@ -16,11 +16,20 @@
 // Paths are relative to where the Handler is mounted (use http.StripPrefix).
 //
 //	GET /                   the live page for a browser, JSON for anyone else
-//	GET /campaigns          JSON array of Snapshot, in registration order
-//	GET /events             text/event-stream of Event, one SSE event each:
+//	GET /campaigns          JSON array of campaigns, in registration order
+//	GET /events             text/event-stream of events, one SSE event each:
 //	                        "event: elected\ndata: {json}\n\n"
-//	GET /history            JSON array of Event: what Run recorded, oldest
+//	GET /history            JSON array of events: what Run recorded, oldest
 //	                        first; empty without Run
+//
+// A campaign is {"name", "id", "leader", "slot", "token", "holder",
+// "deadline", "last_event", "dropped", "error"}: campaign.State, with the
+// holder this campaign knows of (itself while it leads) and the last
+// backend error's text. An event is {"kind", "name", "slot", "token",
+// "holder", "time", "deadline", "reason"}: events.Event, with the kind in
+// lower case ("elected", "revoked", "leader-changed") and the revocation
+// reason's text. Times are RFC 3339 with nanoseconds; empty strings, zero
+// times and a missing last event are omitted.
 //
 // # The live page
 //

@@ -110,9 +110,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) serveSnapshot(w http.ResponseWriter, _ *http.Request) {
 	sources := h.registered()
-	snaps := make([]Snapshot, 0, len(sources))
+	snaps := make([]snapshot, 0, len(sources))
 	for _, s := range sources {
-		snaps = append(snaps, NewSnapshot(s.State()))
+		snaps = append(snaps, newSnapshot(s.State()))
 	}
 	writeJSON(w, snaps)
 }

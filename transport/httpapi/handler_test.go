@@ -180,13 +180,13 @@ func TestStreamElectedThenRevoked(t *testing.T) {
 }
 
 // expect reads the next event and checks its kind.
-func expect(t *testing.T, sc *bufio.Scanner, kind string) httpapi.Event {
+func expect(t *testing.T, sc *bufio.Scanner, kind string) wireEvent {
 	t.Helper()
 	raw, ok := next(t, sc)
 	if !ok || raw.event != kind {
 		t.Fatalf("next event = %+v (ok %v), want %s", raw, ok, kind)
 	}
-	var e httpapi.Event
+	var e wireEvent
 	if err := json.Unmarshal([]byte(raw.data), &e); err != nil {
 		t.Fatalf("decoding %q: %v", raw.data, err)
 	}
@@ -275,7 +275,7 @@ func TestRegisterUnregister(t *testing.T) {
 	names := func() []string {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
-		var snaps []httpapi.Snapshot
+		var snaps []wireSnapshot
 		if err := json.Unmarshal(rec.Body.Bytes(), &snaps); err != nil {
 			t.Fatalf("decoding %s: %v", rec.Body, err)
 		}

@@ -126,9 +126,9 @@ func (h *Handler) Run(ctx context.Context) error {
 
 func (h *Handler) serveHistory(w http.ResponseWriter, _ *http.Request) {
 	recent := h.hist.recent()
-	out := make([]Event, 0, len(recent))
+	out := make([]event, 0, len(recent))
 	for _, e := range recent {
-		out = append(out, NewEvent(e))
+		out = append(out, newEvent(e))
 	}
 	writeJSON(w, out)
 }

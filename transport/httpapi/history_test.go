@@ -16,11 +16,11 @@ import (
 )
 
 // history reads GET /history.
-func history(t *testing.T, h *httpapi.Handler) []httpapi.Event {
+func history(t *testing.T, h *httpapi.Handler) []wireEvent {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/history", nil))
-	var es []httpapi.Event
+	var es []wireEvent
 	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /history = %d %q, want 200 application/json", rec.Code, rec.Header().Get("Content-Type"))
 	}
@@ -59,15 +59,15 @@ func testRunRecordsHistory(t *testing.T, h *httpapi.Handler) {
 	ctx, cancel := context.WithCancel(t.Context())
 	ran := make(chan error, 1)
 	go func() { ran <- h.Run(ctx) }()
-	want := []httpapi.Event{
+	want := []wireEvent{
 		{Kind: "elected", Holder: "a"},
 		{Kind: "revoked", Holder: "a", Reason: events.ErrResigned.Error()},
 		{Kind: "elected", Holder: "z"},
 	}
-	got := func() []httpapi.Event {
-		var es []httpapi.Event
+	got := func() []wireEvent {
+		var es []wireEvent
 		for _, e := range history(t, h) {
-			es = append(es, httpapi.Event{Kind: e.Kind, Holder: e.Holder, Reason: e.Reason})
+			es = append(es, wireEvent{Kind: e.Kind, Holder: e.Holder, Reason: e.Reason})
 		}
 		return es
 	}
@@ -82,7 +82,7 @@ func testRunRecordsHistory(t *testing.T, h *httpapi.Handler) {
 	// may be recorded in either order.
 	waitFor(t, "the handover in the history, each event once", func() bool {
 		es := got()
-		return len(es) == len(want) && !slices.ContainsFunc(want, func(w httpapi.Event) bool { return !slices.Contains(es, w) })
+		return len(es) == len(want) && !slices.ContainsFunc(want, func(w wireEvent) bool { return !slices.Contains(es, w) })
 	})
 	cancel()
 	select {

@@ -7,9 +7,9 @@ import (
 	"github.com/hustings/hustings/events"
 )
 
-// Snapshot is the JSON form of a campaign.State. Times are RFC 3339 with
+// snapshot is the JSON form of a campaign.State. Times are RFC 3339 with
 // nanoseconds, and omitted when zero.
-type Snapshot struct {
+type snapshot struct {
 	Name      string       `json:"name"`
 	ID        string       `json:"id"`
 	Leader    bool         `json:"leader"`
@@ -17,14 +17,14 @@ type Snapshot struct {
 	Token     events.Token `json:"token"`
 	Holder    string       `json:"holder,omitempty"`
 	Deadline  time.Time    `json:"deadline,omitzero"`
-	LastEvent *Event       `json:"last_event,omitempty"` // nil before the first event
+	LastEvent *event       `json:"last_event,omitempty"` // nil before the first event
 	Dropped   uint64       `json:"dropped"`
 	Error     string       `json:"error,omitempty"` // the last backend error
 }
 
-// Event is the JSON form of an events.Event. Kind is the lower-case name
+// event is the JSON form of an events.Event. Kind is the lower-case name
 // ("elected", "revoked", "leader-changed"); Reason is the revocation's.
-type Event struct {
+type event struct {
 	Kind     string       `json:"kind"`
 	Name     string       `json:"name"`
 	Slot     int          `json:"slot"`
@@ -35,9 +35,9 @@ type Event struct {
 	Reason   string       `json:"reason,omitempty"`
 }
 
-// NewSnapshot converts st to its JSON form.
-func NewSnapshot(st campaign.State) Snapshot {
-	s := Snapshot{
+// newSnapshot converts st to its JSON form.
+func newSnapshot(st campaign.State) snapshot {
+	s := snapshot{
 		Name:     st.Name,
 		ID:       st.ID,
 		Leader:   st.Leader,
@@ -51,15 +51,15 @@ func NewSnapshot(st campaign.State) Snapshot {
 		s.Holder = st.ID // the holder this campaign knows of: itself
 	}
 	if st.LastEvent.Kind != 0 {
-		e := NewEvent(st.LastEvent)
+		e := newEvent(st.LastEvent)
 		s.LastEvent = &e
 	}
 	return s
 }
 
-// NewEvent converts e to its JSON form.
-func NewEvent(e events.Event) Event {
-	return Event{
+// newEvent converts e to its JSON form.
+func newEvent(e events.Event) event {
+	return event{
 		Kind:     e.Kind.String(),
 		Name:     e.Name,
 		Slot:     e.Slot,

@@ -47,7 +47,7 @@ func TestRootNegotiatesPageOrJSON(t *testing.T) {
 				}
 				return
 			}
-			var snaps []httpapi.Snapshot
+			var snaps []wireSnapshot
 			if ct != "application/json" || json.Unmarshal(rec.Body.Bytes(), &snaps) != nil {
 				t.Fatalf("Content-Type %q, body %q: want a JSON array", ct, rec.Body)
 			}

@@ -91,7 +91,7 @@ func received(ctx context.Context, in <-chan events.Event) iter.Seq[events.Event
 }
 
 func writeEvent(w http.ResponseWriter, e events.Event) error {
-	data, err := json.Marshal(NewEvent(e))
+	data, err := json.Marshal(newEvent(e))
 	if err != nil {
 		return err
 	}

@@ -71,7 +71,7 @@ type term struct {
 // NewLock returns a lock for the lock name on b, elected by a campaign
 // whose session lives ttl after its last renewal (campaign.WithTTL; 15 s
 // is controller-runtime's default LeaseDuration). opts are campaign.New's:
-// WithID (the manager's identity), WithLogger, WithMetrics, WithRetry,
+// WithID (the manager's identity), WithLogger, ops.WithMetrics, WithRetry,
 // WithSafetyMargin, WithGrace (default here: ttl); a WithTTL among them is
 // overridden by ttl. A safety margin over a quarter of the TTL (the
 // default is a tenth) leaves too little of a term between renewals for
@@ -159,7 +159,7 @@ func (l *Lock) Identity() string { return l.id }
 func (l *Lock) Describe() string { return "hustings/" + l.name }
 
 // RecordEvent does nothing: the campaign reports its terms itself
-// (campaign.WithLogger, WithMetrics).
+// (campaign.WithLogger, ops.WithMetrics).
 func (l *Lock) RecordEvent(string) {}
 
 // Get returns the record of the term in force: HolderIdentity the lock's

@@ -1,4 +1,4 @@
-package crash_test
+package hustingstest_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/memory"
-	"github.com/hustings/hustings/internal/crash"
+	"github.com/hustings/hustings/hustingstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestCrash: calls pass through until Crash, then hang until their
 // context ends; after Refuse they fail at once, hanging ones included.
 func TestCrash(t *testing.T) {
-	b := crash.New(memory.New())
+	b := hustingstest.NewCrashable(memory.New())
 	s, err := b.Open(t.Context(), "a", time.Second)
 	if err != nil {
 		t.Fatalf("Open before the crash: %v", err)
@@ -47,7 +47,7 @@ func TestCrash(t *testing.T) {
 
 // TestRefuseAlone: Refuse without Crash crashes too.
 func TestRefuseAlone(t *testing.T) {
-	b := crash.New(memory.New())
+	b := hustingstest.NewCrashable(memory.New())
 	b.Refuse()
 	if _, err := b.Open(context.Background(), "a", time.Second); !errors.Is(err, backends.ErrUnavailable) {
 		t.Fatalf("Open after Refuse = %v, want ErrUnavailable", err)

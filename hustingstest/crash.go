@@ -1,13 +1,12 @@
-// Package crash simulates the crash of one candidate without stopping its
-// process: a Backend wraps a real backend for that candidate, and after
-// Crash every call hangs until its context ends, so nothing is renewed and
-// nothing released, and the server lets the candidate's session expire as
-// it would after a kill or a freeze. It is not a fake backend: every call
-// that goes through reaches the real one.
-//
-// The demo's show and scenarios, the contract suite (backends/backendtest)
-// and the benchmarks use it. It imports no test code.
-package crash
+// Package hustingstest helps test code that uses Hustings. Crashable
+// simulates the crash of one candidate without stopping its process: it
+// wraps a real backend for that candidate, and after Crash every call
+// hangs until its context ends, so nothing is renewed and nothing
+// released, and the server lets the candidate's session expire as it
+// would after a kill or a freeze. It is not a fake backend: every call
+// that goes through reaches the real one, so a test can run on any
+// backend. It imports no test code, so programs (a demo) can use it too.
+package hustingstest
 
 import (
 	"context"
@@ -20,10 +19,10 @@ import (
 	"github.com/hustings/hustings/strategy"
 )
 
-// Backend is a real backend seen by one candidate that can crash. Create
-// it with New. It is safe for concurrent use.
-type Backend struct {
-	backends.Backend
+// Crashable is a real backend seen by one candidate that can crash.
+// Create it with NewCrashable. It is safe for concurrent use.
+type Crashable struct {
+	b       backends.Backend
 	refused chan struct{} // closed by Refuse
 
 	mu      sync.Mutex
@@ -31,17 +30,17 @@ type Backend struct {
 	closed  bool // refused is closed
 }
 
-var _ backends.Backend = (*Backend)(nil)
+var _ backends.Backend = (*Crashable)(nil)
 
-// New wraps b; calls pass through until Crash.
-func New(b backends.Backend) *Backend {
-	return &Backend{Backend: b, refused: make(chan struct{})}
+// NewCrashable wraps b; calls pass through until Crash.
+func NewCrashable(b backends.Backend) *Crashable {
+	return &Crashable{b: b, refused: make(chan struct{})}
 }
 
 // Crash makes every call from now on hang until its context ends, then fail
 // with backends.ErrUnavailable. There is no undo: a crashed candidate is
 // replaced by a new one, as after a restart.
-func (c *Backend) Crash() {
+func (c *Crashable) Crash() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.crashed = true
@@ -53,7 +52,7 @@ func (c *Backend) Crash() {
 // port is closed. It is for tearing a crashed candidate down without
 // waiting for its calls to time out: closing a crashed campaign otherwise
 // waits up to a TTL for its session's close to give up.
-func (c *Backend) Refuse() {
+func (c *Crashable) Refuse() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.crashed = true
@@ -65,7 +64,7 @@ func (c *Backend) Refuse() {
 
 // gate returns nil unless crashed; crashed, it blocks until ctx ends or
 // Refuse.
-func (c *Backend) gate(ctx context.Context) error {
+func (c *Crashable) gate(ctx context.Context) error {
 	c.mu.Lock()
 	crashed := c.crashed
 	c.mu.Unlock()
@@ -81,11 +80,11 @@ func (c *Backend) gate(ctx context.Context) error {
 }
 
 // Open opens a session on the real backend unless crashed.
-func (c *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
+func (c *Crashable) Open(ctx context.Context, id string, ttl time.Duration) (backends.Session, error) {
 	if err := c.gate(ctx); err != nil {
 		return nil, err
 	}
-	s, err := c.Backend.Open(ctx, id, ttl)
+	s, err := c.b.Open(ctx, id, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -93,34 +92,34 @@ func (c *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 }
 
 // Holder asks the real backend unless crashed.
-func (c *Backend) Holder(ctx context.Context, name string) (backends.Holder, error) {
+func (c *Crashable) Holder(ctx context.Context, name string) (backends.Holder, error) {
 	if err := c.gate(ctx); err != nil {
 		return backends.Holder{}, err
 	}
-	return c.Backend.Holder(ctx, name)
+	return c.b.Holder(ctx, name)
 }
 
 // Watch watches on the real backend unless crashed; a crashed candidate's
 // watches stay open but it never acts on them.
-func (c *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
+func (c *Crashable) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
 	if err := c.gate(ctx); err != nil {
 		return nil, err
 	}
-	w, ok := c.Backend.(backends.Watcher)
+	w, ok := c.b.(backends.Watcher)
 	if !ok {
-		return nil, fmt.Errorf("crash: %T is not a Watcher", c.Backend)
+		return nil, fmt.Errorf("hustingstest: %T is not a Watcher", c.b)
 	}
 	return w.Watch(ctx, name)
 }
 
 // Members lists the real registry unless crashed.
-func (c *Backend) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
+func (c *Crashable) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
 	if err := c.gate(ctx); err != nil {
 		return nil, err
 	}
-	r, ok := c.Backend.(backends.Registry)
+	r, ok := c.b.(backends.Registry)
 	if !ok {
-		return nil, fmt.Errorf("crash: %T is not a Registry", c.Backend)
+		return nil, fmt.Errorf("hustingstest: %T is not a Registry", c.b)
 	}
 	return r.Members(ctx, group)
 }
@@ -128,7 +127,7 @@ func (c *Backend) Members(ctx context.Context, group string) ([]strategy.Candida
 // session is a real session whose calls pass the gate of its Backend.
 type session struct {
 	backends.Session
-	c *Backend
+	c *Crashable
 }
 
 func (s *session) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
@@ -165,7 +164,7 @@ func (s *session) Register(ctx context.Context, group string, cand strategy.Cand
 	}
 	r, ok := s.Session.(backends.Registrar)
 	if !ok {
-		return strategy.Candidate{}, fmt.Errorf("crash: %T is not a Registrar", s.Session)
+		return strategy.Candidate{}, fmt.Errorf("hustingstest: %T is not a Registrar", s.Session)
 	}
 	return r.Register(ctx, group, cand)
 }
@@ -176,7 +175,7 @@ func (s *session) Deregister(ctx context.Context, group string) error {
 	}
 	r, ok := s.Session.(backends.Registrar)
 	if !ok {
-		return fmt.Errorf("crash: %T is not a Registrar", s.Session)
+		return fmt.Errorf("hustingstest: %T is not a Registrar", s.Session)
 	}
 	return r.Deregister(ctx, group)
 }

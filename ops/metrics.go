@@ -1,11 +1,13 @@
-package campaign
+package ops
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/internal/elector"
 )
 
@@ -15,8 +17,7 @@ import (
 // Registerer, and hand it to every campaign with WithMetrics. Each lock
 // name is a label value: for names with unbounded parts (a lock per
 // tenant), give those campaigns a Metrics of their own, or none. Safe for
-// concurrent use. The leader_election_master_status gauge of client-go,
-// a health check and traces are in package ops.
+// concurrent use.
 type Metrics struct {
 	attempts, acquired, won, actionFailures *prometheus.CounterVec
 	notAcquired, revoked                    *prometheus.CounterVec
@@ -31,7 +32,7 @@ type Metrics struct {
 // when the metrics are already registered on reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if reg == nil {
-		return nil, fmt.Errorf("%w: nil prometheus.Registerer", ErrInvalid)
+		return nil, fmt.Errorf("%w: ops: nil prometheus.Registerer", campaign.ErrInvalid)
 	}
 	nb := []string{"name", "backend"}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
@@ -60,13 +61,15 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// WithMetrics makes a campaign, group, session or one-shot run report to
-// m. Default: no metrics. Applies everywhere.
-func WithMetrics(m *Metrics) Option {
-	return elector.Opt("WithMetrics", elector.ForAll, func(c *elector.Config) {
-		if m != nil {
-			c.Observer = metricsObserver{m}
+// WithMetrics makes a campaign, group, session, RunIfLeader or Every
+// report to m; a nil m is ErrInvalid. Default: no metrics.
+func WithMetrics(m *Metrics) campaign.Option {
+	return elector.Opt("ops.WithMetrics", uses, func(c *elector.Config) {
+		if m == nil {
+			c.Reject(errors.New("ops: nil Metrics"))
+			return
 		}
+		c.Observer = metricsObserver{m}
 	})
 }
 
