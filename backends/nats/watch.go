@@ -27,13 +27,25 @@ const startTimeout = 10 * time.Second
 // Backend closes the channel when ctx ends, or when the feed ends (the
 // connection closed); then every watch's channel is closed.
 func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
+	return b.watch(ctx, name, false)
+}
+
+// WatchReleases is Watch for a candidate waiting for name: it signals
+// only the writes that may free the lock (a removal, a lease's or hold's
+// expiry, a delete by hand: the markers on its record) and the end of
+// its holder's session record, not a take.
+func (b *Backend) WatchReleases(ctx context.Context, name string) (<-chan struct{}, error) {
+	return b.watch(ctx, name, true)
+}
+
+func (b *Backend) watch(ctx context.Context, name string, releases bool) (<-chan struct{}, error) {
 	if err := validate.Name(name); err != nil {
 		return nil, err
 	}
 	if err := b.ready(ctx, "watch"); err != nil {
 		return nil, err
 	}
-	w := b.hub.add(LockKey(name))
+	w := b.hub.add(LockKey(name), releases)
 	if err := b.hub.start(ctx); err != nil {
 		b.hub.end(w)
 		return nil, b.failed(ctx, "watch", err)
@@ -71,14 +83,15 @@ type hub struct {
 
 // watch is one Watch call's channel; the hub closes it exactly once.
 type watch struct {
-	key  string
-	ch   chan struct{}
-	stop func() bool // unregisters the ctx callback
+	key      string
+	releases bool // signalled only when the lock may have become free
+	ch       chan struct{}
+	stop     func() bool // unregisters the ctx callback
 }
 
 // add registers a watch of a lock key.
-func (h *hub) add(key string) *watch {
-	w := &watch{key: key, ch: make(chan struct{}, 1), stop: func() bool { return false }}
+func (h *hub) add(key string, releases bool) *watch {
+	w := &watch{key: key, releases: releases, ch: make(chan struct{}, 1), stop: func() bool { return false }}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.watches == nil {
@@ -200,7 +213,7 @@ func (h *hub) deliver(c change) {
 	case strings.HasPrefix(c.key, lockPrefix):
 		h.lockRevs[c.key] = c.rev
 		if ws, ok := h.watches[c.key]; ok {
-			signal(ws)
+			signal(ws, !c.live)
 			rec, _, ok := decodeLock(entry{value: c.value, live: c.live})
 			if c.live && ok && rec.Session != "" {
 				h.holders[c.key] = sessionPrefix + rec.Session
@@ -214,7 +227,7 @@ func (h *hub) deliver(c change) {
 	case strings.HasPrefix(c.key, sessionPrefix) && !c.live:
 		for key, holder := range h.holders {
 			if holder == c.key {
-				signal(h.watches[key])
+				signal(h.watches[key], true)
 			}
 		}
 		for s := range h.sessions {
@@ -225,8 +238,12 @@ func (h *hub) deliver(c change) {
 	}
 }
 
-func signal(ws map[*watch]struct{}) {
+// signal wakes the watches of a lock; those of releases only if freed.
+func signal(ws map[*watch]struct{}, freed bool) {
 	for w := range ws {
+		if w.releases && !freed {
+			continue
+		}
 		select {
 		case w.ch <- struct{}{}:
 		default:
