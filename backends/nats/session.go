@@ -107,6 +107,7 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 		return 0, err
 	}
 	key := LockKey(name)
+	s.feedUp(ctx) // before the take: the feed covers the lock from it on
 	got, err := s.b.b.getMany(ctx, []string{key, s.key})
 	if err != nil {
 		return 0, s.b.failed(ctx, "acquire", err)
@@ -202,12 +203,7 @@ func (s *session) KeepAlive(ctx context.Context) error {
 	}
 	s.keep.Lock()
 	defer s.keep.Unlock()
-	s.mu.Lock()
-	pushed := s.pushed
-	s.mu.Unlock()
-	if pushed {
-		s.b.hub.join(s) // starts the feed again if it ended
-	}
+	pushed := s.feedUp(ctx)
 	held := s.ledger.Held()
 	gen, first, running := s.b.hub.coverage()
 	if pushed && running && len(held) > 0 && s.covered(held, gen, first) {
@@ -333,6 +329,19 @@ func (s *session) removeRecord(ctx context.Context, last uint64) error {
 	return s.b.b.remove(ctx, s.key, e.rev)
 }
 
+// feedUp starts the bucket's feed, if the session's losses are pushed
+// and no feed runs (it ended, or never started), and reports whether they
+// are pushed. A start that fails leaves KeepAlive to read the locks.
+func (s *session) feedUp(ctx context.Context) bool {
+	s.mu.Lock()
+	pushed := s.pushed && !s.closed
+	s.mu.Unlock()
+	if pushed {
+		_ = s.b.hub.start(ctx)
+	}
+	return pushed
+}
+
 // Lost returns the locks found gone while the session lives; see
 // backends.Session.
 func (s *session) Lost() map[string]events.Token { return s.ledger.Lost() }
@@ -340,8 +349,8 @@ func (s *session) Lost() map[string]events.Token { return s.ledger.Lost() }
 // Losses returns the channel signalled when Lost gains a lock: the
 // bucket's feed (see Backend.Watch) reports any write to a lock record
 // after the write that took it, and the end of the session's own record.
-// The first call joins the session to the feed, starting it if need be;
-// Close leaves it.
+// The first call joins the session to the feed, which the next Acquire or
+// KeepAlive starts if none runs; Close leaves it.
 func (s *session) Losses() <-chan struct{} {
 	ch := s.ledger.Losses()
 	s.mu.Lock()

@@ -10,10 +10,6 @@ import (
 	"github.com/hustings/hustings/internal/validate"
 )
 
-// startTimeout bounds a feed start that no caller's context bounds (one
-// for pushed losses).
-const startTimeout = 10 * time.Second
-
 // Watch signals when the holder of name may have changed: every write to
 // the lock's record (a take, a release, a hold, a lease's expiry, a
 // delete by hand), and the end of its holder's session record (an
@@ -67,11 +63,9 @@ type hub struct {
 
 	mu       sync.Mutex
 	feed     *feed
-	starting bool                           // a start for sessions runs
 	watches  map[string]map[*watch]struct{} // by lock key
 	holders  map[string]string              // lock key → its holder's session key, for watched locks
 	sessions map[*session]struct{}          // those whose losses are pushed
-	wg       sync.WaitGroup                 // starts for sessions
 
 	// What the running feed covers, for KeepAlive's confirmation.
 	gen      uint64            // the number of the running feed (counts starts)
@@ -299,29 +293,15 @@ func (h *hub) delivered(ctx context.Context, gen, rev uint64, wait time.Duration
 	}
 }
 
-// join makes the feed report s's losses, starting the feed in the
-// background if there is none (a start that fails is tried again at the
-// next join: KeepAlive joins again).
+// join makes the feed report s's losses; the session starts the feed
+// itself (start) before the calls that need it.
 func (h *hub) join(s *session) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.sessions == nil {
 		h.sessions = map[*session]struct{}{}
 	}
 	h.sessions[s] = struct{}{}
-	need := h.feed == nil && !h.starting
-	h.starting = h.starting || need
-	h.mu.Unlock()
-	if !need {
-		return
-	}
-	h.wg.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-		defer cancel()
-		_ = h.start(ctx)
-		h.mu.Lock()
-		h.starting = false
-		h.mu.Unlock()
-	})
 }
 
 // leave stops reporting s's losses.
