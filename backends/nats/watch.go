@@ -66,6 +66,9 @@ type hub struct {
 	watches  map[string]map[*watch]struct{} // by lock key
 	holders  map[string]string              // lock key → its holder's session key, for watched locks
 	sessions map[*session]struct{}          // those whose losses are pushed
+	// monitored is closed when the running feed's monitor has ended;
+	// stopIfIdle waits for it, so the hub's goroutines end with its feed.
+	monitored chan struct{}
 
 	// What the running feed covers, for KeepAlive's confirmation.
 	gen      uint64            // the number of the running feed (counts starts)
@@ -118,8 +121,13 @@ func (h *hub) start(ctx context.Context) error {
 	}
 	h.mu.Lock()
 	h.feed = f
+	monitored := make(chan struct{})
+	h.monitored = monitored
+	go func() {
+		defer close(monitored)
+		h.monitor(f)
+	}()
 	h.mu.Unlock()
-	go h.monitor(f)
 	h.stopIfIdle()
 	return nil
 }
@@ -171,8 +179,10 @@ func (h *hub) stopIfIdle() {
 		return
 	}
 	h.feed = nil
+	monitored := h.monitored
 	h.mu.Unlock()
 	f.stop()
+	<-monitored // the feed's monitor sees it was stopped, and ends
 }
 
 // learn records the holder's session of a watched lock key from its
