@@ -44,7 +44,7 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
 	bucket   string
-	replicas int
+	replicas int // 0: not given
 }
 
 // WithBucket keeps the records in the KV bucket name. Default
@@ -53,11 +53,18 @@ type config struct {
 func WithBucket(name string) Option { return optionFunc(func(c *config) { c.bucket = name }) }
 
 // WithReplicas makes CreateBucket replicate the bucket on n servers of a
-// JetStream cluster (1 to 5). Default 1. New ignores it.
-func WithReplicas(n int) Option { return optionFunc(func(c *config) { c.replicas = n }) }
+// JetStream cluster (1 to 5). Default 1. It applies to CreateBucket only:
+// New refuses it with backends.ErrInvalid.
+func WithReplicas(n int) Option {
+	return optionFunc(func(c *config) {
+		if c.replicas = n; n == 0 {
+			c.replicas = -1 // given, and out of range
+		}
+	})
+}
 
 func configure(opts []Option) (config, error) {
-	c := config{bucket: DefaultBucket, replicas: 1}
+	c := config{bucket: DefaultBucket}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
@@ -70,7 +77,7 @@ func configure(opts []Option) (config, error) {
 	if !valid {
 		return c, fmt.Errorf("%w: nats: bucket name %q: 1 to 64 letters, digits, '-' or '_'", backends.ErrInvalid, c.bucket)
 	}
-	if c.replicas < 1 || c.replicas > 5 {
+	if c.replicas < 0 || c.replicas > 5 {
 		return c, fmt.Errorf("%w: nats: %d replicas, want 1 to 5", backends.ErrInvalid, c.replicas)
 	}
 	return c, nil
@@ -94,7 +101,7 @@ func CreateBucket(ctx context.Context, js jetstream.JetStream, opts ...Option) e
 		Description:    "Hustings leader election: sessions, locks and group members",
 		History:        1,
 		Storage:        jetstream.FileStorage,
-		Replicas:       c.replicas,
+		Replicas:       max(c.replicas, 1),
 		LimitMarkerTTL: markerTTL,
 	})
 	if err != nil {
@@ -138,6 +145,9 @@ func New(js jetstream.JetStream, opts ...Option) (*Backend, error) {
 	c, err := configure(opts)
 	if err != nil {
 		return nil, err
+	}
+	if c.replicas != 0 {
+		return nil, fmt.Errorf("%w: nats: WithReplicas is an option of CreateBucket, not of New", backends.ErrInvalid)
 	}
 	if err := usable(js); err != nil {
 		return nil, err

@@ -139,6 +139,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"empty bucket", js, []nats.Option{nats.WithBucket("")}},
 		{"bucket with a dot", js, []nats.Option{nats.WithBucket("a.b")}},
 		{"no replicas", js, []nats.Option{nats.WithReplicas(0)}},
+		{"six replicas", js, []nats.Option{nats.WithReplicas(6)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -149,6 +150,19 @@ func TestNewRejectsBadInput(t *testing.T) {
 				t.Fatalf("CreateBucket = %v; want ErrInvalid", err)
 			}
 		})
+	}
+}
+
+// TestNewRefusesReplicas: WithReplicas is CreateBucket's; New refuses it
+// instead of ignoring it.
+func TestNewRefusesReplicas(t *testing.T) {
+	srv := natstest.Start(t)
+	js := newJS(t, srv.URL())
+	if err := nats.CreateBucket(t.Context(), js, nats.WithReplicas(1)); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := nats.New(js, nats.WithReplicas(1)); !errors.Is(err, backends.ErrInvalid) || b != nil {
+		t.Fatalf("New with WithReplicas = %v, %v; want ErrInvalid", b, err)
 	}
 }
 
