@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -238,11 +239,7 @@ func (b *bucket) write(ctx context.Context, key string, value []byte, last uint6
 	if ttl > 0 {
 		opts = append(opts, jetstream.WithMsgTTL(seconds(ttl)))
 	}
-	ack, err := b.js.PublishMsg(ctx, m, opts...)
-	if err != nil {
-		return 0, b.failed(err)
-	}
-	return ack.Sequence, nil
+	return b.publish(ctx, m, opts...)
 }
 
 // create stores value under key if the key is absent (no message, or a
@@ -279,19 +276,49 @@ func (b *bucket) remove(ctx context.Context, key string, last uint64) error {
 	if last != 0 {
 		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(last))
 	}
-	_, err := b.js.PublishMsg(ctx, m, opts...)
-	return b.failed(err)
+	_, err := b.publish(ctx, m, opts...)
+	return err
+}
+
+// busyTries bounds how often publish sends a write that a replicated
+// stream refused unchecked.
+const busyTries = 20
+
+// publish sends a conditioned write and returns its revision. A
+// replicated stream refuses a write whose condition names a subject
+// another conditioned write in flight checks or writes, without checking
+// it (error 10164, "wrong last sequence" like a failed check's 10071):
+// nothing was written, so it sends it again after a short pause.
+func (b *bucket) publish(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (uint64, error) {
+	for try := 1; ; try++ {
+		ack, err := b.js.PublishMsg(ctx, m, opts...)
+		if err == nil {
+			return ack.Sequence, nil
+		}
+		var api *jetstream.APIError
+		if !errors.As(err, &api) || api.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequenceConstant || try == busyTries {
+			return 0, b.failed(err)
+		}
+		pause := time.NewTimer(time.Duration(try) * time.Duration(100+rand.IntN(400)) * time.Microsecond)
+		select {
+		case <-pause.C:
+		case <-ctx.Done():
+			pause.Stop()
+			return 0, b.failed(err)
+		}
+	}
 }
 
 // failed translates a driver error: a failed revision condition is
-// errChanged, a missing stream errNoBucket; others pass as they are.
+// errChanged, a missing stream errNoBucket; others pass as they are (a
+// replicated stream's refusal of an unchecked write among them: see
+// publish).
 func (b *bucket) failed(err error) error {
 	var api *jetstream.APIError
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
+	case errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence:
 		return errChanged
 	case errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, jetstream.ErrNoStreamResponse):
 		return fmt.Errorf("%w %s: %w", errNoBucket, b.stream, err)

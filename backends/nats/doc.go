@@ -34,9 +34,9 @@
 // Every write is a JetStream publish conditioned on the key's last
 // revision (Nats-Expected-Last-Subject-Sequence), which the stream
 // checks and applies in one step: the compare-and-swap of every record.
-// Acquire reads the lock record and the session's own in one multi-key
-// direct get; a lock another live session holds is reported held by that
-// read alone. A free lock (no record, a marker, a record of nobody's, or
+// Acquire reads the lock record (from the stream's leader) and, beside
+// it, the session's own; a lock another live session holds is reported
+// held by that read and one of the holder's session record. A free lock (no record, a marker, a record of nobody's, or
 // a record whose session the stream's leader no longer has) is taken by
 // a write conditioned on the revision read; two candidates racing for it
 // cannot both win. KeepAlive writes the session record and confirms its
@@ -47,6 +47,17 @@
 // multi-key get per 1,024 locks sent beside the renewal (the server's
 // work growing with them). A lock whose record changed since its take is
 // reported by Lost.
+//
+// Reads come in two kinds: direct gets, which any replica of a
+// replicated bucket may answer, possibly a moment behind the leader, and
+// reads of the stream's leader (the JetStream message API). A write never
+// relies on a direct get alone: the lock record a write is conditioned
+// on, Holder's answer, and any "gone" a direct get finds of a session or
+// a lock KeepAlive confirms, come from the leader. A replicated stream
+// refuses a conditioned write, unchecked, while another one on the same
+// subject is in flight (error 10164, which nats.go's KV API reads as
+// "key exists"); nothing was written, and the backend sends it again
+// after a short pause, up to 20 times.
 //
 // A create over a marker is conditioned on the marker's revision, and a
 // delete between the read and the write (nats-server #5162, where the KV
@@ -94,13 +105,14 @@
 //     call, so they end first; a server clock that jumps ends sessions
 //     early or late.
 //   - A replicated bucket (WithReplicas) orders writes through its
-//     stream leader, so the compare-and-swap holds; a direct get may be
-//     answered by a replica that lags. Acquire reads a holder's session
-//     again from the leader before it takes the lock over; Holder and
-//     KeepAlive's confirmation may read a replica, and see a change a
-//     moment late. Replicas expire keys by their own clocks, and may keep
-//     an expired key longer than the leader (nats-server #3653): after a
-//     leader change, a crashed holder's lock can stay taken that long.
+//     stream leader, so the compare-and-swap holds (the contract suite
+//     runs on one of three replicas). A lock whose holder's session a
+//     lagging replica still shows is reported held a moment longer.
+//     Replicas expire keys by their own clocks, and may keep an expired
+//     key longer than the leader (nats-server #3653): after a leader
+//     change, a crashed holder's lock can stay taken that long. The
+//     stream's leader changing also means its clock: sessions end early
+//     or late by the skew between the servers' clocks.
 //   - JetStream acknowledges a write once it is in the server's file,
 //     not fsynced (sync_interval defaults to 2 minutes): a machine crash
 //     of a single server can lose acknowledged writes, the revisions

@@ -49,15 +49,15 @@ func (b *Backend) Fence(ctx context.Context, name string, token events.Token, ke
 		return 0, err
 	}
 	m := &nats.Msg{Subject: b.b.subj + key, Data: value, Header: nats.Header{}}
-	ack, err := b.b.js.PublishMsg(ctx, m,
+	rev, err := b.b.publish(ctx, m,
 		jetstream.WithExpectLastSequenceForSubject(uint64(token), b.b.subj+LockKey(name)))
-	if err = b.b.failed(err); errors.Is(err, errChanged) {
+	if errors.Is(err, errChanged) {
 		return 0, fmt.Errorf("%w: nats: %q under token %d", backends.ErrNotHeld, name, token)
 	}
 	if err != nil {
 		return 0, b.failed(ctx, "fence", err)
 	}
-	return ack.Sequence, nil
+	return rev, nil
 }
 
 // validKey reports whether key is a KV key: tokens of [-/_=A-Za-z0-9]

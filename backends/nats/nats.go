@@ -158,8 +158,10 @@ func New(js jetstream.JetStream, opts ...Option) (*Backend, error) {
 }
 
 // Holder reports who holds the lock name: one read of its record, and
-// one of its holder's session record. A lock released with a hold reports
-// the releasing candidate until the hold ends.
+// one of its holder's session record, both answered by the stream's
+// leader (so a write that was acknowledged is seen, on a replicated
+// bucket too). A lock released with a hold reports the releasing
+// candidate until the hold ends.
 func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, error) {
 	if err := validate.Name(name); err != nil {
 		return backends.Holder{}, err
@@ -167,7 +169,11 @@ func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, err
 	if err := b.ready(ctx, "holder"); err != nil {
 		return backends.Holder{}, err
 	}
-	h, err := b.holder(ctx, name, false)
+	e, err := b.b.getLeader(ctx, LockKey(name))
+	var h held
+	if err == nil {
+		h, err = b.judge(ctx, e, true)
+	}
 	if err != nil {
 		return backends.Holder{}, b.failed(ctx, "holder", err)
 	}
@@ -181,15 +187,6 @@ type held struct {
 	free  bool
 	rec   lockRecord
 	token events.Token
-}
-
-// holder reads the lock name and judges it (see judge).
-func (b *Backend) holder(ctx context.Context, name string, sure bool) (held, error) {
-	e, err := b.b.get(ctx, LockKey(name))
-	if err != nil {
-		return held{}, err
-	}
-	return b.judge(ctx, e, sure)
 }
 
 // judge says who holds a lock whose record read e: nobody if it is
@@ -211,7 +208,7 @@ func (b *Backend) judge(ctx context.Context, e entry, sure bool) (held, error) {
 		return h, nil
 	}
 	s, err := b.b.get(ctx, sessionPrefix+rec.Session)
-	if err == nil && !s.live && sure {
+	if err == nil && !s.live && sure { // a replica may not have its last write yet
 		s, err = b.b.getLeader(ctx, sessionPrefix+rec.Session)
 	}
 	if err != nil {

@@ -168,3 +168,34 @@ func TestNewRefusesReplicas(t *testing.T) {
 
 // fakeJS is a JetStream of which only a typed nil is used.
 type fakeJS struct{ jetstream.JetStream }
+
+// TestContractReplicated runs the contract suite on a bucket of three
+// replicas in a cluster of three servers, each backend on a connection to
+// another node: writes go through the stream's leader, direct gets may be
+// answered by any replica.
+func TestContractReplicated(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	js := newJS(t, c.Servers[0].URL())
+	if err := nats.CreateBucket(t.Context(), js, nats.WithReplicas(3)); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(t.Context(), nats.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := 0
+	backendtest.Run(t, backendtest.Harness{
+		New: func(t *testing.T) backends.Backend {
+			next++
+			b, err := nats.New(newJS(t, c.Servers[next%3].URL()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
+		TTL:      time.Second,
+		Registry: true,
+		Delete:   func(t *testing.T, _ backends.Backend, name string) { deleteLock(t, kv, name) },
+		Fence:    fencedWrite,
+	})
+}

@@ -18,7 +18,8 @@ import (
 // Members lists the candidates registered in group whose sessions live,
 // in registration order: one multi-key get of the group's entries
 // (member.<group>.<session ID>, at most 1,024), one of their sessions'
-// records, and a removal of each entry whose session is gone.
+// records, and for each session found gone a read of it by the stream's
+// leader and a removal of its entry.
 func (b *Backend) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
 	if err := validate.Name(group); err != nil {
 		return nil, err
@@ -48,9 +49,16 @@ func (b *Backend) Members(ctx context.Context, group string) ([]strategy.Candida
 		if !e.live || json.Unmarshal(e.value, &r) != nil {
 			continue
 		}
-		if !alive[sessionPrefix+strings.TrimPrefix(key, prefix)].live {
-			_ = b.b.remove(ctx, key, e.rev) // a session record never comes back
-			continue
+		if sk := sessionPrefix + strings.TrimPrefix(key, prefix); !alive[sk].live {
+			// Gone as a replica said; the leader may have its last write.
+			se, err := b.b.getLeader(ctx, sk)
+			if err != nil {
+				return nil, b.failed(ctx, "members", err)
+			}
+			if !se.live {
+				_ = b.b.remove(ctx, key, e.rev) // a session record never comes back
+				continue
+			}
 		}
 		out = append(out, strategy.Candidate{ID: r.ID, Order: order(r, e.rev), Score: r.Score, Weight: r.Weight, Meta: r.Meta})
 	}
@@ -85,14 +93,13 @@ func (s *session) Register(ctx context.Context, group string, c strategy.Candida
 	s.mu.Unlock()
 	key := memberPrefix + keyOf(group) + "." + s.sid
 	for range 3 {
-		got, err := s.b.b.getMany(ctx, []string{key, s.key})
+		e, alive, err := s.read(ctx, key)
 		if err != nil {
 			return strategy.Candidate{}, s.b.failed(ctx, "register", err)
 		}
-		if !got[s.key].live {
+		if !alive {
 			return strategy.Candidate{}, fmt.Errorf("%w: nats: register in %q", backends.ErrSessionLost, group)
 		}
-		e := got[key]
 		r := memberRecord{ID: s.id, Score: c.Score, Weight: c.Weight, Meta: c.Meta}
 		var old memberRecord
 		if e.live && json.Unmarshal(e.value, &old) == nil {

@@ -108,14 +108,13 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	}
 	key := LockKey(name)
 	s.feedUp(ctx) // before the take: the feed covers the lock from it on
-	got, err := s.b.b.getMany(ctx, []string{key, s.key})
+	e, alive, err := s.read(ctx, key)
 	if err != nil {
 		return 0, s.b.failed(ctx, "acquire", err)
 	}
-	if !got[s.key].live {
+	if !alive {
 		return 0, fmt.Errorf("%w: nats: acquire %q", backends.ErrSessionLost, name)
 	}
-	e := got[key]
 	if rec, token, ok := decodeLock(e); e.live && ok && rec.Session == s.sid {
 		s.granted(key, name, token) // its own, maybe an acquire whose answer was lost
 		return token, nil
@@ -264,6 +263,11 @@ func (s *session) confirm(ctx context.Context, held map[string]events.Token, gen
 	}
 	for name, token := range held {
 		e := got[LockKey(name)]
+		if e.rev < uint64(token) { // a replica behind the take: ask the leader
+			if e, err = s.b.b.getLeader(ctx, LockKey(name)); err != nil {
+				return s.b.failed(ctx, "keep-alive", err)
+			}
+		}
 		if rec, t, ok := decodeLock(e); !e.live || !ok || rec.Session != s.sid || t != token {
 			s.ledger.Gone(name, token)
 		}
@@ -329,6 +333,24 @@ func (s *session) removeRecord(ctx context.Context, last uint64) error {
 	return s.b.b.remove(ctx, s.key, e.rev)
 }
 
+// read returns the record key as the stream's leader has it, and whether
+// the session's own record lives, read beside it: by a direct get, and if
+// that finds it gone, by the leader too (a replica answering a direct
+// get may lag behind the leader; a write relies on neither answer).
+func (s *session) read(ctx context.Context, key string) (entry, bool, error) {
+	var own entry
+	var oerr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if own, oerr = s.b.b.get(ctx, s.key); oerr == nil && !own.live {
+			own, oerr = s.b.b.getLeader(ctx, s.key)
+		}
+	})
+	e, err := s.b.b.getLeader(ctx, key)
+	wg.Wait()
+	return e, own.live, errors.Join(err, oerr)
+}
+
 // feedUp starts the bucket's feed, if the session's losses are pushed
 // and no feed runs (it ended, or never started), and reports whether they
 // are pushed. A start that fails leaves KeepAlive to read the locks.
@@ -386,14 +408,13 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	if hold == 0 && s.grantedAs(key, token) {
 		return s.free(ctx, name, key, token)
 	}
-	got, err := s.b.b.getMany(ctx, []string{key, s.key})
+	e, alive, err := s.read(ctx, key)
 	if err != nil {
 		return s.b.failed(ctx, "release", err)
 	}
-	e := got[key]
 	rec, t, ok := decodeLock(e)
 	switch {
-	case !got[s.key].live:
+	case !alive:
 		s.ledger.Released(name, token)
 		return fmt.Errorf("%w: nats: release %q: %w", backends.ErrNotHeld, name, backends.ErrSessionLost)
 	case !e.live || !ok || rec.Session != s.sid || t != token:
@@ -431,7 +452,11 @@ func (s *session) free(ctx context.Context, name, key string, token events.Token
 	var se entry
 	var serr error
 	var wg sync.WaitGroup
-	wg.Go(func() { se, serr = s.b.b.get(ctx, s.key) })
+	wg.Go(func() {
+		if se, serr = s.b.b.get(ctx, s.key); serr == nil && !se.live {
+			se, serr = s.b.b.getLeader(ctx, s.key) // a replica may lag
+		}
+	})
 	s.ledger.Released(name, token) // before the write, which the feed reports
 	err := s.b.b.remove(ctx, key, uint64(token))
 	wg.Wait()

@@ -52,9 +52,10 @@ const readyTimeout = 30 * time.Second
 // Server is one nats-server process with JetStream, restartable on the
 // same port and store.
 type Server struct {
-	dir  string
-	bin  string
-	port int
+	dir   string
+	bin   string
+	port  int
+	extra []string // more arguments: a cluster node's
 
 	mu      sync.Mutex
 	proc    *testserver.Process // nil while killed or stopped
@@ -121,13 +122,24 @@ func StartServer() (*Server, error) {
 // launch runs the server on s's port and store and waits until JetStream
 // answers; the caller holds s.mu, or s is not yet shared.
 func (s *Server) launch() error {
-	p, err := testserver.Start(s.dir, s.bin,
-		"-a", "127.0.0.1", "-p", strconv.Itoa(s.port),
-		"-js", "-sd", filepath.Join(s.dir, "store"),
-		"-n", "natstest-"+strconv.Itoa(s.port))
+	p, err := s.spawn()
 	if err != nil {
 		return err
 	}
+	return s.await(p)
+}
+
+// spawn starts the server process on s's port and store.
+func (s *Server) spawn() (*testserver.Process, error) {
+	args := []string{"-a", "127.0.0.1", "-p", strconv.Itoa(s.port),
+		"-js", "-sd", filepath.Join(s.dir, "store"),
+		"--server_name", "natstest-" + strconv.Itoa(s.port)}
+	return testserver.Start(s.dir, s.bin, append(args, s.extra...)...)
+}
+
+// await waits until p's JetStream answers, and makes it s's process; it
+// kills p if it does not.
+func (s *Server) await(p *testserver.Process) error {
 	if err := p.WaitFor(readyTimeout, s.ready); err != nil {
 		p.Kill()
 		return fmt.Errorf("natstest: %w", err)

@@ -86,3 +86,34 @@ func TestStopTwice(t *testing.T) {
 		t.Fatal("Restart after Stop succeeded")
 	}
 }
+
+// TestCluster: a bucket of three replicas on a cluster of three nodes
+// takes writes through any node, and goes on when one node is killed.
+func TestCluster(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	nc := natstest.Conn(t, c.Servers[0].URL())
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "r3", Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := kv.Put(ctx, "k", []byte("v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Servers[2].Kill()
+	var next uint64
+	for next == 0 { // the stream may be electing a leader
+		if next, err = kv.Put(ctx, "k", []byte("w")); err != nil && ctx.Err() != nil {
+			t.Fatalf("Put with a node down: %v", err)
+		}
+	}
+	if next <= rev {
+		t.Fatalf("revision %d after %d", next, rev)
+	}
+}
