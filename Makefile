@@ -8,12 +8,12 @@
 
 GO ?= go
 
-.PHONY: test test-busy deps kube-apiserver vet demo chaos bench bench-quick bench-check tools-check crleader-check
+.PHONY: test test-busy deps kube-apiserver nats-server vet demo chaos bench bench-quick bench-check tools-check crleader-check
 
 # The chaos suite runs after the other packages, on its own: its failover
 # bounds are about the library, not about sharing two cores with a
 # ZooKeeper JVM and another package's race-detected tests.
-test: deps kube-apiserver vet bench-check tools-check crleader-check
+test: deps kube-apiserver nats-server vet bench-check tools-check crleader-check
 	$(GO) test -race $$($(GO) list ./... | grep -v '/chaos$$')
 	$(GO) test -race ./chaos
 
@@ -35,12 +35,12 @@ demo:
 	$(GO) run ./cmd/demo
 
 # make chaos: the long fault-injection run (package chaos), 10 minutes of
-# faults per backend (five: Redis, etcd, ZooKeeper, PostgreSQL, Kubernetes
-# Leases), about an hour in all, held to the issue's bounds.
+# faults per backend (six: Redis, etcd, ZooKeeper, PostgreSQL, Kubernetes
+# Leases, NATS), about 70 minutes in all, held to the issue's bounds.
 # Built without the race detector so that its timings are a user's; make
 # test runs a short profile with it. Histories and the summary table go
 # to chaos/out/.
-chaos: deps kube-apiserver
+chaos: deps kube-apiserver nats-server
 	mkdir -p chaos/out
 	HUSTINGS_CHAOS=long HUSTINGS_CHAOS_OUT=$(CURDIR)/chaos/out $(GO) test -count=1 -timeout 90m -run TestChaos -v ./chaos
 
@@ -52,11 +52,11 @@ bench-check:
 # bench: every workload on every backend beside the peer libraries; about
 # 24 minutes (the Kubernetes rows take ten of them: client-go's defaults
 # poll every 2 s and fail over in 15); results in bench/results/.
-bench: deps kube-apiserver
+bench: deps kube-apiserver nats-server
 	cd bench && $(GO) run .
 
 # bench-quick: a smoke run of every workload, under 3 minutes.
-bench-quick: deps kube-apiserver
+bench-quick: deps kube-apiserver nats-server
 	cd bench && $(GO) run . -quick
 
 # kube-apiserver builds the kube-apiserver that the Kubernetes backend's
@@ -66,6 +66,14 @@ bench-quick: deps kube-apiserver
 # version: once per machine, a few minutes; when it is there, at once.
 kube-apiserver:
 	@GO=$(GO) ./tools/kube-apiserver/build.sh
+
+# nats-server builds the nats-server that the NATS backend's tests start
+# (backends/nats/natstest), from its own module (tools/nats-server, so that
+# the library's go.mod never requires the server), into
+# ${XDG_CACHE_HOME:-$HOME/.cache}/hustings/, keyed by version: once per
+# machine, under a minute; when it is there, at once.
+nats-server:
+	@GO=$(GO) ./tools/nats-server/build.sh
 
 # tools-check vets and tests the tools/kube-apiserver module: its pins are
 # Kubernetes' own (no upgrade beneath it). A second.

@@ -74,7 +74,7 @@ func (s *system) stop() {
 }
 
 // startSystems starts a server for each name (memory, redis, etcd,
-// zookeeper, postgres, kubernetes) under dir. On error it stops what it started.
+// zookeeper, postgres, kubernetes, nats) under dir. On error it stops what it started.
 func startSystems(ctx context.Context, dir string, names []string, logf func(string, ...any)) ([]*system, error) {
 	var out []*system
 	for _, n := range names {
@@ -110,6 +110,8 @@ func startSystem(ctx context.Context, dir, name string) (*system, error) {
 		s, err = startPostgres()
 	case "kubernetes":
 		s, err = startKubernetes()
+	case "nats":
+		s, err = startNATS()
 	default:
 		return nil, fmt.Errorf("unknown backend %q", name)
 	}

@@ -1,7 +1,7 @@
 // Package chaos is Hustings' fault-injection suite; it has tests only.
 //
 // For each real backend (Redis, etcd, ZooKeeper, PostgreSQL, Kubernetes
-// Leases on a kube-apiserver) TestChaos starts the server, a fenced
+// Leases on a kube-apiserver, NATS JetStream KV) TestChaos starts the server, a fenced
 // resource, 5 candidate processes on one lock and 8 on a group of 3 slots
 // (3 and 5 in make test's short profile). Each candidate is this test
 // binary re-run as a node

@@ -10,11 +10,14 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/nats-io/nats.go/jetstream"
 	goredis "github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
+	natsbackend "github.com/hustings/hustings/backends/nats"
+	"github.com/hustings/hustings/backends/nats/natstest"
 	"github.com/hustings/hustings/backends/postgres/pgtest"
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/redis/redistest"
@@ -67,6 +70,9 @@ var backendsUnderTest = []backend{
 	// bench's p99 for one lock was 21.6 ms with the reads; the long
 	// profile at 2efdb00 saw group slots handed over in 55 and 66 ms.
 	{name: "kubernetes", start: startKubernetes, slack: 300 * time.Millisecond, handover: 100 * time.Millisecond, pushed: true},
+	// Session records expire by the server's per-key TTL, in whole
+	// seconds (the TTL here is 2 s), and the expiry marker is pushed.
+	{name: "nats", start: startNATS, slack: 300 * time.Millisecond, pushed: true},
 }
 
 // startRedis runs a durable redis-server: a restart loses nothing it
@@ -163,6 +169,32 @@ func startPostgres(t *testing.T) server {
 				err = fmt.Errorf("no lock row %q to delete", name)
 			}
 			return err
+		},
+	}
+}
+
+// startNATS runs a nats-server process with JetStream (package natstest):
+// down is a crash (SIGKILL), up a restart on the same store.
+func startNATS(t *testing.T) server {
+	s := natstest.Start(t)
+	nc := natstest.Conn(t, s.URL())
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return server{
+		addr: s.Addr(),
+		url:  natstest.URL,
+		down: s.Kill,
+		up:   s.Restart,
+		tamper: func(ctx context.Context, name string) error {
+			// A delete of the lock's record, as `nats kv del` makes it:
+			// the feed pushes it to the holder and the waiters.
+			kv, err := js.KeyValue(ctx, natsbackend.DefaultBucket)
+			if err != nil {
+				return err
+			}
+			return kv.Delete(ctx, natsbackend.LockKey(name))
 		},
 	}
 }

@@ -7,6 +7,8 @@
 //	zk://host:port[,host:port…][/root]  a ZooKeeper ensemble, under root
 //	postgres://[user[:password]@]host:port/db[?param=value…]
 //	                                    a PostgreSQL database (postgresql:// too)
+//	nats://host:port[,host:port…][/bucket]
+//	                                    a NATS server or cluster with JetStream, its KV bucket
 //
 // Schemes are case-insensitive, as in any URL, and "memory://" is memory
 // too. Parse checks a URL without connecting; every error it returns
@@ -45,6 +47,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/nats"
 	"github.com/hustings/hustings/backends/zookeeper"
 )
 
@@ -57,7 +60,7 @@ var (
 )
 
 // Usage lists the accepted URLs, for help texts.
-const Usage = "memory | redis://host:port[/db] | etcd://host:port[,host:port…] | zk://host:port[,host:port…][/root] | postgres://[user@]host:port/db"
+const Usage = "memory | redis://host:port[/db] | etcd://host:port[,host:port…] | zk://host:port[,host:port…][/root] | postgres://[user@]host:port/db | nats://host:port[,host:port…][/bucket]"
 
 // ZooKeeperSessionTimeout is the session timeout Open asks ZooKeeper for;
 // campaign TTLs must not exceed it.
@@ -68,8 +71,8 @@ const maxHostLen = 253
 
 // Target is a parsed backend URL.
 type Target struct {
-	// Scheme is "memory", "redis", "etcd", "zk" or "postgres" (for
-	// postgresql:// too).
+	// Scheme is "memory", "redis", "etcd", "zk", "postgres" (for
+	// postgresql:// too) or "nats".
 	Scheme string
 	// Hosts are the servers, host:port each; one for Redis, none for memory.
 	Hosts []string
@@ -78,6 +81,8 @@ type Target struct {
 	// Root is the ZooKeeper path under which locks live; empty for the
 	// backend's default.
 	Root string
+	// Bucket is the NATS KV bucket; empty for the backend's default.
+	Bucket string
 	// DSN is the whole PostgreSQL URL, user, password and parameters
 	// included, as pgx takes it.
 	DSN string
@@ -108,13 +113,13 @@ func Parse(raw string) (Target, error) {
 			return Target{}, bad("the memory backend takes no host, path or options: write memory")
 		}
 		return Target{Scheme: "memory"}, nil
-	case "redis", "etcd", "zk":
+	case "redis", "etcd", "zk", "nats":
 	case "postgres", "postgresql":
 		return parsePostgres(raw, u.Scheme, bad)
 	case "":
 		return Target{}, bad("no scheme: write memory, or redis://, etcd:// or zk:// and host:port")
 	default:
-		return Target{}, bad("scheme %q is not one of memory, redis, etcd, zk, postgres", u.Scheme)
+		return Target{}, bad("scheme %q is not one of memory, redis, etcd, zk, postgres, nats", u.Scheme)
 	}
 	switch {
 	case u.Opaque != "":
@@ -152,6 +157,12 @@ func Parse(raw string) (Target, error) {
 			}
 		}
 		t.Root = path
+	case "nats":
+		if t.Bucket = strings.TrimPrefix(path, "/"); t.Bucket != "" {
+			if _, err := nats.New(nil, nats.WithBucket(t.Bucket)); err != nil && strings.Contains(err.Error(), "bucket") {
+				return Target{}, bad("bucket %s: 1 to 64 letters, digits, '-' or '_'", shown(t.Bucket))
+			}
+		}
 	}
 	return t, nil
 }
@@ -262,6 +273,10 @@ func (t Target) String() string {
 	case "postgres":
 		return t.DSN // with its password, if any: see Redacted
 	}
-	u := url.URL{Scheme: t.Scheme, Host: strings.Join(t.Hosts, ","), Path: t.Root}
+	path := t.Root
+	if t.Bucket != "" {
+		path = "/" + t.Bucket
+	}
+	u := url.URL{Scheme: t.Scheme, Host: strings.Join(t.Hosts, ","), Path: path}
 	return u.String()
 }

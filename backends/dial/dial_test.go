@@ -13,7 +13,7 @@ func TestBadURLs(t *testing.T) {
 	long := "redis://" + strings.Repeat("h", 70_000) + ":6379"
 	tests := []struct{ url, names string }{
 		{"", "empty: write memory"},
-		{"mysql://localhost:3306", `scheme "mysql" is not one of memory, redis, etcd, zk, postgres`},
+		{"mysql://localhost:3306", `scheme "mysql" is not one of memory, redis, etcd, zk, postgres, nats`},
 		{"foo://", `"foo://": scheme "foo"`},
 		{"memory://x:1", "takes no host, path or options: write memory"},
 		{"memory:/x", "takes no host, path or options: write memory"},
@@ -47,6 +47,9 @@ func TestBadURLs(t *testing.T) {
 		{"zk://h:1/a/../b", `has the segment ".."`},
 		{"%zz", `invalid URL escape "%zz"`},
 		{"localhost:6379", `scheme "localhost" is not one of`},
+		{"nats://h:1/a.b", `bucket "a.b": 1 to 64 letters`},
+		{"nats://h:1/a/b", `bucket "a/b"`},
+		{"nats://h", `"h" is not host:port`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url[:min(len(tt.url), 40)], func(t *testing.T) {
@@ -86,6 +89,8 @@ func TestParse(t *testing.T) {
 		{"zk://h:1/a%20b", dial.Target{Scheme: "zk", Hosts: []string{"h:1"}, Root: "/a b"}},
 		{"postgres://u:pw@h:5432/db?sslmode=disable", dial.Target{Scheme: "postgres", Hosts: []string{"h:5432"}, DSN: "postgres://u:pw@h:5432/db?sslmode=disable"}},
 		{"PostgreSQL://h:1/db", dial.Target{Scheme: "postgres", Hosts: []string{"h:1"}, DSN: "postgresql://h:1/db"}},
+		{"nats://h:4222", dial.Target{Scheme: "nats", Hosts: []string{"h:4222"}}},
+		{"NATS://a:1,b:2/locks_1", dial.Target{Scheme: "nats", Hosts: []string{"a:1", "b:2"}, Bucket: "locks_1"}},
 	}
 	for _, tt := range tests {
 		got, err := dial.Parse(tt.url)

@@ -20,6 +20,7 @@ import (
 	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
+	"github.com/hustings/hustings/backends/nats/natstest"
 	"github.com/hustings/hustings/backends/postgres/pgtest"
 	"github.com/hustings/hustings/backends/redis/redistest"
 	"github.com/hustings/hustings/backends/zookeeper/zktest"
@@ -82,8 +83,10 @@ func TestOpen(t *testing.T) {
 	es := etcdtest.Start(t)
 	zs := zktest.Start(t)
 	ps := pgtest.Start(t)
+	ns := natstest.Start(t)
 	for _, url := range []string{"memory", "redis://" + rs.Addr() + "/1", "etcd://" + es.Addr(), "zk://" + zs.Addr() + "/dial-test",
-		pgtest.DSN(ps.Addr()), strings.Replace(pgtest.DSN(ps.Addr()), "postgres://", "postgresql://", 1)} {
+		pgtest.DSN(ps.Addr()), strings.Replace(pgtest.DSN(ps.Addr()), "postgres://", "postgresql://", 1),
+		ns.URL(), ns.URL() + "/dial_test"} {
 		t.Run(url, func(t *testing.T) { elect(t, url) })
 	}
 }
@@ -98,7 +101,7 @@ func TestOpenUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port) // nobody listens: a moment ago it was free
-	for _, url := range []string{"redis://" + addr, "etcd://" + addr, "zk://" + addr, "postgres://" + addr + "/postgres"} {
+	for _, url := range []string{"redis://" + addr, "etcd://" + addr, "zk://" + addr, "postgres://" + addr + "/postgres", "nats://" + addr} {
 		t.Run(url, func(t *testing.T) {
 			t.Parallel()
 			var stdout, stderr bytes.Buffer

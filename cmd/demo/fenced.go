@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	goredis "github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -19,6 +22,7 @@ import (
 	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/backends/nats"
 	"github.com/hustings/hustings/backends/postgres"
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/zookeeper"
@@ -148,8 +152,59 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 				conn.Close()
 			},
 		}, nil
+	case *nats.Backend:
+		return natsFencedKey(ctx, t, mb, key)
 	}
 	return nil, fmt.Errorf("the operator scenario has no native fence for the %s backend", t.Scheme)
+}
+
+// natsFencedKey is a key of the NATS backend's own bucket, written by
+// nats.Backend.Fence.
+func natsFencedKey(ctx context.Context, t dial.Target, mb *nats.Backend, key string) (*fencedKey, error) {
+	servers := make([]string, len(t.Hosts))
+	for i, h := range t.Hosts {
+		servers[i] = "nats://" + h
+	}
+	nc, err := natsgo.Connect(strings.Join(servers, ","))
+	if err != nil {
+		return nil, err
+	}
+	bucket := t.Bucket
+	if bucket == "" {
+		bucket = nats.DefaultBucket
+	}
+	js, err := jetstream.New(nc)
+	var kv jetstream.KeyValue
+	if err == nil {
+		kv, err = js.KeyValue(ctx, bucket)
+	}
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	k := "demo." + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, key)
+	return &fencedKey{
+		put: func(ctx context.Context, name string, token events.Token, value string) error {
+			_, err := mb.Fence(ctx, name, token, k, []byte(value))
+			return err
+		},
+		get: func(ctx context.Context) (string, error) {
+			e, err := kv.Get(ctx, k)
+			if errors.Is(err, jetstream.ErrKeyNotFound) {
+				return "", nil
+			}
+			if err != nil {
+				return "", err
+			}
+			return string(e.Value()), nil
+		},
+		close: nc.Close,
+	}, nil
 }
 
 // quietZK discards the ZooKeeper client's own log lines, as dial does.

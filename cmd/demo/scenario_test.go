@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
+	"github.com/hustings/hustings/backends/nats/natstest"
 	"github.com/hustings/hustings/backends/postgres/pgtest"
 	"github.com/hustings/hustings/backends/redis/redistest"
 	"github.com/hustings/hustings/backends/zookeeper/zktest"
@@ -184,6 +185,7 @@ func TestOperatorOnServers(t *testing.T) {
 		{"postgres", func(t *testing.T) string { return pgtest.Start(t).DSN() }},
 		{"redis", func(t *testing.T) string { return "redis://" + redistest.Start(t).Addr() }},
 		{"zookeeper", func(t *testing.T) string { return "zk://" + zktest.Start(t).Addr() }},
+		{"nats", func(t *testing.T) string { return natstest.Start(t).URL() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer

@@ -1,0 +1,256 @@
+package nats
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hustings/hustings/backends/nats/natstest"
+)
+
+func testBucket(t *testing.T) *bucket {
+	t.Helper()
+	srv := natstest.Start(t)
+	js, err := jetstream.New(natstest.Conn(t, srv.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "b", LimitMarkerTTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	return newBucket(js, "b")
+}
+
+func TestBucketWriteGetRemove(t *testing.T) {
+	b := testBucket(t)
+	ctx := t.Context()
+	if e, err := b.get(ctx, "k"); err != nil || e.rev != 0 || e.live {
+		t.Fatalf("get of a key never written = %+v, %v; want no message", e, err)
+	}
+	r1, err := b.create(ctx, "k", []byte("a"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.create(ctx, "k", []byte("b"), 0); !errors.Is(err, errChanged) {
+		t.Fatalf("create of a live key: %v, want errChanged", err)
+	}
+	if _, err := b.write(ctx, "k", []byte("b"), r1+1, 0); !errors.Is(err, errChanged) {
+		t.Fatalf("write on a wrong revision: %v, want errChanged", err)
+	}
+	r2, err := b.write(ctx, "k", []byte("b"), r1, time.Hour)
+	if err != nil || r2 <= r1 {
+		t.Fatalf("write = %d, %v; want > %d", r2, err, r1)
+	}
+	if e, err := b.get(ctx, "k"); err != nil || e.rev != r2 || !e.live || string(e.value) != "b" {
+		t.Fatalf("get = %+v, %v; want b live at %d", e, err, r2)
+	}
+	if e, err := b.getLeader(ctx, "k"); err != nil || e.rev != r2 || !e.live || string(e.value) != "b" {
+		t.Fatalf("getLeader = %+v, %v; want b live at %d", e, err, r2)
+	}
+	if e, err := b.getLeader(ctx, "never"); err != nil || e.rev != 0 || e.live {
+		t.Fatalf("getLeader of a key never written = %+v, %v; want no message", e, err)
+	}
+	if err := b.remove(ctx, "k", r1); !errors.Is(err, errChanged) {
+		t.Fatalf("remove on a stale revision: %v, want errChanged", err)
+	}
+	if err := b.remove(ctx, "k", r2); err != nil {
+		t.Fatal(err)
+	}
+	e, err := b.get(ctx, "k")
+	if err != nil || e.live || e.rev <= r2 {
+		t.Fatalf("get after remove = %+v, %v; want a marker after %d", e, err, r2)
+	}
+	if l, err := b.getLeader(ctx, "k"); err != nil || l.live || l.rev != e.rev {
+		t.Fatalf("getLeader after remove = %+v, %v; want the marker at %d", l, err, e.rev)
+	}
+	if _, err := b.write(ctx, "k", []byte("c"), 0, 0); !errors.Is(err, errChanged) {
+		t.Fatalf("write on revision 0 over a marker: %v, want errChanged", err)
+	}
+	r3, err := b.create(ctx, "k", []byte("c"), 0)
+	if err != nil || r3 <= e.rev {
+		t.Fatalf("create over the marker = %d, %v; want > %d", r3, err, e.rev)
+	}
+}
+
+// TestBucketCreateRacingRemove: creators and removers of one key, at
+// once; every create is a revision or errChanged, never another error
+// (nats-server #5162), and the creates that won never overlap.
+func TestBucketCreateRacingRemove(t *testing.T) {
+	b := testBucket(t)
+	ctx := t.Context()
+	var holders, won atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			for range 40 {
+				rev, err := b.create(ctx, "k", []byte("x"), 0)
+				if errors.Is(err, errChanged) {
+					continue
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				won.Add(1)
+				if holders.Add(1) != 1 {
+					errs <- errors.New("two creators hold the key at once")
+				}
+				holders.Add(-1)
+				if err := b.remove(ctx, "k", rev); err != nil {
+					errs <- fmt.Errorf("remove of the key created: %w", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if won.Load() == 0 {
+		t.Fatal("no create won")
+	}
+}
+
+func TestBucketGetMany(t *testing.T) {
+	b := testBucket(t)
+	ctx := t.Context()
+	const n = 2*maxMulti + 10
+	keys := make([]string, n+1)
+	want := map[string]uint64{}
+	for i := range n {
+		keys[i] = fmt.Sprintf("k%d", i)
+		rev, err := b.create(ctx, keys[i], []byte("v"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[keys[i]] = rev
+	}
+	keys[n] = "never-written"
+	if err := b.remove(ctx, "k7", want["k7"]); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.getMany(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n {
+		t.Fatalf("getMany: %d keys, want %d", len(got), n)
+	}
+	for k, rev := range want {
+		e := got[k]
+		if k == "k7" {
+			if e.live || e.rev <= rev {
+				t.Fatalf("k7 = %+v, want its marker", e)
+			}
+			continue
+		}
+		if !e.live || e.rev != rev {
+			t.Fatalf("%s = %+v, want live at %d", k, e, rev)
+		}
+	}
+	if got, err := b.getMany(ctx, []string{"never-written"}); err != nil || len(got) != 0 {
+		t.Fatalf("getMany of a key never written = %v, %v", got, err)
+	}
+}
+
+func TestSeconds(t *testing.T) {
+	for _, c := range []struct{ in, want time.Duration }{
+		{time.Millisecond, time.Second}, {time.Second, time.Second},
+		{1500 * time.Millisecond, 2 * time.Second}, {3 * time.Second, 3 * time.Second},
+	} {
+		if got := seconds(c.in); got != c.want {
+			t.Errorf("seconds(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+// TestFeed: the feed delivers every write after it started, in order,
+// markers included (a removal, an expiry), and goes on across a crash and
+// restart of the server.
+func TestFeed(t *testing.T) {
+	srv := natstest.Start(t)
+	js, err := jetstream.New(natstest.Conn(t, srv.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "b", LimitMarkerTTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBucket(js, "b")
+	changes := make(chan change, 100)
+	f, err := b.watchAll(ctx, func(c change) { changes <- c })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.stop()
+	want := func(key string, rev uint64, live bool) {
+		t.Helper()
+		select {
+		case c := <-changes:
+			if c.key != key || (rev != 0 && c.rev != rev) || c.live != live {
+				t.Fatalf("next = %+v, want %s at %d live %v", c, key, rev, live)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no change within 30s, want %s at %d", key, rev)
+		}
+	}
+	r1, err := b.create(ctx, "a", []byte("x"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("a", r1, true)
+	if err := b.remove(ctx, "a", r1); err != nil {
+		t.Fatal(err)
+	}
+	want("a", r1+1, false)
+	r3, err := b.create(ctx, "t", []byte("x"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("t", r3, true)
+	want("t", 0, false) // its expiry
+	srv.Kill()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("restarted")
+	var r4 uint64
+	for r4 == 0 {
+		if r4, err = b.create(ctx, "after", []byte("x"), 0); err != nil {
+			if ctx.Err() != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	start := time.Now()
+	want("after", r4, true)
+	t.Logf("the write after the restart delivered %v after it was acknowledged", time.Since(start))
+	f.stop()
+	select {
+	case <-f.done:
+	default:
+		t.Fatal("done open after stop")
+	}
+}
+
+func TestKeyOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain-name_1": "plain-name_1",
+		"a.b c/d=":     "a=2Eb=20c=2Fd=3D",
+		"é":            "=C3=A9",
+	} {
+		if got := keyOf(in); got != want {
+			t.Errorf("keyOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

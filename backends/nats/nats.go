@@ -1,0 +1,251 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/ctxerr"
+	"github.com/hustings/hustings/internal/validate"
+)
+
+var (
+	_ backends.Backend        = (*Backend)(nil)
+	_ backends.Watcher        = (*Backend)(nil)
+	_ backends.ReleaseWatcher = (*Backend)(nil)
+	_ backends.Registry       = (*Backend)(nil)
+)
+
+// DefaultBucket is the KV bucket the backend keeps its records in unless
+// WithBucket says otherwise.
+const DefaultBucket = "hustings"
+
+// markerTTL is how long the server keeps the marker a removal or an
+// expiry leaves (the bucket's LimitMarkerTTL): long enough for every
+// watch to see it, short enough that a churn of sessions does not pile
+// them up.
+const markerTTL = 10 * time.Second
+
+// Option configures a Backend and CreateBucket.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	bucket   string
+	replicas int // 0: not given
+}
+
+// WithBucket keeps the records in the KV bucket name. Default
+// DefaultBucket. It must be a valid bucket name (letters, digits, '-' and
+// '_'); CreateBucket must have made it.
+func WithBucket(name string) Option { return optionFunc(func(c *config) { c.bucket = name }) }
+
+// WithReplicas makes CreateBucket replicate the bucket on n servers of a
+// JetStream cluster (1 to 5). Default 1. It applies to CreateBucket only:
+// New refuses it with backends.ErrInvalid.
+func WithReplicas(n int) Option {
+	return optionFunc(func(c *config) {
+		if c.replicas = n; n == 0 {
+			c.replicas = -1 // given, and out of range
+		}
+	})
+}
+
+func configure(opts []Option) (config, error) {
+	c := config{bucket: DefaultBucket}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	valid := c.bucket != "" && len(c.bucket) <= 64
+	for _, r := range c.bucket {
+		valid = valid && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}
+	if !valid {
+		return c, fmt.Errorf("%w: nats: bucket name %q: 1 to 64 letters, digits, '-' or '_'", backends.ErrInvalid, c.bucket)
+	}
+	if c.replicas < 0 || c.replicas > 5 {
+		return c, fmt.Errorf("%w: nats: %d replicas, want 1 to 5", backends.ErrInvalid, c.replicas)
+	}
+	return c, nil
+}
+
+// CreateBucket makes the KV bucket the backend needs, or brings an
+// existing one to its settings: one value per key (History 1), no
+// bucket-wide TTL, per-key TTLs with markers kept 10 s (LimitMarkerTTL;
+// nats-server 2.11 or later), file storage, WithReplicas copies. It is
+// idempotent. Run it once before New, as a deployment step or at start.
+func CreateBucket(ctx context.Context, js jetstream.JetStream, opts ...Option) error {
+	c, err := configure(opts)
+	if err != nil {
+		return err
+	}
+	if err := usable(js); err != nil {
+		return err
+	}
+	_, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:         c.bucket,
+		Description:    "Hustings leader election: sessions, locks and group members",
+		History:        1,
+		Storage:        jetstream.FileStorage,
+		Replicas:       max(c.replicas, 1),
+		LimitMarkerTTL: markerTTL,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: nats: create bucket %s: %w", backends.ErrUnavailable, c.bucket, err)
+	}
+	return nil
+}
+
+// usable refuses a nil or typed-nil JetStream, and one whose connection
+// is closed.
+func usable(js jetstream.JetStream) error {
+	if js == nil {
+		return fmt.Errorf("%w: nats: nil JetStream", backends.ErrInvalid)
+	}
+	if v := reflect.ValueOf(js); v.Kind() == reflect.Pointer && v.IsNil() {
+		return fmt.Errorf("%w: nats: nil JetStream", backends.ErrInvalid)
+	}
+	if js.Conn() == nil {
+		return fmt.Errorf("%w: nats: JetStream without a connection", backends.ErrInvalid)
+	}
+	if js.Conn().IsClosed() {
+		return fmt.Errorf("%w: nats: the connection is closed", backends.ErrInvalid)
+	}
+	return nil
+}
+
+// Backend keeps locks in a JetStream KV bucket (see CreateBucket). Create
+// it with New; the zero value is not usable. It is safe for concurrent
+// use.
+type Backend struct {
+	b   *bucket
+	hub hub // every Watch and Losses, over one feed of the bucket
+}
+
+// New returns a Backend on js and its connection. It does no I/O, starts
+// no goroutine, and never closes the connection: the caller does, after
+// the last call and the last watch ended. It does not create the bucket:
+// run CreateBucket. A nil or typed-nil js, one whose connection is
+// closed, and bad options return an error matching backends.ErrInvalid.
+func New(js jetstream.JetStream, opts ...Option) (*Backend, error) {
+	c, err := configure(opts)
+	if err != nil {
+		return nil, err
+	}
+	if c.replicas != 0 {
+		return nil, fmt.Errorf("%w: nats: WithReplicas is an option of CreateBucket, not of New", backends.ErrInvalid)
+	}
+	if err := usable(js); err != nil {
+		return nil, err
+	}
+	b := &Backend{b: newBucket(js, c.bucket)}
+	b.hub.b = b.b
+	return b, nil
+}
+
+// Holder reports who holds the lock name: one read of its record, and
+// one of its holder's session record, both answered by the stream's
+// leader (so a write that was acknowledged is seen, on a replicated
+// bucket too). A lock released with a hold reports the releasing
+// candidate until the hold ends.
+func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, error) {
+	if err := validate.Name(name); err != nil {
+		return backends.Holder{}, err
+	}
+	if err := b.ready(ctx, "holder"); err != nil {
+		return backends.Holder{}, err
+	}
+	e, err := b.b.getLeader(ctx, LockKey(name))
+	var h held
+	if err == nil {
+		h, err = b.judge(ctx, e, true)
+	}
+	if err != nil {
+		return backends.Holder{}, b.failed(ctx, "holder", err)
+	}
+	return backends.Holder{ID: h.rec.ID, Token: h.token}, nil
+}
+
+// held is what a read found of a lock: free (rev is the revision a take
+// is conditioned on), or held by rec for the term token.
+type held struct {
+	rev   uint64
+	free  bool
+	rec   lockRecord
+	token events.Token
+}
+
+// judge says who holds a lock whose record read e: nobody if it is
+// missing, a marker, a record of nobody's, or a record whose session
+// record is gone. With sure, a session found gone is read again from the
+// stream's leader, since a take will rely on it.
+func (b *Backend) judge(ctx context.Context, e entry, sure bool) (held, error) {
+	h := held{rev: e.rev, free: true}
+	if !e.live {
+		return h, nil
+	}
+	rec, token, ok := decodeLock(e)
+	if !ok {
+		return h, nil
+	}
+	h.rec, h.token = rec, token
+	if rec.Session == "" { // a hold: held until its TTL removes it
+		h.free = false
+		return h, nil
+	}
+	s, err := b.b.get(ctx, sessionPrefix+rec.Session)
+	if err == nil && !s.live && sure { // a replica may not have its last write yet
+		s, err = b.b.getLeader(ctx, sessionPrefix+rec.Session)
+	}
+	if err != nil {
+		return held{}, err
+	}
+	h.free = !s.live
+	if h.free {
+		h.rec, h.token = lockRecord{}, 0
+	}
+	return h, nil
+}
+
+// ready returns the error of a call that must not be sent: a closed
+// connection, or a context that ended.
+func (b *Backend) ready(ctx context.Context, op string) error {
+	if b.b.nc.IsClosed() {
+		return fmt.Errorf("%w: nats: %s: the connection is closed", backends.ErrInvalid, op)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: nats: %s: %w", backends.ErrUnavailable, op, err)
+	}
+	return nil
+}
+
+// failed translates the error of a call that was sent: a closed
+// connection is ErrInvalid, anything else ErrUnavailable, with the
+// context's error when it ended.
+func (b *Backend) failed(ctx context.Context, op string, err error) error {
+	switch {
+	case errors.Is(err, nats.ErrConnectionClosed):
+		return fmt.Errorf("%w: nats: %s: the connection is closed", backends.ErrInvalid, op)
+	case errors.Is(err, errNoBucket), errors.Is(err, nats.ErrNoResponders):
+		return fmt.Errorf("%w: nats: %s: no stream %s answers (was CreateBucket run? is JetStream up?): %w",
+			backends.ErrUnavailable, op, b.b.stream, err)
+	}
+	if cerr := ctxerr.Of(ctx, err); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w: nats: %s: %w (%w)", backends.ErrUnavailable, op, err, cerr)
+	}
+	return fmt.Errorf("%w: nats: %s: %w", backends.ErrUnavailable, op, err)
+}

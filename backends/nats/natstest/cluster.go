@@ -1,0 +1,103 @@
+package natstest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hustings/hustings/internal/testserver"
+)
+
+// Cluster is a JetStream cluster of nats-server processes on loopback,
+// routed to each other: a replicated bucket's stream has a leader and
+// followers among them. Each node is a Server: Kill, Pause and Restart
+// one to fail it. Stop stops them all.
+type Cluster struct {
+	Servers []*Server
+}
+
+// StartCluster starts a cluster of n nodes for t and stops it when the
+// test ends. It fails the test if the cluster does not start.
+func StartCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	c, err := StartClusterServers(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	return c
+}
+
+// StartClusterServers starts n nodes (n ≥ 1), each in a temporary
+// directory of its own, and waits until every one's JetStream answers
+// (the cluster has a meta leader). The caller stops it with Stop.
+func StartClusterServers(n int) (*Cluster, error) {
+	if n < 1 {
+		return nil, errors.New("natstest: a cluster of no node")
+	}
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{}
+	routes := make([]string, n)
+	ports := make([]int, n)
+	for i := range n {
+		cp, err := testserver.FreePort()
+		if err == nil {
+			ports[i], err = testserver.FreePort()
+		}
+		if err != nil {
+			return nil, err
+		}
+		routes[i] = "nats://127.0.0.1:" + strconv.Itoa(cp)
+	}
+	procs := make([]*testserver.Process, n)
+	for i := range n {
+		dir, err := os.MkdirTemp("", "natstest-")
+		if err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("natstest: %w", err)
+		}
+		others := append(append([]string{}, routes[:i]...), routes[i+1:]...)
+		s := &Server{dir: dir, bin: bin, port: ports[i], extra: []string{
+			"--cluster_name", "natstest", "--cluster", routes[i], "--routes", strings.Join(others, ","),
+		}}
+		c.Servers = append(c.Servers, s)
+		if procs[i], err = s.spawn(); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	for i, s := range c.Servers { // a node is ready once the cluster has formed
+		if err := s.await(procs[i]); err != nil {
+			for _, p := range procs[i+1:] {
+				p.Kill()
+			}
+			c.Stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// URL returns the client URLs of every node, comma-separated, as
+// nats.Connect takes them.
+func (c *Cluster) URL() string {
+	urls := make([]string, len(c.Servers))
+	for i, s := range c.Servers {
+		urls[i] = s.URL()
+	}
+	return strings.Join(urls, ",")
+}
+
+// Stop stops every node and removes their directories. Calling it again
+// does nothing.
+func (c *Cluster) Stop() {
+	for _, s := range c.Servers {
+		s.Stop()
+	}
+}
