@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -45,7 +46,7 @@ func start(t *testing.T, b backends.Backend, id string, opts ...campaign.Option)
 func run(t *testing.T, c *campaign.Campaign) *node {
 	n := &node{c: c, done: make(chan error, 1)}
 	go func() { n.done <- c.Run(context.Background()) }()
-	t.Cleanup(func() { c.Close() }) // after a failure; Close waits for Run
+	t.Cleanup(func() { closeOK(t, c) }) // after a failure; Close waits for Run
 	return n
 }
 
@@ -94,13 +95,25 @@ func holderOf(t *testing.T, b backends.Backend, name string) backends.Holder {
 	return h
 }
 
-// stop closes the campaign and returns what Run returned.
+// stop closes the campaign and returns what Run returned, which must be
+// ErrClosed: only Close ends the Run that start and run begin.
 func (n *node) stop(t *testing.T) error {
 	t.Helper()
-	if err := n.c.Close(); err != nil {
+	closeOK(t, n.c)
+	err := <-n.done
+	if !errors.Is(err, campaign.ErrClosed) {
+		t.Errorf("Run = %v, want ErrClosed", err)
+	}
+	return err
+}
+
+// closeOK closes c, failing the test on an error; safe to call from any
+// goroutine.
+func closeOK(t *testing.T, c io.Closer) {
+	t.Helper()
+	if err := c.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	return <-n.done
 }
 
 // next returns the next event, failing after a generous (virtual) wait.
@@ -146,7 +159,7 @@ func TestOneLeaderAndGracefulHandover(t *testing.T) {
 				t.Errorf("%s: State().Leader = %v", n.c.State().ID, s.Leader)
 			}
 		}
-		if h, _ := b.Holder(t.Context(), "lock"); h.ID != won.Holder || h.Token != won.Token {
+		if h := holderOf(t, b, "lock"); h.ID != won.Holder || h.Token != won.Token {
 			t.Fatalf("backend holder %+v, elected event %s", h, won)
 		}
 
@@ -283,7 +296,9 @@ func TestNeverTwoLeaders(t *testing.T) {
 					if i%2 == 0 {
 						b.Partition(n.c.State().ID)
 					} else {
-						n.c.Resign(t.Context())
+						if err := n.c.Resign(t.Context()); err != nil {
+							t.Errorf("Resign: %v", err)
+						}
 					}
 				}
 			}

@@ -79,19 +79,30 @@ func ExampleSession() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go cand.Run(ctx)
-	defer cand.Close() // after the campaigns: it ends their session
+	done := make(chan error, 1)
+	go func() { done <- cand.Run(ctx) }()
 
+	var cs []*campaign.Campaign
 	for _, tenant := range []string{"acme", "globex"} {
 		c, err := cand.Campaign("rollup/" + tenant) // running: no goroutine needed
 		if err != nil {
 			panic(err)
 		}
-		defer c.Close()
+		cs = append(cs, c)
 		e := <-c.Events()
 		fmt.Println(e.Name, e.Kind, e.Holder)
 	}
+	for _, c := range cs {
+		if err := c.Close(); err != nil {
+			panic(err)
+		}
+	}
+	if err := cand.Close(); err != nil { // after the campaigns: it ends their session
+		panic(err)
+	}
+	fmt.Println("Run:", <-done)
 	// Output:
 	// rollup/acme elected node-1
 	// rollup/globex elected node-1
+	// Run: campaign: closed
 }

@@ -13,7 +13,9 @@ import (
 
 // faulty is a memory backend with faults a test turns on: answers to Open
 // and Acquire that come late, Releases and KeepAlives that fail, a Watch
-// that is closed at once; it counts the holder reads.
+// that is closed at once; it counts the holder reads. Its delays are
+// slept in the caller's synctest bubble: every test that uses it runs in
+// one, so they take no real time.
 type faulty struct {
 	*memory.Backend
 	acquireDelay map[string]time.Duration // slept after the real Acquire returned

@@ -37,7 +37,7 @@ func FuzzOptions(f *testing.F) {
 		case err != nil && !errors.Is(err, campaign.ErrInvalid):
 			t.Fatalf("New = %v, not ErrInvalid", err)
 		case err == nil:
-			c.Close()
+			closeOK(t, c)
 			if ttl != -1 && (time.Duration(ttl) < 100*time.Millisecond || time.Duration(ttl) > validate.MaxTTL) {
 				t.Fatalf("New took TTL %v", time.Duration(ttl))
 			}
@@ -50,7 +50,7 @@ func FuzzOptions(f *testing.F) {
 		case err != nil && !errors.Is(err, campaign.ErrInvalid):
 			t.Fatalf("group.New = %v, not ErrInvalid", err)
 		case err == nil:
-			g.Close()
+			closeOK(t, g)
 			if slots < 2 {
 				t.Fatalf("group.New took %d slots", slots)
 			}

@@ -37,7 +37,7 @@ func TestWhileLeaderReleasesOnlyAfterWorkReturned(t *testing.T) {
 		other := start(t, b, "b")
 		synctest.Wait()
 		closed := make(chan struct{})
-		go func() { a.Close(); close(closed) }()
+		go func() { closeOK(t, a); close(closed) }()
 		won := next(t, other.c.Events())
 		if won.Time.Before(stoppedAt) || stoppedAt.IsZero() {
 			t.Fatalf("b elected at %v, before a's work stopped at %v", won.Time, stoppedAt)
@@ -71,11 +71,11 @@ func TestWhileLeaderGraceBoundsStuckWork(t *testing.T) {
 		}()
 		synctest.Wait()
 		stop := time.Now()
-		go a.Close()
+		go closeOK(t, a)
 		synctest.Wait()
 		time.Sleep(grace)
 		synctest.Wait()
-		if h, _ := b.Holder(t.Context(), "lock"); h.ID != "" {
+		if h := holderOf(t, b, "lock"); h.ID != "" {
 			t.Fatalf("lock still held %v after the grace period: %+v", time.Since(stop), h)
 		}
 		close(release)
@@ -95,10 +95,13 @@ func TestWhileLeaderResignsWhenWorkFails(t *testing.T) {
 				t.Fatal(err)
 			}
 			wg.Go(func() {
-				campaign.WhileLeader(ctx, c, func(ctx context.Context, term events.Event) error {
+				err := campaign.WhileLeader(ctx, c, func(ctx context.Context, term events.Event) error {
 					calls.Add(1)
 					return errors.New("boom")
 				})
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("WhileLeader = %v, want context.Canceled", err)
+				}
 			})
 		}
 		time.Sleep(10 * time.Second)
@@ -118,7 +121,7 @@ func TestTermBindsNothingWithoutATerm(t *testing.T) {
 	if _, _, _, ok := c.Term(0); ok {
 		t.Fatal("Term returned a term before any election")
 	}
-	c.Close()
+	closeOK(t, c)
 }
 
 // The Revoked of a graceful stop reaches the Events reader at once, while
@@ -142,7 +145,7 @@ func TestRevokedIsDeliveredBeforeWorkReturns(t *testing.T) {
 		if e := <-c.Events(); e.Kind != events.Elected {
 			t.Fatalf("got %s", e)
 		}
-		go c.Close()
+		go closeOK(t, c)
 		synctest.Wait()
 		select {
 		case e := <-c.Events():
@@ -167,7 +170,7 @@ func TestWhileLeaderPanicStopsTheCampaign(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer a.Close()
+		defer closeOK(t, a)
 		recovered := make(chan any, 1)
 		go func() {
 			defer func() { recovered <- recover() }()

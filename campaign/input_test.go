@@ -24,12 +24,12 @@ func TestNilInputIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer closeOK(t, c)
 	cand, err := campaign.NewSession(memory.New())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cand.Close()
+	defer closeOK(t, cand)
 	for _, tc := range []struct {
 		name string
 		call func() error

@@ -97,7 +97,7 @@ func TestCloseDuringRunEndsTheTerm(t *testing.T) {
 		if _, ok := <-a.c.Events(); ok {
 			t.Fatal("events channel open after Run returned")
 		}
-		if h, _ := b.Holder(t.Context(), "lock"); h.ID != "" {
+		if h := holderOf(t, b, "lock"); h.ID != "" {
 			t.Fatalf("lock still held by %+v after Close", h)
 		}
 		if err := a.c.Close(); err != nil {
@@ -172,7 +172,7 @@ func TestCancelEndsTheTermWithReason(t *testing.T) {
 		if e.Kind != events.Revoked || e.Token != won.Token || !errors.Is(e.Reason, events.ErrCanceled) {
 			t.Fatalf("got %s, want revoked for a cancelled context", e)
 		}
-		if h, _ := b.Holder(t.Context(), "x"); h.ID != "" {
+		if h := holderOf(t, b, "x"); h.ID != "" {
 			t.Fatalf("lock still held by %+v after cancel", h)
 		}
 	})
@@ -200,7 +200,7 @@ func TestResignWithoutTermIsANoOp(t *testing.T) {
 		}
 		waiter.stop(t)
 		holder.stop(t)
-		c.Close()
+		closeOK(t, c)
 	})
 }
 

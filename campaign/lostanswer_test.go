@@ -33,15 +33,14 @@ func runCandidate(t *testing.T, cand *campaign.Session) {
 func TestAcquireWithLostAnswerIsAdopted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newCalls(1)
-		cand, _ := campaign.NewSession(b, campaign.WithID("a"), campaign.WithTTL(ttl))
+		cand := newSession(t, b, campaign.WithID("a"), campaign.WithTTL(ttl))
 		runCandidate(t, cand)
-		c, _ := campaign.New(b, "lock", campaign.WithSession(cand))
-		go c.Run(context.Background())
-		defer c.Close()
-		e := next(t, c.Events())
+		c := run(t, newCampaign(t, b, "lock", campaign.WithSession(cand)))
+		e := next(t, c.c.Events())
 		if e.Kind != events.Elected || e.Token != b.lost("lock") {
 			t.Errorf("after a lost answer: %v, want Elected under the token the server gave (%d)", e, b.lost("lock"))
 		}
+		c.stop(t)
 	})
 }
 
@@ -52,15 +51,14 @@ func TestAcquireWithLostAnswerIsReleasedOnClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newCalls(1)
 		mem := b.Backend
-		cand, _ := campaign.NewSession(b, campaign.WithID("a"), campaign.WithTTL(ttl))
+		cand := newSession(t, b, campaign.WithID("a"), campaign.WithTTL(ttl))
 		runCandidate(t, cand)
-		c, _ := campaign.New(b, "lock", campaign.WithSession(cand), campaign.WithRetry(time.Hour))
-		go c.Run(context.Background())
+		c := run(t, newCampaign(t, b, "lock", campaign.WithSession(cand), campaign.WithRetry(time.Hour)))
 		synctest.Wait()
-		if s := c.State(); s.Leader || s.Err == nil {
+		if s := c.c.State(); s.Leader || s.Err == nil {
 			t.Fatalf("after a lost answer: state %+v, want no term and the error", s)
 		}
-		c.Close()
+		c.stop(t)
 		if h, err := mem.Holder(t.Context(), "lock"); err != nil || h.ID != "" {
 			t.Errorf("campaign closed, its session alive: the lock is held by %+v (%v), want free", h, err)
 		}
@@ -109,8 +107,6 @@ func TestAcquireOnReplacedSessionIsNotElected(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		if err := c.stop(t); !errors.Is(err, campaign.ErrClosed) {
-			t.Errorf("Run = %v, want ErrClosed", err)
-		}
+		c.stop(t)
 	})
 }

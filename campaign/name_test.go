@@ -31,6 +31,6 @@ func FuzzName(f *testing.F) {
 		if c.State().Name != name {
 			t.Fatalf("Name() = %q, want %q", c.State().Name, name)
 		}
-		c.Close()
+		closeOK(t, c)
 	})
 }

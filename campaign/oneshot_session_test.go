@@ -40,8 +40,8 @@ func TestRunIfLeaderOnSessionIsAcquireAndRelease(t *testing.T) {
 		var got events.Token
 		res, err := campaign.RunIfLeader(t.Context(), b, "job", func(ctx context.Context, tok events.Token) (int, error) {
 			got = tok
-			if h, _ := mem.Holder(ctx, "job"); h.ID != "a" || h.Token != tok {
-				t.Errorf("while fn runs the holder is %+v, want a under token %d", h, tok)
+			if h, err := mem.Holder(ctx, "job"); err != nil || h.ID != "a" || h.Token != tok {
+				t.Errorf("while fn runs the holder is %+v (%v), want a under token %d", h, err, tok)
 			}
 			return 7, nil
 		}, campaign.WithSession(s))
@@ -51,7 +51,7 @@ func TestRunIfLeaderOnSessionIsAcquireAndRelease(t *testing.T) {
 		if n, a, r, c := b.opens.Load()-opens, b.acquires.Load(), b.releases.Load(), b.closes.Load(); n != 0 || a != 1 || r != 1 || c != 0 {
 			t.Errorf("the run made %d opens, %d acquires, %d releases, %d closes; want 0, 1, 1, 0", n, a, r, c)
 		}
-		if h, _ := mem.Holder(t.Context(), "job"); h.ID != "" {
+		if h := holderOf(t, mem, "job"); h.ID != "" {
 			t.Errorf("after the run the lock is held by %+v, want free", h)
 		}
 	})
@@ -64,14 +64,9 @@ func TestRunIfLeaderOnSessionSkips(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := memory.New()
 		s := runSession(t, b, "a")
-		other, _ := b.Open(t.Context(), "other", ttl)
-		if _, err := other.Acquire(t.Context(), "held", 0); err != nil {
-			t.Fatal(err)
-		}
-		c, _ := campaign.New(b, "mine", campaign.WithSession(s))
-		go c.Run(context.Background())
-		defer c.Close()
-		next(t, c.Events())
+		holding(t, b, "other", "held")
+		c := run(t, newCampaign(t, b, "mine", campaign.WithSession(s)))
+		next(t, c.c.Events())
 
 		ran := atomic.Int64{}
 		fn := func(ctx context.Context, _ events.Token) (struct{}, error) {
@@ -94,11 +89,14 @@ func TestRunIfLeaderOnSessionSkips(t *testing.T) {
 		outcomes := make([]campaign.Outcome, 2)
 		for i := range outcomes {
 			wg.Go(func() {
-				res, _ := campaign.RunIfLeader(t.Context(), b, "once", func(ctx context.Context, _ events.Token) (struct{}, error) {
+				res, err := campaign.RunIfLeader(t.Context(), b, "once", func(ctx context.Context, _ events.Token) (struct{}, error) {
 					ran.Add(1)
 					<-release
 					return struct{}{}, nil
 				}, campaign.WithSession(s))
+				if err != nil {
+					t.Errorf("RunIfLeader: %v", err)
+				}
 				outcomes[i] = res.Outcome
 			})
 		}
@@ -150,7 +148,7 @@ func TestGroupRunIfLeaderOnSession(t *testing.T) {
 
 // A session on another backend is refused.
 func TestRunIfLeaderOnSessionOfAnotherBackend(t *testing.T) {
-	s, _ := campaign.NewSession(memory.New(), campaign.WithID("a"))
+	s := newSession(t, memory.New(), campaign.WithID("a"))
 	_, err := campaign.RunIfLeader(t.Context(), memory.New(), "job", func(context.Context, events.Token) (int, error) { return 0, nil }, campaign.WithSession(s))
 	if !errors.Is(err, campaign.ErrInvalid) {
 		t.Fatalf("RunIfLeader with a session on another backend: %v, want ErrInvalid", err)
@@ -171,7 +169,7 @@ func TestRunIfLeaderWithoutSessionClosesInsteadOfReleasing(t *testing.T) {
 		if o, a, r, c := b.opens.Load(), b.acquires.Load(), b.releases.Load(), b.closes.Load(); o != 1 || a != 1 || r != 0 || c != 1 {
 			t.Errorf("the run made %d opens, %d acquires, %d releases, %d closes; want 1, 1, 0, 1", o, a, r, c)
 		}
-		if h, _ := mem.Holder(t.Context(), "job"); h.ID != "" {
+		if h := holderOf(t, mem, "job"); h.ID != "" {
 			t.Errorf("after the run the lock is held by %+v, want free", h)
 		}
 		if _, err := campaign.RunIfLeader(t.Context(), b, "held", fn, campaign.WithMinHold(time.Minute)); err != nil {
@@ -180,7 +178,7 @@ func TestRunIfLeaderWithoutSessionClosesInsteadOfReleasing(t *testing.T) {
 		if b.releases.Load() != 1 {
 			t.Errorf("a run with a minimum hold made %d releases, want 1", b.releases.Load())
 		}
-		if h, _ := mem.Holder(t.Context(), "held"); h.ID == "" {
+		if h := holderOf(t, mem, "held"); h.ID == "" {
 			t.Error("the minimum hold did not outlive the run's session")
 		}
 	})

@@ -27,7 +27,7 @@ func TestRunIfLeaderOutcomes(t *testing.T) {
 		if err != nil || res.Outcome != campaign.Succeeded || res.Value != 42 || res.Token == 0 {
 			t.Fatalf("free lock: %+v, %v; want elected with 42 and a token", res, err)
 		}
-		if h, _ := b.Holder(ctx, "job"); h.ID != "" {
+		if h := holderOf(t, b, "job"); h.ID != "" {
 			t.Fatalf("lock still held after the run: %+v", h)
 		}
 
@@ -103,7 +103,7 @@ func TestRunIfLeaderReturnsContextErrors(t *testing.T) {
 		if err != nil || res.Outcome != campaign.Succeeded || res.Value != 42 {
 			t.Fatalf("cancelled during fn, fn returned nil: %+v, %v; want elected with its value, and no error", res, err)
 		}
-		if h, _ := b.Holder(t.Context(), "x"); h.ID != "" {
+		if h := holderOf(t, b, "x"); h.ID != "" {
 			t.Fatalf("lock not released after cancellation: %+v", h)
 		}
 
@@ -144,7 +144,9 @@ func TestRunIfLeaderWaitsForRelease(t *testing.T) {
 		next(t, holder.c.Events())
 		go func() {
 			time.Sleep(3 * time.Second)
-			holder.c.Resign(context.Background())
+			if err := holder.c.Resign(context.Background()); err != nil {
+				t.Errorf("Resign: %v", err)
+			}
 		}()
 		began := time.Now()
 		res, err := campaign.RunIfLeader(t.Context(), b, "lock", answer, campaign.WithWait(time.Minute), campaign.WithRetry(20*time.Second))
@@ -162,16 +164,16 @@ func TestRunIfLeaderMinHoldMakesLateNodesSkip(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := memory.New()
 		hold := campaign.WithMinHold(time.Minute)
-		if res, _ := campaign.RunIfLeader(t.Context(), b, "x", answer, hold); res.Outcome != campaign.Succeeded {
-			t.Fatalf("first run %v", res.Outcome)
+		if res, err := campaign.RunIfLeader(t.Context(), b, "x", answer, hold); err != nil || res.Outcome != campaign.Succeeded {
+			t.Fatalf("first run %v (%v)", res.Outcome, err)
 		}
 		time.Sleep(30 * time.Second)
-		if res, _ := campaign.RunIfLeader(t.Context(), b, "x", answer, hold); res.Outcome != campaign.Skipped {
-			t.Fatalf("run inside the minimum hold: %v, want skipped", res.Outcome)
+		if res, err := campaign.RunIfLeader(t.Context(), b, "x", answer, hold); err != nil || res.Outcome != campaign.Skipped {
+			t.Fatalf("run inside the minimum hold: %v (%v), want skipped", res.Outcome, err)
 		}
 		time.Sleep(31 * time.Second)
-		if res, _ := campaign.RunIfLeader(t.Context(), b, "x", answer, hold); res.Outcome != campaign.Succeeded {
-			t.Fatalf("run after the minimum hold: %v, want elected", res.Outcome)
+		if res, err := campaign.RunIfLeader(t.Context(), b, "x", answer, hold); err != nil || res.Outcome != campaign.Succeeded {
+			t.Fatalf("run after the minimum hold: %v (%v), want elected", res.Outcome, err)
 		}
 	})
 }
@@ -184,10 +186,13 @@ func TestRunIfLeaderRacersRunOnce(t *testing.T) {
 	for range 16 {
 		wg.Go(func() {
 			<-gate
-			campaign.RunIfLeader(t.Context(), b, "x", func(ctx context.Context, tok events.Token) (int, error) {
+			_, err := campaign.RunIfLeader(t.Context(), b, "x", func(ctx context.Context, tok events.Token) (int, error) {
 				ran.Add(1)
 				return 0, nil
 			}, campaign.WithMinHold(time.Hour))
+			if err != nil {
+				t.Errorf("RunIfLeader: %v", err)
+			}
 		})
 	}
 	close(gate)
@@ -225,13 +230,16 @@ func TestEverySkewedClocks(t *testing.T) {
 					now := func() time.Time { return time.Now().Add(skew) }
 					wg.Go(func() {
 						time.Sleep(time.Duration(i) * period / 50) // skewed starts too
-						campaign.Every(ctx, b, "nightly", period, func(ctx context.Context, tok events.Token) error {
+						err := campaign.Every(ctx, b, "nightly", period, func(ctx context.Context, tok events.Token) error {
 							mu.Lock()
 							defer mu.Unlock()
 							runs[now().Round(period)]++ // the runner's window start, to the nearest period
 							tokens = append(tokens, tok)
 							return nil
 						}, campaign.WithClock(now))
+						if !errors.Is(err, context.Canceled) {
+							t.Errorf("Every = %v, want context.Canceled", err)
+						}
 					})
 				}
 				time.Sleep(10*period + period/2)

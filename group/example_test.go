@@ -18,24 +18,30 @@ func Example() {
 	b := memory.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	done := make(chan error, 2)
 	for _, id := range []string{"a", "b"} {
 		g, err := group.New(b, "rollups", 2, campaign.WithID(id))
 		if err != nil {
 			panic(err)
 		}
-		go g.Run(ctx)
+		go func() { done <- g.Run(ctx) }()
 		e := <-g.Events()
 		fmt.Println(e.Holder, e.Kind)
-		defer g.Close()
 	}
-	res, _ := group.RunIfLeader(ctx, b, "rollups", 2, func(ctx context.Context, token events.Token) (int, error) {
+	res, err := group.RunIfLeader(ctx, b, "rollups", 2, func(ctx context.Context, token events.Token) (int, error) {
 		return 0, nil
 	})
+	if err != nil {
+		panic(err)
+	}
 	fmt.Println("third run:", res.Outcome)
+	cancel()
+	fmt.Println("Run:", <-done, "and", <-done)
 	// Output:
 	// a elected
 	// b elected
 	// third run: skipped
+	// Run: context canceled and context canceled
 }
 
 // With the score strategy, the best-scored candidates are preferred; with
@@ -51,12 +57,18 @@ func ExampleWithStrategy() {
 	if err != nil {
 		panic(err)
 	}
-	defer g.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go g.Run(ctx)
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
 	e := <-g.Events()
 	fmt.Println(e.Kind, "slot", e.Slot)
-	_ = g.SetScore(0.3) // re-ranked at once; others may take over later
-	// Output: elected slot 0
+	if err := g.SetScore(0.3); err != nil { // re-ranked at once; others may take over later
+		panic(err)
+	}
+	cancel()
+	fmt.Println("Run:", <-done)
+	// Output:
+	// elected slot 0
+	// Run: context canceled
 }

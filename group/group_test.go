@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -40,8 +41,9 @@ func answer(context.Context, events.Token) (int, error) { return 7, nil }
 // member is one group candidate in the test bubble, with every event it
 // published logged.
 type member struct {
-	g    *campaign.Campaign
-	done chan error
+	g       *campaign.Campaign
+	done    chan error
+	stopped bool // Run's result was read; only the test goroutine sets it
 }
 
 func join(t *testing.T, b backends.Backend, id string, n int, h *backendtest.History, opts ...campaign.Option) *member {
@@ -66,18 +68,30 @@ func newGroup(t *testing.T, b backends.Backend, n int, opts ...campaign.Option) 
 func run(t *testing.T, g *campaign.Campaign) *member {
 	m := &member{g: g, done: make(chan error, 1)}
 	go func() { m.done <- g.Run(context.Background()) }()
-	t.Cleanup(func() { g.Close() })
+	t.Cleanup(func() { closeOK(t, g) })
 	return m
 }
 
-// stop closes the group and fails the test unless Run returns ErrClosed.
+// stop closes the group and fails the test unless Run returns ErrClosed;
+// calling it again only closes the group again.
 func (m *member) stop(t *testing.T) {
 	t.Helper()
-	if err := m.g.Close(); err != nil {
-		t.Errorf("Close: %v", err)
+	closeOK(t, m.g)
+	if m.stopped {
+		return
 	}
+	m.stopped = true
 	if err := <-m.done; !errors.Is(err, campaign.ErrClosed) {
 		t.Errorf("Run = %v, want ErrClosed", err)
+	}
+}
+
+// closeOK closes c, failing the test on an error; safe to call from any
+// goroutine.
+func closeOK(t *testing.T, c io.Closer) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
 	}
 }
 
@@ -112,8 +126,8 @@ func TestGroupFillsNSlots(t *testing.T) {
 				t.Fatalf("slot %d held by %s and %s", s.Slot, other, s.ID)
 			}
 			slotsHeld[s.Slot] = s.ID
-			if hb, _ := b.Holder(t.Context(), fmt.Sprintf("rollups/slot-%d", s.Slot)); hb.ID != s.ID || hb.Token != s.Token {
-				t.Fatalf("backend says slot %d is %+v, %s believes it holds it with token %d", s.Slot, hb, s.ID, s.Token)
+			if hb, err := b.Holder(t.Context(), fmt.Sprintf("rollups/slot-%d", s.Slot)); err != nil || hb.ID != s.ID || hb.Token != s.Token {
+				t.Fatalf("backend says slot %d is %+v (%v), %s believes it holds it with token %d", s.Slot, hb, err, s.ID, s.Token)
 			}
 		}
 		// A resigned slot is refilled by a waiter woken by the release.
@@ -126,7 +140,7 @@ func TestGroupFillsNSlots(t *testing.T) {
 			t.Fatalf("%d leaders %v after a resignation, want 3 at once", n, time.Since(began))
 		}
 		for _, m := range ms {
-			m.g.Close()
+			m.stop(t)
 		}
 	})
 }
@@ -157,7 +171,9 @@ func TestGroupNeverMoreThanNUnderCrashes(t *testing.T) {
 				crashed[id] = true
 			}
 			if len(ls) > 1 {
-				ls[1].g.Resign(t.Context())
+				if err := ls[1].g.Resign(t.Context()); err != nil {
+					t.Errorf("Resign: %v", err)
+				}
 			}
 		}
 		for id := range crashed {
@@ -169,7 +185,7 @@ func TestGroupNeverMoreThanNUnderCrashes(t *testing.T) {
 			t.Fatalf("%d leaders after the faults stopped, want 3", n)
 		}
 		for _, m := range ms {
-			m.g.Close()
+			m.stop(t)
 		}
 		synctest.Wait()
 		if ts := backendtest.CheckTerms(t, h.Events(), 3); len(ts) < 20 {
@@ -198,7 +214,7 @@ func TestGroupRunIfLeader(t *testing.T) {
 			t.Fatalf("all slots held: %+v, %v; want skipped", res, err)
 		}
 		for _, m := range []*member{a, c, d} {
-			m.g.Close()
+			m.stop(t)
 		}
 	})
 }
@@ -217,7 +233,7 @@ func TestGroupWhileLeader(t *testing.T) {
 				t.Fatal(err)
 			}
 			wg.Go(func() {
-				campaign.WhileLeader(ctx, g, func(ctx context.Context, term events.Event) error {
+				err := campaign.WhileLeader(ctx, g, func(ctx context.Context, term events.Event) error {
 					mu.Lock()
 					running++
 					most = max(most, running)
@@ -228,6 +244,9 @@ func TestGroupWhileLeader(t *testing.T) {
 					mu.Unlock()
 					return errors.New("hand over") // resign, so others get a turn
 				})
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("WhileLeader = %v, want context.Canceled", err)
+				}
 			})
 		}
 		time.Sleep(time.Minute)

@@ -35,12 +35,12 @@ func TestSlotWonAfterTheDeadlineIsNotKeptForNobody(t *testing.T) {
 		// that its next try wins that one first.
 		first, second := asked[0], asked[1]
 		b.answerLate(second)
-		holderOf(second).g.Close()
+		holderOf(second).stop(t)
 		synctest.Wait() // the waiter is woken, asks for second, and waits for its answer
 		if !b.isStalled() {
 			t.Fatalf("woken by the release of %s, the waiter asked for %v", second, b.since(&b.asked, len(asked)))
 		}
-		holderOf(first).g.Close()
+		holderOf(first).stop(t)
 		// The late answer (lateBy), the next keep-alive (a retry interval,
 		// an hour, after the failed ones), the next try and its leaving.
 		time.Sleep(2 * time.Hour)
@@ -66,7 +66,7 @@ func TestSlotWonAfterTheDeadlineIsNotKeptForNobody(t *testing.T) {
 			}
 		}
 		for _, m := range append(holders, w) {
-			m.g.Close()
+			m.stop(t)
 		}
 	})
 }

@@ -72,7 +72,7 @@ func TestGroupCallsAfterClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.Close()
+	closeOK(t, g)
 	if err := g.Run(t.Context()); !errors.Is(err, campaign.ErrClosed) {
 		t.Errorf("Run after Close = %v, want ErrClosed", err)
 	}

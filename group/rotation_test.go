@@ -49,8 +49,7 @@ func TestRotationTakesTurns(t *testing.T) {
 					t.Errorf("without rotation, the holders changed: %v", sets)
 				}
 				for _, m := range ms {
-					m.g.Close()
-					<-m.done
+					m.stop(t)
 				}
 				synctest.Wait() // the histories have every event
 				backendtest.CheckTerms(t, h.Events(), 2)

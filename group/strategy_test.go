@@ -73,7 +73,7 @@ func TestStrategyPicksTheTopN(t *testing.T) {
 					t.Fatalf("holders %v, want the strategy's top 2 %v (ranking %v)", got, want, ranked)
 				}
 				for _, m := range ms {
-					m.g.Close()
+					m.stop(t)
 				}
 			})
 		})
@@ -123,7 +123,7 @@ func TestPreemptionMovesTheSlotOnce(t *testing.T) {
 			t.Fatalf("%d revocations, want exactly one (mid yielding to lo)", resigned)
 		}
 		for _, m := range ms {
-			m.g.Close()
+			m.stop(t)
 		}
 	})
 }
@@ -162,7 +162,7 @@ func TestPatienceLetsTheNextRankedIn(t *testing.T) {
 			t.Fatalf("b took the free slot after %v, before the 20s patience", waited)
 		}
 		for _, m := range ms {
-			m.g.Close()
+			m.stop(t)
 		}
 	})
 }
@@ -228,7 +228,11 @@ func ghostCandidate(t *testing.T, b *memory.Backend, score float64) func() {
 	if _, err := s.(backends.Registrar).Register(t.Context(), "rollups", strategy.Candidate{Score: score}); err != nil {
 		t.Fatal(err)
 	}
-	return func() { s.Close(t.Context()) }
+	return func() {
+		if err := s.Close(t.Context()); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 func TestStrategyInputErrors(t *testing.T) {
@@ -257,7 +261,7 @@ func TestStrategyInputErrors(t *testing.T) {
 	if err := g.SetScore(nanScore()); !errors.Is(err, campaign.ErrInvalid) {
 		t.Fatalf("SetScore(NaN) = %v, want ErrInvalid", err)
 	}
-	g.Close()
+	closeOK(t, g)
 }
 
 // noRegistry hides the registry of a backend.
@@ -326,16 +330,16 @@ func TestCustomRegistryFailuresPauseAndCloseDeregisters(t *testing.T) {
 		if !m.g.State().Leader {
 			t.Fatal("a failing registry kept the only candidate from leading")
 		}
-		m.g.Close()
+		m.stop(t)
 
 		ok := &mapRegistry{entries: map[string]strategy.Candidate{}}
 		m = join(t, b, "b", 2, &h, group.WithRegistry(ok), group.WithStrategy(strategy.FIFO()))
 		synctest.Wait()
-		if got, _ := ok.Members(t.Context(), "rollups"); len(got) != 1 {
+		if got := members(t, ok, "rollups"); len(got) != 1 {
 			t.Fatalf("registry lists %v while b runs, want b", got)
 		}
-		m.g.Close()
-		if got, _ := ok.Members(t.Context(), "rollups"); len(got) != 0 {
+		m.stop(t)
+		if got := members(t, ok, "rollups"); len(got) != 0 {
 			t.Fatalf("registry still lists %v after Close", got)
 		}
 	})
@@ -357,7 +361,7 @@ func TestCustomRegistry(t *testing.T) {
 			t.Fatalf("holders %v, want the top scorers n1 and n3", got)
 		}
 		for _, m := range ms {
-			m.g.Close()
+			m.stop(t)
 		}
 	})
 }

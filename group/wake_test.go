@@ -185,7 +185,7 @@ func TestWokenWaiterAsksForTheReleasedSlot(t *testing.T) {
 		first := b.since(&b.asked, 0)[0]
 		i := slices.IndexFunc(holders, func(m *member) bool { return rollups[m.g.State().Slot] != first })
 		name, asked := rollups[holders[i].g.State().Slot], len(b.since(&b.asked, 0))
-		holders[i].g.Close()
+		holders[i].stop(t)
 		synctest.Wait()
 		if got := b.since(&b.asked, asked); len(got) != 1 || got[0] != name {
 			t.Fatalf("woken by the release of %s, the waiter asked for %v", name, got)
@@ -194,7 +194,7 @@ func TestWokenWaiterAsksForTheReleasedSlot(t *testing.T) {
 			t.Fatalf("after the release of %s the waiter's state is %+v", name, s)
 		}
 		for _, m := range append(holders, w) {
-			m.g.Close()
+			m.stop(t)
 		}
 	})
 }
@@ -209,7 +209,7 @@ func TestElectedBeforeTheOtherLinesAreLeft(t *testing.T) {
 		if w.g.State().Leader {
 			t.Fatal("the waiter leads with every slot held")
 		}
-		holders[0].g.Close()
+		holders[0].stop(t)
 		synctest.Wait()
 		s := w.g.State()
 		if !s.Leader {
@@ -228,7 +228,7 @@ func TestElectedBeforeTheOtherLinesAreLeft(t *testing.T) {
 			t.Fatalf("after leaving the other lines the waiter's state is %+v, was %+v", s2, s)
 		}
 		for _, m := range append(holders, w) {
-			m.g.Close()
+			m.stop(t)
 		}
 	})
 }

@@ -20,10 +20,16 @@ import (
 
 // A leader whose work keeps to its term is healthy.
 func ExampleHealth() {
-	health, _ := ops.NewHealth(10 * time.Second)
-	c, _ := campaign.New(memory.New(), "billing/reconcile", ops.WithHealth(health))
+	health, err := ops.NewHealth(10 * time.Second)
+	if err != nil {
+		panic(err)
+	}
+	c, err := campaign.New(memory.New(), "billing/reconcile", ops.WithHealth(health))
+	if err != nil {
+		panic(err)
+	}
 	ctx, stop := context.WithCancel(context.Background())
-	err := campaign.WhileLeader(ctx, c, func(ctx context.Context, term events.Event) error {
+	err = campaign.WhileLeader(ctx, c, func(ctx context.Context, term events.Event) error {
 		rec := httptest.NewRecorder()
 		health.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 		fmt.Print(rec.Code, " ", rec.Body.String())
@@ -40,8 +46,14 @@ func ExampleHealth() {
 // The gauge client-go's dashboards read.
 func ExampleNewMasterStatus() {
 	reg := prometheus.NewRegistry()
-	status, _ := ops.NewMasterStatus(reg)
-	c, _ := campaign.New(memory.New(), "billing/reconcile", ops.WithMasterStatus(status))
+	status, err := ops.NewMasterStatus(reg)
+	if err != nil {
+		panic(err)
+	}
+	c, err := campaign.New(memory.New(), "billing/reconcile", ops.WithMasterStatus(status))
+	if err != nil {
+		panic(err)
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()
@@ -50,18 +62,25 @@ func ExampleNewMasterStatus() {
 			break
 		}
 	}
-	n, _ := testutil.GatherAndCount(reg, "leader_election_master_status")
+	n, err := testutil.GatherAndCount(reg, "leader_election_master_status")
+	if err != nil {
+		panic(err)
+	}
 	fmt.Println(n, "series; leading:", leading(reg))
 	stop()
-	<-done
+	fmt.Println("Run:", <-done)
 	fmt.Println("leading after the campaign ended:", leading(reg))
 	// Output:
 	// 1 series; leading: 1
+	// Run: context canceled
 	// leading after the campaign ended: 0
 }
 
 func leading(reg *prometheus.Registry) float64 {
-	mfs, _ := reg.Gather()
+	mfs, err := reg.Gather()
+	if err != nil {
+		panic(err)
+	}
 	return mfs[0].Metric[0].GetGauge().GetValue()
 }
 
@@ -69,15 +88,19 @@ func leading(reg *prometheus.Registry) float64 {
 func ExampleWithTracerProvider() {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	defer tp.Shutdown(context.Background())
 	settle := func(ctx context.Context, token events.Token) (int, error) { return 42, nil }
-	_, _ = campaign.RunIfLeader(context.Background(), memory.New(), "billing/nightly", settle, ops.WithTracerProvider(tp))
+	if _, err := campaign.RunIfLeader(context.Background(), memory.New(), "billing/nightly", settle, ops.WithTracerProvider(tp)); err != nil {
+		panic(err)
+	}
 	for _, s := range exp.GetSpans() {
 		for _, kv := range s.Attributes {
 			if kv.Key == "hustings.outcome" {
 				fmt.Println(s.Name, kv.Value.AsString())
 			}
 		}
+	}
+	if err := tp.Shutdown(context.Background()); err != nil { // after reading: it empties the exporter
+		panic(err)
 	}
 	// Output: hustings.run succeeded
 }

@@ -36,11 +36,13 @@ func start(t *testing.T, b *memory.Backend, name, id string, work func(ctx conte
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())
 	wg.Go(func() {
-		if work == nil {
-			_ = c.Run(ctx)
-			return
+		run := func() error { return c.Run(ctx) }
+		if work != nil {
+			run = func() error { return campaign.WhileLeader(ctx, c, work) }
 		}
-		_ = campaign.WhileLeader(ctx, c, work)
+		if err := run(); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: Run = %v, want context.Canceled", id, err)
+		}
 	})
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	return c
@@ -171,7 +173,10 @@ func TestHealthRejectsBadInput(t *testing.T) {
 	if _, err := campaign.New(memory.New(), "x", ops.WithHealth(nil)); !errors.Is(err, campaign.ErrInvalid) {
 		t.Errorf("WithHealth(nil) = %v, want ErrInvalid", err)
 	}
-	h, _ := ops.NewHealth(0)
+	h, err := ops.NewHealth(0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := campaign.Observe(t.Context(), memory.New(), "x", ops.WithHealth(h)); !errors.Is(err, campaign.ErrInvalid) {
 		t.Errorf("Observe with WithHealth = %v, want ErrInvalid", err)
 	}

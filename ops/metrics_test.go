@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/memory"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
@@ -57,8 +58,11 @@ func TestMetrics(t *testing.T) {
 		b.PartitionAll()
 		for _, mode := range [][]campaign.Option{nil, {campaign.WithSkipOnFailure()}, {campaign.WithFailOpen()}} {
 			// Each mode's result is the subject of TestFailureModes;
-			// here only what they count matters.
-			_, _ = campaign.RunIfLeader(t.Context(), b, "job", answer, append(mode, with, campaign.WithLease(2*time.Second))...)
+			// here only what they count matters, and that a failure is
+			// the backend's.
+			if _, err := campaign.RunIfLeader(t.Context(), b, "job", answer, append(mode, with, campaign.WithLease(2*time.Second))...); err != nil && !errors.Is(err, backends.ErrUnavailable) {
+				t.Fatalf("a run on a backend that is down: %v, want ErrUnavailable or none", err)
+			}
 		}
 		if e := <-a.Events(); e.Kind != events.Revoked {
 			t.Fatalf("got %s, want the lease lost", e)
@@ -186,6 +190,8 @@ func TestAttemptsBalance(t *testing.T) {
 		if att != acq+na {
 			t.Errorf("attempts %v != acquired %v + not_acquired %v", att, acq, na)
 		}
-		s.Close(context.Background())
+		if err := s.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
 	})
 }

@@ -133,12 +133,21 @@ func TestTraceOfKeepAliveFailuresStaysOnItsSession(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- s.Run(ctx) }()
-		defer func() { cancel(); <-done }()
+		defer func() {
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Errorf("the session's Run = %v, want context.Canceled", err)
+			}
+		}()
 		shared, err := s.Campaign("job", ops.WithTracerProvider(tp))
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer shared.Close()
+		defer func() {
+			if err := shared.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
 		other := start(t, fine, "job", "a", nil, ops.WithTracerProvider(tp))
 		synctest.Wait()
 		if !shared.State().Leader || !other.State().Leader {

@@ -13,13 +13,19 @@ var nodes = []strategy.Candidate{
 }
 
 func ExampleFIFO() {
-	ranked, _ := strategy.FIFO().Rank("rollups", 0, nodes)
+	ranked, err := strategy.FIFO().Rank("rollups", 0, nodes)
+	if err != nil {
+		panic(err)
+	}
 	fmt.Println(ranked[0].ID, ranked[1].ID, ranked[2].ID)
 	// Output: node-a node-b node-c
 }
 
 func ExampleScore() {
-	ranked, _ := strategy.Score().Rank("rollups", 0, nodes)
+	ranked, err := strategy.Score().Rank("rollups", 0, nodes)
+	if err != nil {
+		panic(err)
+	}
 	fmt.Println(ranked[0].ID, ranked[1].ID, ranked[2].ID)
 	// Output: node-b node-c node-a
 }
@@ -27,8 +33,14 @@ func ExampleScore() {
 // Every node that ranks the same list for the same group and epoch gets the
 // same order; the next epoch draws again.
 func ExampleRandom() {
-	a, _ := strategy.Random().Rank("rollups", 41, nodes)
-	b, _ := strategy.Random().Rank("rollups", 41, nodes)
+	a, err := strategy.Random().Rank("rollups", 41, nodes)
+	if err != nil {
+		panic(err)
+	}
+	b, err := strategy.Random().Rank("rollups", 41, nodes)
+	if err != nil {
+		panic(err)
+	}
 	fmt.Println(a[0].ID == b[0].ID)
 	// Output: true
 }
@@ -37,7 +49,10 @@ func ExampleRandom() {
 func ExampleWeighted() {
 	first := map[string]int{}
 	for epoch := range uint64(10000) {
-		ranked, _ := strategy.Weighted().Rank("rollups", epoch, nodes)
+		ranked, err := strategy.Weighted().Rank("rollups", epoch, nodes)
+		if err != nil {
+			panic(err)
+		}
 		first[ranked[0].ID]++
 	}
 	fmt.Printf("node-b first in %.1f of epochs\n", float64(first["node-b"])/10000)

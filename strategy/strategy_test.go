@@ -42,6 +42,16 @@ func TestFIFOAndScoreOrders(t *testing.T) {
 	}
 }
 
+// rank is s.Rank that fails the test on an error.
+func rank(t *testing.T, s Strategy, group string, epoch uint64, cs []Candidate) []Candidate {
+	t.Helper()
+	ranked, err := s.Rank(group, epoch, cs)
+	if err != nil {
+		t.Fatalf("%s: Rank: %v", s.Name(), err)
+	}
+	return ranked
+}
+
 func TestRankIsDeterministicAndLeavesInputAlone(t *testing.T) {
 	in := slices.Clone(four)
 	for _, s := range []Strategy{FIFO(), Random(), Score(), Weighted()} {
@@ -50,7 +60,7 @@ func TestRankIsDeterministicAndLeavesInputAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 		shuffled := []Candidate{in[2], in[0], in[3], in[1]}
-		again, _ := s.Rank("g", 7, shuffled)
+		again := rank(t, s, "g", 7, shuffled)
 		if !slices.Equal(ids(first), ids(again)) {
 			t.Errorf("%s: order depends on input order: %v vs %v", s.Name(), ids(first), ids(again))
 		}
@@ -63,15 +73,15 @@ func TestRankIsDeterministicAndLeavesInputAlone(t *testing.T) {
 func TestRandomChangesWithEpochAndGroup(t *testing.T) {
 	firsts := map[string]bool{}
 	for epoch := range uint64(50) {
-		got, _ := Random().Rank("g", epoch, four)
+		got := rank(t, Random(), "g", epoch, four)
 		firsts[got[0].ID] = true
 	}
 	if len(firsts) != 4 {
 		t.Fatalf("over 50 epochs only %v ranked first", firsts)
 	}
-	a, _ := Random().Rank("g1", 1, four)
-	b, _ := Random().Rank("g2", 1, four)
-	c, _ := Random().Rank("g3", 1, four)
+	a := rank(t, Random(), "g1", 1, four)
+	b := rank(t, Random(), "g2", 1, four)
+	c := rank(t, Random(), "g3", 1, four)
 	if slices.Equal(ids(a), ids(b)) && slices.Equal(ids(b), ids(c)) {
 		t.Fatal("three groups drew the same order: the group is not in the hash")
 	}

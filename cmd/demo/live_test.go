@@ -122,7 +122,9 @@ func runCandidate(t *testing.T, b *memory.Backend, lock, id string) *campaign.Ca
 	ran := make(chan error, 1)
 	go func() { ran <- c.Run(context.Background()) }()
 	t.Cleanup(func() {
-		c.Close()
+		if err := c.Close(); err != nil {
+			t.Errorf("%s: Close: %v", id, err)
+		}
 		if err := <-ran; err != nil && !errors.Is(err, campaign.ErrClosed) {
 			t.Errorf("%s: Run: %v", id, err)
 		}

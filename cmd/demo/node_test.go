@@ -40,9 +40,33 @@ type lockedBuffer struct {
 }
 
 func (b *lockedBuffer) Write(p []byte) (int, error) {
+	defer output.announce()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
+}
+
+// output tells waitNodes that a node process wrote something or ended.
+var output = &news{ch: make(chan struct{})}
+
+// news is a broadcast: next returns a channel closed at the next
+// announcement.
+type news struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (n *news) next() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ch
+}
+
+func (n *news) announce() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	close(n.ch)
+	n.ch = make(chan struct{})
 }
 
 func (b *lockedBuffer) String() string {
@@ -75,6 +99,7 @@ func startNode(t *testing.T, args ...string) *nodeProc {
 
 // collect parses stdout: every line must be one JSON event.
 func (p *nodeProc) collect(r io.Reader) {
+	defer output.announce()
 	defer close(p.read)
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
@@ -85,6 +110,7 @@ func (p *nodeProc) collect(r io.Reader) {
 		p.mu.Lock()
 		p.lines = append(p.lines, e)
 		p.mu.Unlock()
+		output.announce()
 	}
 }
 
@@ -109,14 +135,21 @@ func (p *nodeProc) leads() bool {
 	return false
 }
 
+// waitNodes waits until cond, which reads what the node processes wrote,
+// holds: it checks again each time one writes or ends, for up to 30s.
 func waitNodes(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	limit := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(limit) {
+	limit := time.After(30 * time.Second)
+	for {
+		wrote := output.next() // before cond: a write after it is not missed
+		if cond() {
+			return
+		}
+		select {
+		case <-wrote:
+		case <-limit:
 			t.Fatalf("%s: not so after 30s", what)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

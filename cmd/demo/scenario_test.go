@@ -138,7 +138,10 @@ func scenarioCheckTenants(t *testing.T, out string) {
 	for i, s := range settled {
 		sum, leading := 0, 0
 		for _, share := range regexp.MustCompile(`(\w+) (\d+)`).FindAllStringSubmatch(s[1], -1) {
-			n, _ := strconv.Atoi(share[2])
+			n, err := strconv.Atoi(share[2])
+			if err != nil {
+				t.Fatal(err)
+			}
 			sum += n
 			if n > 0 {
 				leading++
@@ -160,8 +163,14 @@ func scenarioCheckOperator(t *testing.T, out string) {
 	if m == nil {
 		t.Fatal("no stale write refused by the store's fence")
 	}
-	cur, _ := strconv.ParseUint(m[1], 10, 64)
-	old, _ := strconv.ParseUint(m[2], 10, 64)
+	cur, err := strconv.ParseUint(m[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := strconv.ParseUint(m[2], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if old >= cur {
 		t.Errorf("refused token %d after %d, want a lower one", old, cur)
 	}

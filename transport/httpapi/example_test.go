@@ -15,7 +15,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	defer c.Close()
+	defer func() {
+		if err := c.Close(); err != nil {
+			panic(err)
+		}
+	}()
 
 	h := httpapi.New()
 	h.Register(c)

@@ -265,12 +265,12 @@ func TestRegisterUnregister(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
+	t.Cleanup(func() { closeOK(t, a) })
 	z, err := campaign.New(memory.New(), "z", campaign.WithID("z"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer z.Close()
+	t.Cleanup(func() { closeOK(t, z) })
 	h := httpapi.New()
 	names := func() []string {
 		rec := httptest.NewRecorder()
@@ -313,7 +313,7 @@ func TestConcurrentUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { closeOK(t, c) })
 	h := httpapi.New()
 	var wg sync.WaitGroup
 	for range 4 {

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -26,14 +27,15 @@ type runner interface {
 // start runs r until the test ends.
 func start(t *testing.T, r runner) {
 	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.Run(context.Background())
-	}()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background()) }()
 	t.Cleanup(func() {
-		r.Close()
-		<-done
+		if err := r.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := <-done; !errors.Is(err, campaign.ErrClosed) {
+			t.Errorf("Run = %v, want ErrClosed", err)
+		}
 	})
 }
 
@@ -76,4 +78,12 @@ func next(t *testing.T, sc *bufio.Scanner) (e sse, ok bool) {
 		t.Fatalf("reading the stream: %v", err)
 	}
 	return e, false
+}
+
+// closeOK closes r, failing the test on an error.
+func closeOK(t *testing.T, r interface{ Close() error }) {
+	t.Helper()
+	if err := r.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
 }

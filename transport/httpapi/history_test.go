@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hustings/hustings/backends/memory"
@@ -32,7 +33,7 @@ func history(t *testing.T, h *httpapi.Handler) []wireEvent {
 
 func TestHistoryEmptyWithoutRun(t *testing.T) {
 	b := memory.New()
-	leader, _ := leaderAndWaiter(t, b)
+	leader, _ := leaderAndWaiter(t, b) // the waiter is not registered
 	h := httpapi.New()
 	h.Register(leader)
 	if es := history(t, h); len(es) != 0 {
@@ -48,7 +49,9 @@ func TestRunRecordsHistory(t *testing.T) {
 		"New":  httpapi.New,
 		"zero": func() *httpapi.Handler { return &httpapi.Handler{} },
 	} {
-		t.Run(name, func(t *testing.T) { testRunRecordsHistory(t, h()) })
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { testRunRecordsHistory(t, h()) })
+		})
 	}
 }
 
@@ -73,14 +76,14 @@ func testRunRecordsHistory(t *testing.T, h *httpapi.Handler) {
 	}
 	// a's subscription is in place once its Elected is recorded. z's may
 	// begin after z is elected: it then begins with that state.
-	waitFor(t, "a's election in the history", func() bool { return slices.Equal(got(), want[:1]) })
+	settled(t, "a's election in the history", func() bool { return slices.Equal(got(), want[:1]) })
 	h.Register(waiting) // once Run has subscribed to a: while it waits for more
 	if err := leader.Resign(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	// The sources are recorded side by side: a's Revoked and z's Elected
 	// may be recorded in either order.
-	waitFor(t, "the handover in the history, each event once", func() bool {
+	settled(t, "the handover in the history, each event once", func() bool {
 		es := got()
 		return len(es) == len(want) && !slices.ContainsFunc(want, func(w wireEvent) bool { return !slices.Contains(es, w) })
 	})
@@ -95,15 +98,13 @@ func testRunRecordsHistory(t *testing.T, h *httpapi.Handler) {
 	}
 }
 
-// waitFor polls cond until it holds, for up to patience.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// settled fails the test unless cond holds once every goroutine of the
+// test's bubble is blocked: all that was due has happened.
+func settled(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	limit := time.Now().Add(patience)
-	for !cond() {
-		if time.Now().After(limit) {
-			t.Fatalf("%s: not so within %v", what, patience)
-		}
-		time.Sleep(5 * time.Millisecond)
+	synctest.Wait()
+	if !cond() {
+		t.Fatalf("%s: not so once the bubble settled", what)
 	}
 }
 

@@ -151,8 +151,14 @@ func TestStartAndJoinErrors(t *testing.T) {
 	register(t, n, "g", strategy.Candidate{})
 	eventually(t, "j2 sees j1", sees([]*memberlist.Node{other}, "g", "j1:0:0:map[]"))
 
-	_, port, _ := net.SplitHostPort(n.Addr())
-	p, _ := strconv.Atoi(port)
+	_, port, err := net.SplitHostPort(n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := newNode(t, "j3", memberlist.WithBindPort(p)).Start(ctx); err == nil {
 		t.Errorf("Start on a port in use by %s succeeded", n.ID())
 	}
@@ -166,6 +172,8 @@ func closedAddr(t *testing.T) string {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
-	l.Close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return addr
 }

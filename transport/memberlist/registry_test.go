@@ -26,8 +26,8 @@ func TestMembersSpreadByGossip(t *testing.T) {
 			t.Errorf("Order %d of %s is not below %d of %s, which started later", ms[i-1].Order, ms[i-1].ID, ms[i].Order, ms[i].ID)
 		}
 	}
-	if got, _, _ := members(nodes[0], "other"); len(got) != 0 {
-		t.Errorf("group other lists %v, want nobody", got)
+	if got, _, err := members(nodes[0], "other"); err != nil || len(got) != 0 {
+		t.Errorf("group other lists %v (%v), want nobody", got, err)
 	}
 }
 
