@@ -1,0 +1,40 @@
+// Package record implements backends.Backend once for every store that
+// keeps sessions and locks as records changed by compare-and-swap on a
+// version (MySQL/MariaDB, NATS JetStream KV, and the stores after them).
+// A store is a Driver: a handful of record operations; the Store built on
+// it gives the contract of package backends: sessions with an expiry,
+// locks naming their session, fencing tokens, Holder, Release with a
+// hold, the KeepAlive that renews a session and confirms its locks in one
+// round trip, Lost, and Watch through one hub per Store.
+//
+// # Writing a driver
+//
+// A session is a record with an ID (chosen by the core), a candidate and
+// a TTL; it lives TTL after its creation or its last renewal, on the
+// store's clock where the store has one (SQL: NOW(6)), else as the store
+// expires keys (a per-key TTL). Once expired a session never lives again:
+// Renew must not bring it back. A lock is a record naming its session;
+// it lives while its session does, unless it is a hold (Hold: it lives
+// until Expires, whoever's session it names) or has a lease (a non-zero
+// Expires ends it sooner).
+//
+// Every lock write is conditioned: CreateLock only where no record is,
+// SwapLock only over the version read, DeleteLock only of the version
+// read; a condition that fails returns ErrConflict and the core reads
+// again. A write whose Token is 0 takes the lock: the store gives it a
+// fresh token, greater than every token it gave before (a sequence in
+// SQL, the write's revision in a KV store), atomically with the write.
+//
+// The core judges liveness from what ReadLock and Renew report: the
+// store's clock at the read (Now), the holder session's state, and the
+// caller's own. A store that has no clock reports the client's.
+//
+// A driver that can push changes implements Notifier; otherwise the
+// Store polls the watched locks at Config.Poll. Either way the hub also
+// re-reads a watched lock when it expires as last seen.
+//
+// Concurrency: a Driver is called from many goroutines at once and must
+// be safe for that. Errors a driver returns other than ErrConflict should
+// match backends.ErrUnavailable or backends.ErrInvalid; any other error
+// is wrapped in backends.ErrUnavailable.
+package record

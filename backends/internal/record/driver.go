@@ -1,0 +1,99 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hustings/hustings/events"
+)
+
+// ErrConflict is returned by a Driver's conditioned write whose condition
+// failed: a record exists where CreateLock expected none, or the version
+// differs from the one given. It is never returned by the Store.
+var ErrConflict = errors.New("record: conflict")
+
+// Lock is a lock record.
+type Lock struct {
+	// Name is the lock's name (the record's key).
+	Name string
+	// Session is the ID of the session record that holds the lock.
+	Session string
+	// Candidate is that session's candidate ID, for Holder.
+	Candidate string
+	// Token is the fencing token of the term. In a write, 0 asks the
+	// store for a fresh one (the write takes the lock).
+	Token events.Token
+	// Expires, when not zero, ends the lock (its lease, or its hold) on
+	// the store's clock, even if its session lives on.
+	Expires time.Time
+	// Hold marks a lock released with a hold: held by nobody alive until
+	// Expires.
+	Hold bool
+	// Version is the store's version of the record; 0: no record.
+	Version uint64
+}
+
+// Session is a session record.
+type Session struct {
+	// ID is the session's ID: 32 hex digits, chosen by the core.
+	ID string
+	// Candidate is the candidate ID the session was opened for.
+	Candidate string
+	// TTL is how long the session lives after its creation or renewal.
+	TTL time.Duration
+}
+
+// View is what ReadLock reads: one lock record and the states of the
+// sessions it concerns, all as of one instant of the store.
+type View struct {
+	// Lock is the record; Version 0 if there is none.
+	Lock Lock
+	// HolderAlive reports that the session Lock names lives.
+	HolderAlive bool
+	// HolderExpires is when that session expires unless renewed, on the
+	// store's clock; zero if unknown (the store then pushes its expiry).
+	HolderExpires time.Time
+	// SelfAlive reports that the session the read was made for lives.
+	SelfAlive bool
+	// Now is the store's clock at the read (the client's if the store
+	// has none).
+	Now time.Time
+}
+
+// Driver is a store of session and lock records. See the package doc.
+type Driver interface {
+	// CreateSession writes a new session record that lives s.TTL from now.
+	CreateSession(ctx context.Context, s Session) error
+	// Renew extends session sid by its TTL if it still lives, and reads
+	// the lock records that name it: one round trip. alive false means
+	// the session had expired (or was never made); it is not renewed.
+	Renew(ctx context.Context, sid string) (alive bool, locks []Lock, now time.Time, err error)
+	// DeleteSession deletes session sid's record and its lock records
+	// that are not holds. names are the locks the core believes it holds;
+	// a store that can find them itself may ignore them. It returns the
+	// names of the locks it freed, for their waiters.
+	DeleteSession(ctx context.Context, sid string, names []string) ([]string, error)
+	// ReadLock reads lock name and the sessions it concerns; self is the
+	// reading session's ID, "" for none (Holder).
+	ReadLock(ctx context.Context, name, self string) (View, error)
+	// CreateLock writes l where no record of l.Name is, or returns
+	// ErrConflict. It returns the record as written (Token, Version).
+	CreateLock(ctx context.Context, l Lock) (Lock, error)
+	// SwapLock writes l over the record of l.Name at version, or returns
+	// ErrConflict. It returns the record as written.
+	SwapLock(ctx context.Context, l Lock, version uint64) (Lock, error)
+	// DeleteLock deletes the record of name at version, or returns
+	// ErrConflict.
+	DeleteLock(ctx context.Context, name string, version uint64) error
+}
+
+// Notifier is implemented by drivers whose store can push changes of
+// lock records (a KV watch, a change stream).
+type Notifier interface {
+	// Notify runs the store's change feed until ctx ends (then it returns
+	// nil) or the feed breaks (an error). It calls ready once the feed is
+	// confirmed (no change after ready is missed), then changed for every
+	// change of a lock record, from one goroutine, never concurrently.
+	Notify(ctx context.Context, ready func(), changed func(name string)) error
+}

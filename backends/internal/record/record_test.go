@@ -1,0 +1,193 @@
+package record_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/backendtest"
+	"github.com/hustings/hustings/backends/internal/record"
+	"github.com/hustings/hustings/events"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// mapDriver is the smallest correct Driver: records in maps, on the
+// process's clock, a counter for tokens and versions.
+type mapDriver struct {
+	mu       sync.Mutex
+	n        uint64 // the last token or version given
+	sessions map[string]*mapSession
+	locks    map[string]record.Lock
+}
+
+type mapSession struct {
+	ttl     time.Duration
+	expires time.Time
+}
+
+func newMapDriver() *mapDriver {
+	return &mapDriver{sessions: map[string]*mapSession{}, locks: map[string]record.Lock{}}
+}
+
+func (d *mapDriver) alive(sid string, now time.Time) (bool, time.Time) {
+	s := d.sessions[sid]
+	if s == nil || !s.expires.After(now) {
+		return false, time.Time{}
+	}
+	return true, s.expires
+}
+
+func (d *mapDriver) CreateSession(_ context.Context, s record.Session) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.sessions[s.ID] = &mapSession{ttl: s.TTL, expires: time.Now().Add(s.TTL)}
+	return nil
+}
+
+func (d *mapDriver) Renew(_ context.Context, sid string) (bool, []record.Lock, time.Time, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := time.Now()
+	if ok, _ := d.alive(sid, now); !ok {
+		return false, nil, now, nil
+	}
+	s := d.sessions[sid]
+	s.expires = now.Add(s.ttl)
+	var locks []record.Lock
+	for _, l := range d.locks {
+		if l.Session == sid {
+			locks = append(locks, l)
+		}
+	}
+	return true, locks, now, nil
+}
+
+func (d *mapDriver) DeleteSession(_ context.Context, sid string, _ []string) ([]string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.sessions, sid)
+	var freed []string
+	for name, l := range d.locks {
+		if l.Session == sid && !l.Hold {
+			delete(d.locks, name)
+			freed = append(freed, name)
+		}
+	}
+	return freed, nil
+}
+
+func (d *mapDriver) ReadLock(_ context.Context, name, self string) (record.View, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v := record.View{Lock: d.locks[name], Now: time.Now()}
+	v.HolderAlive, v.HolderExpires = d.alive(v.Lock.Session, v.Now)
+	v.SelfAlive, _ = d.alive(self, v.Now)
+	return v, nil
+}
+
+func (d *mapDriver) write(l record.Lock) record.Lock {
+	d.n++
+	if l.Token == 0 {
+		l.Token = events.Token(d.n)
+	}
+	l.Version = d.n
+	d.locks[l.Name] = l
+	return l
+}
+
+func (d *mapDriver) CreateLock(_ context.Context, l record.Lock) (record.Lock, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.locks[l.Name]; ok {
+		return record.Lock{}, record.ErrConflict
+	}
+	return d.write(l), nil
+}
+
+func (d *mapDriver) SwapLock(_ context.Context, l record.Lock, version uint64) (record.Lock, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.locks[l.Name].Version != version {
+		return record.Lock{}, record.ErrConflict
+	}
+	return d.write(l), nil
+}
+
+func (d *mapDriver) DeleteLock(_ context.Context, name string, version uint64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.locks[name].Version != version {
+		return record.ErrConflict
+	}
+	delete(d.locks, name)
+	return nil
+}
+
+// fence admits a write under token while a live session holds the lock
+// under it (not a hold).
+func (d *mapDriver) fence(name string, token events.Token) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.locks[name]
+	now := time.Now()
+	alive, _ := d.alive(l.Session, now)
+	if l.Version == 0 || l.Token != token || l.Hold || !l.Expires.IsZero() && !l.Expires.After(now) || !alive {
+		return fmt.Errorf("%w: %q under %d", backends.ErrNotHeld, name, token)
+	}
+	return nil
+}
+
+// store pairs a Store with its driver, for the harness.
+type store struct {
+	*record.Store
+	d *mapDriver
+}
+
+func TestContract(t *testing.T) {
+	backendtest.Run(t, backendtest.Harness{
+		New: func(t *testing.T) backends.Backend {
+			d := newMapDriver()
+			s, err := record.New(d, record.Config{Name: "map", Poll: 20 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return store{s, d}
+		},
+		TTL: time.Second,
+		Delete: func(t *testing.T, b backends.Backend, name string) {
+			d := b.(store).d
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			delete(d.locks, name)
+		},
+		Fence: func(_ context.Context, b backends.Backend, name string, token events.Token) error {
+			return b.(store).d.fence(name, token)
+		},
+	})
+}
+
+func TestNewRefusesBadInput(t *testing.T) {
+	var typedNil *mapDriver
+	for _, c := range []struct {
+		name string
+		d    record.Driver
+		c    record.Config
+	}{
+		{"nil driver", nil, record.Config{Name: "x"}},
+		{"no name", newMapDriver(), record.Config{}},
+		{"negative poll", newMapDriver(), record.Config{Name: "x", Poll: -1}},
+		{"typed nil", typedNil, record.Config{Name: "x"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := record.New(c.d, c.c); err == nil {
+				t.Fatalf("New accepted %s", c.name)
+			}
+		})
+	}
+}
