@@ -112,7 +112,13 @@ func TestCluster(t *testing.T) {
 	c.Servers[2].Kill()
 	var next uint64
 	for next == 0 { // the stream may be electing a leader
-		if next, err = kv.Put(ctx, "k", []byte("w")); err != nil {
+		// Each try is bounded on its own: a publish whose stream leader
+		// was the node killed gets no ack, and would otherwise wait for
+		// the whole test's deadline instead of being sent again.
+		try, stop := context.WithTimeout(ctx, 5*time.Second)
+		next, err = kv.Put(try, "k", []byte("w"))
+		stop()
+		if err != nil {
 			if ctx.Err() != nil {
 				t.Fatalf("Put with a node down: %v", err)
 			}
