@@ -7,9 +7,10 @@
 //
 // # Tables
 //
-// Migrate creates three tables and one procedure (SQL prints them for a
+// Migrate creates four tables and one procedure (SQL prints them for a
 // DBA): sessions (one row per Open, alive while its expires_us is ahead
-// of the server's clock), locks (one row per lock, naming its session),
+// of the server's clock), locks (one row per lock, naming its session), members (the
+// group registry),
 // counter (one row; every lock write takes its next value under its row
 // lock, for the token and the row's version), and the renew procedure,
 // the keep-alive. Times are the server's clock only: UTC_TIMESTAMP(6) in
@@ -61,9 +62,10 @@
 // Clocks: expiry is judged on the server's clock alone; a server clock
 // stepped forward ends sessions early, one stepped back extends them.
 // A lock deleted by an operator is noticed by the holder's next
-// KeepAlive, not pushed (no LossNotifier). The backend keeps no group
-// registry (no backends.Registry): strategies that rank live candidates
-// need another backend.
+// KeepAlive, not pushed (no LossNotifier).
+//
+// The group registry (backends.Registry) is a members table whose rows
+// live with their sessions; its orders come from the same counter.
 //
 // A Backend is safe for concurrent use; so are its sessions. Watch
 // channels are closed by the Backend (see Watch).

@@ -48,8 +48,9 @@ func TestContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	backendtest.Run(t, backendtest.Harness{
-		New: func(t *testing.T) backends.Backend { return newBackend(t, srv.DSN()) },
-		TTL: time.Second,
+		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.DSN()) },
+		TTL:      time.Second,
+		Registry: true,
 		Delete: func(t *testing.T, _ backends.Backend, name string) {
 			res, err := db.ExecContext(t.Context(), `DELETE FROM hustings_locks WHERE name = ?`, name)
 			if n, _ := res.RowsAffected(); err != nil || n != 1 {
@@ -165,6 +166,18 @@ func TestMissingTablesAreInvalid(t *testing.T) {
 	if _, err := b.Open(t.Context(), "a", time.Second); !errors.Is(err, backends.ErrInvalid) {
 		t.Fatalf("Open without Migrate = %v; want ErrInvalid", err)
 	}
+}
+
+// TestGroups runs the group scenario of the contract suite (crashes and
+// resignations among 8 candidates for 3 slots) against a real server, in
+// real time.
+func TestGroups(t *testing.T) {
+	srv := mysqltest.Start(t)
+	backendtest.RunGroups(t, backendtest.Harness{
+		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.DSN()) },
+		TTL:      time.Second,
+		Registry: true,
+	})
 }
 
 func TestStorm(t *testing.T) {

@@ -22,6 +22,8 @@ const nowUS = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01', UTC_TIMESTAMP(6))"
 // locks: one row per lock; it names its session; version changes with
 // every write (it is the counter's value at the write), so a
 // compare-and-swap on it never mistakes a new row for an old one.
+// members: the group registry, one row per group and session; ord is
+// the counter's value at the first registration.
 // counter: the one row whose n gives every token and version, taken
 // under its row lock in the writing transaction, so they increase in
 // commit order across holders and restarts.
@@ -43,6 +45,15 @@ var schema = []string{
   hold BOOLEAN NOT NULL,
   version BIGINT NOT NULL,
   KEY {p}locks_session (session_id)
+) ENGINE=InnoDB`,
+	`CREATE TABLE IF NOT EXISTS {p}members (
+  grp VARBINARY(1024) NOT NULL,
+  session_id BINARY(32) NOT NULL,
+  ord BIGINT NOT NULL,
+  score DOUBLE NOT NULL,
+  weight DOUBLE NOT NULL,
+  meta BLOB NULL,
+  PRIMARY KEY (grp, session_id)
 ) ENGINE=InnoDB`,
 	`CREATE TABLE IF NOT EXISTS {p}counter (
   id TINYINT NOT NULL PRIMARY KEY,

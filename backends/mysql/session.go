@@ -70,11 +70,15 @@ func (d *driver) Renew(ctx context.Context, sid string) (alive bool, locks []rec
 	return alive, locks, now, err
 }
 
-// DeleteSession deletes the session's lock rows (but holds) and its row:
-// two statements.
+// DeleteSession deletes the session's lock rows (but holds), its
+// registry entries and its row (with rows of sessions that expired a
+// minute ago or more, which nothing renews): three statements.
 func (d *driver) DeleteSession(ctx context.Context, sid string, names []string) ([]string, error) {
 	err := retry(ctx, "close", func() error {
 		if _, err := d.db.ExecContext(ctx, d.sql(`DELETE FROM {p}locks WHERE session_id = ? AND NOT hold`), sid); err != nil {
+			return err
+		}
+		if _, err := d.db.ExecContext(ctx, d.sql(`DELETE FROM {p}members WHERE session_id = ?`), sid); err != nil {
 			return err
 		}
 		_, err := d.db.ExecContext(ctx, d.sql(`DELETE FROM {p}sessions WHERE id = ? OR expires_us < {now} - 60000000`), sid)
