@@ -15,6 +15,7 @@ import (
 
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
+	"github.com/hustings/hustings/backends/mysql/mysqltest"
 	"github.com/hustings/hustings/backends/postgres/pgtest"
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/redis/redistest"
@@ -61,6 +62,9 @@ var backendsUnderTest = []backend{
 	{name: "etcd", start: startEtcd, slack: 800 * time.Millisecond, pushed: true},
 	{name: "zookeeper", start: startZooKeeper, slack: 300 * time.Millisecond, pushed: true},
 	{name: "postgres", start: startPostgres, slack: 300 * time.Millisecond},
+	// MySQL cannot notify: a waiter in another process sees a graceful
+	// release at its next poll (dial's default, 1 s).
+	{name: "mysql", start: startMySQL, slack: 300 * time.Millisecond, handover: 1200 * time.Millisecond},
 	// A handover is an update of the lock Lease to release it, the
 	// watch's delivery, and an update to take it (a read before each at
 	// 2efdb00), each write through the apiserver to etcd and its fsync:
@@ -163,6 +167,29 @@ func startPostgres(t *testing.T) server {
 				err = fmt.Errorf("no lock row %q to delete", name)
 			}
 			return err
+		},
+	}
+}
+
+// startMySQL runs a MariaDB server of its own (package mysqltest): down
+// is a crash (SIGKILL), up crash recovery on the same data.
+func startMySQL(t *testing.T) server {
+	s := mysqltest.Start(t)
+	db := mysqltest.DB(t, s.DSN())
+	return server{
+		addr: s.Addr(),
+		url:  func(a string) string { return "mysql://root@" + a + "/" + mysqltest.Database },
+		down: s.Kill,
+		up:   s.Restart,
+		tamper: func(ctx context.Context, name string) error {
+			res, err := db.ExecContext(ctx, `DELETE FROM hustings_locks WHERE name = ?`, name)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
+				return fmt.Errorf("no lock row %q to delete (%v)", name, err)
+			}
+			return nil
 		},
 	}
 }
