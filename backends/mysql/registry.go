@@ -39,11 +39,7 @@ func (d *driver) Register(ctx context.Context, group, sid string, c strategy.Can
 			return err
 		}
 		defer func() { _ = tx.Rollback() }()
-		res, err := tx.ExecContext(ctx, d.sql(`UPDATE {p}counter SET n = LAST_INSERT_ID(n + 1) WHERE id = 1`))
-		if err != nil {
-			return err
-		}
-		n, err := res.LastInsertId()
+		n, err := d.next(ctx, tx)
 		if err != nil {
 			return err
 		}

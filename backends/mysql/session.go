@@ -166,11 +166,7 @@ func (d *driver) write(ctx context.Context, l record.Lock, change func(tx *sql.T
 			return err
 		}
 		defer func() { _ = tx.Rollback() }()
-		res, err := tx.ExecContext(ctx, d.sql(`UPDATE {p}counter SET n = LAST_INSERT_ID(n + 1) WHERE id = 1`))
-		if err != nil {
-			return err
-		}
-		if n, err = res.LastInsertId(); err != nil {
+		if n, err = d.next(ctx, tx); err != nil {
 			return err
 		}
 		if err := change(tx, n); err != nil {
@@ -183,6 +179,16 @@ func (d *driver) write(ctx context.Context, l record.Lock, change func(tx *sql.T
 	}
 	l.Token, l.Version = events.Token(tokenOr(l.Token, n)), uint64(n)
 	return l, nil
+}
+
+// next takes the counter's next value in tx, which then holds the
+// counter's row lock until it ends (see schema).
+func (d *driver) next(ctx context.Context, tx *sql.Tx) (int64, error) {
+	res, err := tx.ExecContext(ctx, d.sql(`UPDATE {p}counter SET n = LAST_INSERT_ID(n + 1) WHERE id = 1`))
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
 }
 
 // DeleteLock deletes the lock row at version: one statement.
