@@ -87,18 +87,19 @@ tools-check:
 crleader-check: deps kube-apiserver
 	cd backends/kubernetes/controllerruntime && $(GO) vet ./... && $(GO) test -race ./...
 
-# deps installs redis-server, ZooKeeper, PostgreSQL and Chromium (for the
+# deps installs redis-server, ZooKeeper, PostgreSQL, MariaDB and Chromium (for the
 # live page's browser test, cmd/demo/live_test.go) from Debian when
 # missing (as root); elsewhere it says what to install. The PostgreSQL
 # tests make clusters of their own (backends/postgres/pgtest): the
-# package's system cluster is never used.
+# package's system cluster is never used; the MariaDB tests likewise
+# start servers of their own (backends/mysql/mysqltest).
 deps:
-	@if ! command -v redis-server >/dev/null 2>&1 || [ ! -x /usr/share/zookeeper/bin/zkServer.sh ] || ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then \
+	@if ! command -v redis-server >/dev/null 2>&1 || [ ! -x /usr/share/zookeeper/bin/zkServer.sh ] || ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || ! command -v mariadbd >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "installing redis-server, zookeeper, postgresql and chromium"; \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server zookeeper postgresql chromium >/dev/null; \
+			echo "installing redis-server, zookeeper, postgresql, mariadb-server and chromium"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server zookeeper postgresql mariadb-server chromium >/dev/null; \
 		else \
-			echo "make test needs redis-server, ZooKeeper, PostgreSQL and Chromium; on Debian: sudo apt-get install -y redis-server zookeeper postgresql chromium" >&2; \
+			echo "make test needs redis-server, ZooKeeper, PostgreSQL, MariaDB and Chromium; on Debian: sudo apt-get install -y redis-server zookeeper postgresql mariadb-server chromium" >&2; \
 			exit 1; \
 		fi; \
 	fi

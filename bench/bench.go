@@ -180,6 +180,7 @@ func settings(cfg config) map[string]string {
 		"etcd server":              "embedded, one member, tick 50 ms, election 500 ms (etcdtest), fsync on",
 		"Redis server":             "redis-server, no persistence (redistest)",
 		"PostgreSQL server":        "PostgreSQL 15, its own cluster (pgtest), fsync on",
+		"MariaDB server":           "MariaDB 10.11, its own data directory (mysqltest), innodb_flush_log_at_trx_commit=1, no binary log",
 		"Kubernetes server":        "kube-apiserver " + kubetest.Version + " (kubetest) over an embedded etcd (etcdtest, fsync on); every client unthrottled (QPS -1; client-go's default is 5 a second), on connections of its own",
 		"client-go leaderelection": fmt.Sprintf("LeaderElector on a resourcelock.LeaseLock, ReleaseOnCancel, a clientset per candidate; defaults: %v; tuned: %v for the lock workloads, %v for failover", clientGoDefaults, tunedTiming(peerTTL, hustingsRetry), tunedTiming(cfg.FailoverTTL, cfg.FailoverTry)),
 		"scale: redislock peers":   fmt.Sprintf("N locks with TTL %v refreshed every TTL/3 by one loop, one Refresh each; up to %s", cfg.ScaleTTL, fmtNum(redislockScaleMax)),

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -21,6 +22,8 @@ import (
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
 	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/backends/mysql"
+	"github.com/hustings/hustings/backends/mysql/mysqltest"
 	"github.com/hustings/hustings/backends/postgres"
 	"github.com/hustings/hustings/backends/postgres/pgtest"
 	"github.com/hustings/hustings/backends/redis"
@@ -74,7 +77,7 @@ func (s *system) stop() {
 }
 
 // startSystems starts a server for each name (memory, redis, etcd,
-// zookeeper, postgres, kubernetes, nats) under dir. On error it stops what it started.
+// zookeeper, postgres, mysql, kubernetes, nats) under dir. On error it stops what it started.
 func startSystems(ctx context.Context, dir string, names []string, logf func(string, ...any)) ([]*system, error) {
 	var out []*system
 	for _, n := range names {
@@ -108,6 +111,8 @@ func startSystem(ctx context.Context, dir, name string) (*system, error) {
 		s, err = startZooKeeper(dir)
 	case "postgres":
 		s, err = startPostgres()
+	case "mysql":
+		s, err = startMySQL()
 	case "kubernetes":
 		s, err = startKubernetes()
 	case "nats":
@@ -388,6 +393,62 @@ func startPostgres() (*system, error) {
 	s.requestsName = "statements sent (pgx tracer)"
 	s.requests = func(context.Context) (int64, error) { return counter.n.Load(), nil }
 	s.peers = pgPeers(srv.DSN())
+	return s, nil
+}
+
+// startMySQL starts a MariaDB server of its own (package mysqltest: in a
+// temporary directory of its own, run as an unprivileged user under
+// root), flushing its log at every commit, as in production.
+func startMySQL() (*system, error) {
+	srv, err := mysqltest.StartServer(mysqltest.Durable())
+	if err != nil {
+		return nil, err
+	}
+	s := &system{name: "mysql", maxTTL: 30 * time.Second, closers: []func(){srv.Stop}}
+	open := func() (*sql.DB, error) {
+		db, err := sql.Open("mysql", srv.DSN())
+		if err == nil {
+			db.SetMaxOpenConns(64)
+			db.SetMaxIdleConns(64)
+		}
+		return db, err
+	}
+	s.fresh = func() (backends.Backend, func(), error) {
+		db, err := open()
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := mysql.New(db)
+		if err != nil {
+			_ = db.Close()
+			return nil, nil, err
+		}
+		return b, func() { _ = db.Close() }, nil
+	}
+	db, err := open()
+	if err != nil {
+		return s, err
+	}
+	s.closers = append(s.closers, func() { _ = db.Close() })
+	ctx := context.Background()
+	if err := mysql.Migrate(ctx, db); err != nil {
+		return s, err
+	}
+	if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS bench_write (k VARCHAR(64) PRIMARY KEY, n BIGINT NOT NULL)"); err != nil {
+		return s, err
+	}
+	if s.backend, err = mysql.New(db); err != nil {
+		return s, err
+	}
+	s.readName, s.read = "SELECT 1", func(ctx context.Context) error {
+		_, err := db.ExecContext(ctx, "SELECT 1")
+		return err
+	}
+	s.writeName, s.write = "INSERT … ON DUPLICATE KEY UPDATE", func(ctx context.Context) error {
+		_, err := db.ExecContext(ctx, "INSERT INTO bench_write VALUES (?, 1) ON DUPLICATE KEY UPDATE n = n + 1", fmt.Sprintf("w%d", seq.Add(1)))
+		return err
+	}
+	s.peers = mysqlPeers(srv.DSN())
 	return s, nil
 }
 

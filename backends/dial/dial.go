@@ -7,6 +7,9 @@
 //	zk://host:port[,host:port…][/root]  a ZooKeeper ensemble, under root
 //	postgres://[user[:password]@]host:port/db[?param=value…]
 //	                                    a PostgreSQL database (postgresql:// too)
+//	mysql://user[:password]@host:port/db[?param=value…]
+//	                                    a MySQL or MariaDB database (mariadb:// too);
+//	                                    params are go-sql-driver/mysql's
 //	nats://host:port[,host:port…][/bucket]
 //	                                    a NATS server or cluster with JetStream, its KV bucket
 //
@@ -43,6 +46,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -60,7 +64,7 @@ var (
 )
 
 // Usage lists the accepted URLs, for help texts.
-const Usage = "memory | redis://host:port[/db] | etcd://host:port[,host:port…] | zk://host:port[,host:port…][/root] | postgres://[user@]host:port/db | nats://host:port[,host:port…][/bucket]"
+const Usage = "memory | redis://host:port[/db] | etcd://host:port[,host:port…] | zk://host:port[,host:port…][/root] | postgres://[user@]host:port/db | mysql://user@host:port/db | nats://host:port[,host:port…][/bucket]"
 
 // ZooKeeperSessionTimeout is the session timeout Open asks ZooKeeper for;
 // campaign TTLs must not exceed it.
@@ -72,7 +76,7 @@ const maxHostLen = 253
 // Target is a parsed backend URL.
 type Target struct {
 	// Scheme is "memory", "redis", "etcd", "zk", "postgres" (for
-	// postgresql:// too) or "nats".
+	// postgresql:// too), "mysql" (for mariadb:// too) or "nats".
 	Scheme string
 	// Hosts are the servers, host:port each; one for Redis, none for memory.
 	Hosts []string
@@ -84,7 +88,7 @@ type Target struct {
 	// Bucket is the NATS KV bucket; empty for the backend's default.
 	Bucket string
 	// DSN is the whole PostgreSQL URL, user, password and parameters
-	// included, as pgx takes it.
+	// included, as pgx takes it; for MySQL, the mysql:// URL.
 	DSN string
 }
 
@@ -116,10 +120,12 @@ func Parse(raw string) (Target, error) {
 	case "redis", "etcd", "zk", "nats":
 	case "postgres", "postgresql":
 		return parsePostgres(raw, u.Scheme, bad)
+	case "mysql", "mariadb":
+		return parseMySQL(u, bad)
 	case "":
 		return Target{}, bad("no scheme: write memory, or redis://, etcd:// or zk:// and host:port")
 	default:
-		return Target{}, bad("scheme %q is not one of memory, redis, etcd, zk, postgres, nats", u.Scheme)
+		return Target{}, bad("scheme %q is not one of memory, redis, etcd, zk, postgres, mysql, nats", u.Scheme)
 	}
 	switch {
 	case u.Opaque != "":
@@ -197,6 +203,58 @@ func parsePostgres(raw, scheme string, bad func(string, ...any) error) (Target, 
 	return t, nil
 }
 
+// parseMySQL checks a mysql:// URL: a user, one host:port, a database,
+// and parameters that go-sql-driver/mysql takes.
+func parseMySQL(u *url.URL, bad func(string, ...any) error) (Target, error) {
+	switch {
+	case u.Opaque != "":
+		return Target{}, bad("no // after %q: write mysql://user@host:port/db", u.Scheme+":")
+	case u.User == nil || u.User.Username() == "":
+		return Target{}, bad("no user: write mysql://user[:password]@host:port/db")
+	case strings.Trim(u.Path, "/") == "" || strings.Contains(strings.Trim(u.Path, "/"), "/"):
+		return Target{}, bad("no database: write mysql://user@host:port/db")
+	case u.Fragment != "":
+		return Target{}, bad("fragments are not supported")
+	}
+	hs, err := hosts(u.Host)
+	if err != nil {
+		return Target{}, bad("%v", err)
+	}
+	if len(hs) != 1 {
+		return Target{}, bad("one host:port only")
+	}
+	t := Target{Scheme: "mysql", Hosts: hs}
+	u.Scheme = "mysql"
+	t.DSN = u.String()
+	if _, err := t.mysqlConfig(); err != nil {
+		return Target{}, bad("%v", err)
+	}
+	return t, nil
+}
+
+// mysqlConfig returns the go-sql-driver/mysql configuration of a mysql
+// target, with parseTime on.
+func (t Target) mysqlConfig() (*mysql.Config, error) {
+	u, err := url.Parse(t.DSN)
+	if err != nil {
+		return nil, err
+	}
+	dsn := u.User.Username()
+	if pw, ok := u.User.Password(); ok {
+		dsn += ":" + pw
+	}
+	dsn += "@tcp(" + u.Host + ")/" + strings.Trim(u.Path, "/")
+	if u.RawQuery != "" {
+		dsn += "?" + u.RawQuery
+	}
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, errors.New("not a MySQL URL: " + strings.ReplaceAll(err.Error(), dsn, "…"))
+	}
+	c.ParseTime = true
+	return c, nil
+}
+
 // hosts checks a comma-separated host:port list.
 func hosts(list string) ([]string, error) {
 	if list == "" {
@@ -270,7 +328,7 @@ func (t Target) String() string {
 		return "memory"
 	case "redis":
 		return fmt.Sprintf("redis://%s/%d", strings.Join(t.Hosts, ","), t.DB)
-	case "postgres":
+	case "postgres", "mysql":
 		return t.DSN // with its password, if any: see Redacted
 	}
 	path := t.Root

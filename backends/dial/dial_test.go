@@ -13,7 +13,11 @@ func TestBadURLs(t *testing.T) {
 	long := "redis://" + strings.Repeat("h", 70_000) + ":6379"
 	tests := []struct{ url, names string }{
 		{"", "empty: write memory"},
-		{"mysql://localhost:3306", `scheme "mysql" is not one of memory, redis, etcd, zk, postgres, nats`},
+		{"mongodb://localhost:27017", `scheme "mongodb" is not one of memory, redis, etcd, zk, postgres, mysql, nats`},
+		{"mysql://localhost:3306/db", "no user"},
+		{"mysql://u@localhost:3306", "no database"},
+		{"mysql://u@h:1,h:2/db", "one host:port only"},
+		{"mysql://u@h:1/db?timeout=bogus", "not a MySQL URL"},
 		{"foo://", `"foo://": scheme "foo"`},
 		{"memory://x:1", "takes no host, path or options: write memory"},
 		{"memory:/x", "takes no host, path or options: write memory"},
@@ -91,6 +95,8 @@ func TestParse(t *testing.T) {
 		{"PostgreSQL://h:1/db", dial.Target{Scheme: "postgres", Hosts: []string{"h:1"}, DSN: "postgresql://h:1/db"}},
 		{"nats://h:4222", dial.Target{Scheme: "nats", Hosts: []string{"h:4222"}}},
 		{"NATS://a:1,b:2/locks_1", dial.Target{Scheme: "nats", Hosts: []string{"a:1", "b:2"}, Bucket: "locks_1"}},
+		{"mysql://u:pw@h:3306/db?tls=false", dial.Target{Scheme: "mysql", Hosts: []string{"h:3306"}, DSN: "mysql://u:pw@h:3306/db?tls=false"}},
+		{"MariaDB://u@h:1/db", dial.Target{Scheme: "mysql", Hosts: []string{"h:1"}, DSN: "mysql://u@h:1/db"}},
 	}
 	for _, tt := range tests {
 		got, err := dial.Parse(tt.url)
@@ -108,7 +114,7 @@ func TestParse(t *testing.T) {
 // target.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"memory", "MEMORY", "memory://", "", "redis://h:1/2", "REDIS://h:1", "etcd://a:1,b:2",
-		"zk://h:1/root", "zk://h:1,h:2/", "zk://h:1/zookeeper", "zk://h:1/a%3Fb", "%zz", "redis://[::1]:6379", "foo://", "postgres://u:p@h:1/db?sslmode=disable", "postgresql://h:1,h:2/db",
+		"zk://h:1/root", "zk://h:1,h:2/", "zk://h:1/zookeeper", "zk://h:1/a%3Fb", "%zz", "redis://[::1]:6379", "foo://", "postgres://u:p@h:1/db?sslmode=disable", "postgresql://h:1,h:2/db", "mysql://u:p@h:1/db",
 		"redis://" + strings.Repeat("h", 300) + ":1"} {
 		f.Add(s)
 	}

@@ -2,6 +2,7 @@ package dial
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,6 +25,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/backends/mysql"
 	"github.com/hustings/hustings/backends/nats"
 	"github.com/hustings/hustings/backends/postgres"
 	"github.com/hustings/hustings/backends/redis"
@@ -104,6 +107,8 @@ func (t Target) Open(ctx context.Context, opts ...Option) (b backends.Backend, c
 		return t.openZooKeeper(ctx, cfg)
 	case "postgres":
 		return t.openPostgres(ctx, cfg)
+	case "mysql":
+		return t.openMySQL(ctx, cfg)
 	case "nats":
 		return t.openNATS(ctx, cfg)
 	}
@@ -277,6 +282,48 @@ func (t Target) openPostgres(ctx context.Context, cfg config) (backends.Backend,
 	}
 	return b, pool.Close, nil
 }
+
+// openMySQL opens a *sql.DB of the URL, waits for one connection, and
+// runs mysql.Migrate (idempotent): the tables are made on first use. The
+// driver's log lines go to cfg's logger.
+func (t Target) openMySQL(ctx context.Context, cfg config) (backends.Backend, func(), error) {
+	mc, err := t.mysqlConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("dial: %s: %w", t.Redacted(), err)
+	}
+	mc.Timeout = cfg.timeout
+	mc.Logger = mysqlLogger{cfg.logger.With("client", "mysql")}
+	conn, err := gomysql.NewConnector(mc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dial: %s: %w", t.Redacted(), err)
+	}
+	db := sql.OpenDB(conn)
+	closeDB := func() { _ = db.Close() }
+	if err := db.PingContext(ctx); err != nil {
+		closeDB()
+		var me *gomysql.MySQLError
+		if errors.As(err, &me) { // the server answered, with an error
+			return nil, nil, fmt.Errorf("dial: %s: %w", t.Redacted(), err)
+		}
+		return nil, nil, t.unreachable(ctx, cfg, nil, err)
+	}
+	if err := mysql.Migrate(ctx, db); err != nil {
+		closeDB()
+		return nil, nil, fmt.Errorf("dial: %s: %w", t.Redacted(), err)
+	}
+	b, err := mysql.New(db)
+	if err != nil {
+		closeDB()
+		return nil, nil, err
+	}
+	return b, closeDB, nil
+}
+
+// mysqlLogger sends go-sql-driver/mysql's lines to a slog.Logger at debug
+// level.
+type mysqlLogger struct{ l *slog.Logger }
+
+func (m mysqlLogger) Print(v ...any) { m.l.Debug(fmt.Sprint(v...)) }
 
 // openNATS connects to the servers, waits for JetStream's answer, and
 // runs nats.CreateBucket (idempotent): the bucket is made on first use.

@@ -20,6 +20,7 @@ import (
 	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
+	"github.com/hustings/hustings/backends/mysql/mysqltest"
 	"github.com/hustings/hustings/backends/nats/natstest"
 	"github.com/hustings/hustings/backends/postgres/pgtest"
 	"github.com/hustings/hustings/backends/redis/redistest"
@@ -91,6 +92,16 @@ func TestOpen(t *testing.T) {
 	}
 }
 
+// TestOpenMySQL elects a leader through a mysql:// URL on a real
+// MariaDB, twice (Migrate is idempotent).
+func TestOpenMySQL(t *testing.T) {
+	ms := mysqltest.Start(t)
+	url := "mysql://root@" + ms.Addr() + "/" + mysqltest.Database
+	for _, u := range []string{url, strings.Replace(url, "mysql://", "mariadb://", 1)} {
+		t.Run(u, func(t *testing.T) { elect(t, u) })
+	}
+}
+
 // TestOpenUnreachable: on every backend, a dial to a closed loopback port
 // fails within the dial timeout with one line that names the URL and the
 // cause, and nothing is written to stderr (each dial runs in a child
@@ -101,7 +112,7 @@ func TestOpenUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port) // nobody listens: a moment ago it was free
-	for _, url := range []string{"redis://" + addr, "etcd://" + addr, "zk://" + addr, "postgres://" + addr + "/postgres", "nats://" + addr} {
+	for _, url := range []string{"redis://" + addr, "etcd://" + addr, "zk://" + addr, "postgres://" + addr + "/postgres", "mysql://u@" + addr + "/db", "nats://" + addr} {
 		t.Run(url, func(t *testing.T) {
 			t.Parallel()
 			var stdout, stderr bytes.Buffer
@@ -119,7 +130,7 @@ func TestOpenUnreachable(t *testing.T) {
 				t.Fatalf("child's stdout %q: %v", stdout.String(), err)
 			}
 			t.Logf("%v: %s", res.Elapsed, res.Err)
-			if !strings.Contains(res.Err, "dial: cannot reach "+strings.SplitN(url, "://", 2)[0]+"://"+addr) ||
+			if !strings.Contains(res.Err, "dial: cannot reach "+url[:strings.Index(url, addr)+len(addr)]) ||
 				!strings.Contains(res.Err, "connection refused") || strings.Contains(res.Err, "\n") {
 				t.Errorf("error %q, want one line naming the URL and the refused connection", res.Err)
 			}

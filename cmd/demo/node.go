@@ -36,7 +36,7 @@ func parseNode(args []string, stdout io.Writer) (nodeFlags, error) {
 	var f nodeFlags
 	fs := flag.NewFlagSet("demo node", flag.ContinueOnError)
 	f.backend.register(fs, "")
-	fs.Lookup("backend").Usage = "URL of a server every node shares (required): redis://host:port[/db] | etcd://host:port[,host:port…] | zk://host:port[,host:port…][/root] | postgres://[user@]host:port/db | nats://host:port[,host:port…][/bucket]"
+	fs.Lookup("backend").Usage = "URL of a server every node shares (required): redis://host:port[/db] | etcd://host:port[,host:port…] | zk://host:port[,host:port…][/root] | postgres://[user@]host:port/db | mysql://user@host:port/db | nats://host:port[,host:port…][/bucket]"
 	fs.StringVar(&f.name, "name", "", "lock (or group) name; required")
 	fs.StringVar(&f.id, "id", "", "candidate ID; required")
 	fs.DurationVar(&f.ttl, "ttl", 2*time.Second, "session TTL: how long a crashed leader's locks outlive it")

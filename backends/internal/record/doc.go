@@ -29,7 +29,9 @@
 // store's clock at the read (Now), the holder session's state, and the
 // caller's own. A store that has no clock reports the client's.
 //
-// A driver that can push changes implements Notifier; otherwise the
+// A driver that keeps a group registry implements Registrar (else the
+// Store's Members and its sessions' Register return ErrInvalid). A
+// driver that can push changes implements Notifier; otherwise the
 // Store polls the watched locks at Config.Poll. Either way the hub also
 // re-reads a watched lock when it expires as last seen.
 //

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/strategy"
 )
 
 // ErrConflict is returned by a Driver's conditioned write whose condition
@@ -69,8 +70,8 @@ type Driver interface {
 	// the lock records that name it: one round trip. alive false means
 	// the session had expired (or was never made); it is not renewed.
 	Renew(ctx context.Context, sid string) (alive bool, locks []Lock, now time.Time, err error)
-	// DeleteSession deletes session sid's record and its lock records
-	// that are not holds. names are the locks the core believes it holds;
+	// DeleteSession deletes session sid's record, its lock records that
+	// are not holds, and its registry entries (a Registrar). names are the locks the core believes it holds;
 	// a store that can find them itself may ignore them. It returns the
 	// names of the locks it freed, for their waiters.
 	DeleteSession(ctx context.Context, sid string, names []string) ([]string, error)
@@ -96,4 +97,22 @@ type Notifier interface {
 	// confirmed (no change after ready is missed), then changed for every
 	// change of a lock record, from one goroutine, never concurrently.
 	Notify(ctx context.Context, ready func(), changed func(name string)) error
+}
+
+// Registrar is implemented by drivers that keep each group's registry of
+// live candidates (for backends.Registry): entries tied to session
+// records, gone when their session is.
+type Registrar interface {
+	// Register stores session sid's entry in group if the session lives:
+	// Order is assigned at the entry's first registration (strictly
+	// increasing per group over the life of the store's data) and kept on
+	// updates; Score, Weight and Meta are replaced; c.ID is ignored. It
+	// returns the order stored, and alive false (and nothing stored) if
+	// the session had expired.
+	Register(ctx context.Context, group, sid string, c strategy.Candidate) (order uint64, alive bool, err error)
+	// Deregister deletes session sid's entry from group, if any.
+	Deregister(ctx context.Context, group, sid string) error
+	// Members lists the entries of group whose sessions live, in order,
+	// with their candidate IDs.
+	Members(ctx context.Context, group string) ([]strategy.Candidate, error)
 }

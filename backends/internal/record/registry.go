@@ -1,0 +1,94 @@
+package record
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/internal/validate"
+	"github.com/hustings/hustings/strategy"
+)
+
+var (
+	_ backends.Registry  = (*Store)(nil)
+	_ backends.Registrar = (*session)(nil)
+)
+
+// registrar returns the driver's registry, or an ErrInvalid error if it
+// keeps none.
+func (s *Store) registrar() (Registrar, error) {
+	if r, ok := s.d.(Registrar); ok {
+		return r, nil
+	}
+	return nil, fmt.Errorf("%w: %s keeps no candidate registry", backends.ErrInvalid, s.name)
+}
+
+// Members lists the live candidates registered in group, in registration
+// order. A store whose driver keeps no registry returns ErrInvalid.
+func (s *Store) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
+	if err := validate.Name(group); err != nil {
+		return nil, err
+	}
+	r, err := s.registrar()
+	if err != nil {
+		return nil, err
+	}
+	var out []strategy.Candidate
+	err = s.call(ctx, "members", func() (err error) {
+		out, err = r.Members(ctx, group)
+		return err
+	})
+	return out, err
+}
+
+// Register adds or updates the session's entry in group; see
+// backends.Registrar. A session that expired stores nothing and reports
+// ErrSessionLost.
+func (ss *session) Register(ctx context.Context, group string, c strategy.Candidate) (strategy.Candidate, error) {
+	if err := ss.usable(); err != nil {
+		return strategy.Candidate{}, err
+	}
+	if err := validate.Candidate(group, c); err != nil {
+		return strategy.Candidate{}, err
+	}
+	r, err := ss.s.registrar()
+	if err != nil {
+		return strategy.Candidate{}, err
+	}
+	var (
+		order uint64
+		alive bool
+	)
+	err = ss.s.call(ctx, "register", func() (err error) {
+		order, alive, err = r.Register(ctx, group, ss.sid, c)
+		return err
+	})
+	switch {
+	case err != nil:
+		return strategy.Candidate{}, err
+	case !alive:
+		return strategy.Candidate{}, ss.lost()
+	}
+	c.ID, c.Order = ss.id, order
+	if c.Meta != nil {
+		c.Meta = maps.Clone(c.Meta)
+	}
+	return c, nil
+}
+
+// Deregister removes the session's entry from group; no entry is not an
+// error.
+func (ss *session) Deregister(ctx context.Context, group string) error {
+	if err := ss.usable(); err != nil {
+		return err
+	}
+	if err := validate.Name(group); err != nil {
+		return err
+	}
+	r, err := ss.s.registrar()
+	if err != nil {
+		return err
+	}
+	return ss.s.call(ctx, "deregister", func() error { return r.Deregister(ctx, group, ss.sid) })
+}
