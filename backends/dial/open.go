@@ -2,7 +2,6 @@ package dial
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,12 +9,9 @@ import (
 	"strings"
 	"time"
 
-	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	natsgo "github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	goredis "github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
@@ -25,8 +21,6 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/memory"
-	"github.com/hustings/hustings/backends/mysql"
-	"github.com/hustings/hustings/backends/nats"
 	"github.com/hustings/hustings/backends/postgres"
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/zookeeper"
@@ -281,113 +275,6 @@ func (t Target) openPostgres(ctx context.Context, cfg config) (backends.Backend,
 		return nil, nil, err
 	}
 	return b, pool.Close, nil
-}
-
-// openMySQL opens a *sql.DB of the URL, waits for one connection, and
-// runs mysql.Migrate (idempotent): the tables are made on first use. The
-// driver's log lines go to cfg's logger.
-func (t Target) openMySQL(ctx context.Context, cfg config) (backends.Backend, func(), error) {
-	mc, err := t.mysqlConfig()
-	if err != nil {
-		return nil, nil, fmt.Errorf("dial: %s: %w", t.Redacted(), err)
-	}
-	mc.Timeout = cfg.timeout
-	mc.Logger = mysqlLogger{cfg.logger.With("client", "mysql")}
-	conn, err := gomysql.NewConnector(mc)
-	if err != nil {
-		return nil, nil, fmt.Errorf("dial: %s: %w", t.Redacted(), err)
-	}
-	db := sql.OpenDB(conn)
-	closeDB := func() { _ = db.Close() }
-	if err := db.PingContext(ctx); err != nil {
-		closeDB()
-		var me *gomysql.MySQLError
-		if errors.As(err, &me) { // the server answered, with an error
-			return nil, nil, fmt.Errorf("dial: %s: %w", t.Redacted(), err)
-		}
-		return nil, nil, t.unreachable(ctx, cfg, nil, err)
-	}
-	if err := mysql.Migrate(ctx, db); err != nil {
-		closeDB()
-		return nil, nil, fmt.Errorf("dial: %s: %w", t.Redacted(), err)
-	}
-	b, err := mysql.New(db)
-	if err != nil {
-		closeDB()
-		return nil, nil, err
-	}
-	return b, closeDB, nil
-}
-
-// mysqlLogger sends go-sql-driver/mysql's lines to a slog.Logger at debug
-// level.
-type mysqlLogger struct{ l *slog.Logger }
-
-func (m mysqlLogger) Print(v ...any) { m.l.Debug(fmt.Sprint(v...)) }
-
-// openNATS connects to the servers, waits for JetStream's answer, and
-// runs nats.CreateBucket (idempotent): the bucket is made on first use.
-// The connection reconnects forever, and pings every 2 s so that a dead
-// link is noticed within about 6 s; its asynchronous errors and
-// reconnections go to the logger.
-func (t Target) openNATS(ctx context.Context, cfg config) (backends.Backend, func(), error) {
-	servers := make([]string, len(t.Hosts))
-	for i, h := range t.Hosts {
-		servers[i] = "nats://" + h
-	}
-	log := func(msg string, err error) { cfg.logger.Debug(msg, "client", "nats", "err", err) }
-	d := &natsDialer{dialer{d: net.Dialer{Timeout: cfg.timeout}}}
-	nc, err := natsgo.Connect(strings.Join(servers, ","),
-		natsgo.SetCustomDialer(d),
-		natsgo.Timeout(cfg.timeout),
-		natsgo.MaxReconnects(-1),
-		natsgo.ReconnectWait(250*time.Millisecond),
-		natsgo.PingInterval(2*time.Second),
-		natsgo.MaxPingsOutstanding(2),
-		natsgo.ErrorHandler(func(_ *natsgo.Conn, _ *natsgo.Subscription, err error) { log("async error", err) }),
-		natsgo.DisconnectErrHandler(func(_ *natsgo.Conn, err error) { log("disconnected", err) }),
-		natsgo.ReconnectHandler(func(*natsgo.Conn) { log("reconnected", nil) }),
-	)
-	if err != nil {
-		if last := d.lastErr(); last != nil {
-			err = last // what "no servers available" hides
-		}
-		return nil, nil, t.unreachable(ctx, cfg, nil, err)
-	}
-	js, err := jetstream.New(nc)
-	if err == nil {
-		_, err = js.AccountInfo(ctx)
-	}
-	if err != nil {
-		nc.Close()
-		if ctx.Err() != nil {
-			return nil, nil, t.unreachable(ctx, cfg, nil, err)
-		}
-		return nil, nil, fmt.Errorf("dial: %s: JetStream: %w", t, err)
-	}
-	var opts []nats.Option
-	if t.Bucket != "" {
-		opts = append(opts, nats.WithBucket(t.Bucket))
-	}
-	if err := nats.CreateBucket(ctx, js, opts...); err != nil {
-		nc.Close()
-		return nil, nil, fmt.Errorf("dial: %s: %w", t, err)
-	}
-	b, err := nats.New(js, opts...)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return b, nc.Close, nil
-}
-
-// natsDialer is a dialer as nats.go takes one (no context: the
-// connection's Timeout bounds it), remembering its last error: nats.go
-// reports a refused dial only as "no servers available".
-type natsDialer struct{ dialer }
-
-func (d *natsDialer) Dial(network, addr string) (net.Conn, error) {
-	return d.DialContext(context.Background(), network, addr)
 }
 
 // oneLine is an error whose message (pgx lists each address it tried on
