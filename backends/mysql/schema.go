@@ -90,9 +90,12 @@ func SQL(prefix string) []string {
 }
 
 // Migrate creates the backend's tables and its renew procedure in db's
-// database if they are missing (it replaces the procedure), with the
-// prefix of opts (only WithPrefix applies). Running it again changes
-// nothing. It needs the CREATE, DROP and CREATE ROUTINE privileges.
+// database if they are missing, with the prefix of opts (only WithPrefix
+// applies); a renew procedure of another body (an older version's) is
+// replaced. Running it again changes nothing: a procedure already as it
+// should be is not dropped, so a process killed while it migrates, or a
+// Migrate beside live sessions, never leaves them without one. It needs
+// the CREATE, DROP and CREATE ROUTINE privileges.
 func Migrate(ctx context.Context, db *sql.DB, opts ...Option) error {
 	if db == nil {
 		return fmt.Errorf("%w: mysql: nil db", errInvalid)
@@ -101,7 +104,13 @@ func Migrate(ctx context.Context, db *sql.DB, opts ...Option) error {
 	if err != nil {
 		return err
 	}
-	for _, stmt := range SQL(c.prefix) {
+	stmts := SQL(c.prefix)
+	if same, err := renewInPlace(ctx, db, c.prefix, stmts[len(stmts)-1]); err != nil {
+		return unavailable(ctx, "migrate", err)
+	} else if same {
+		stmts = stmts[:len(stmts)-2] // neither DROP nor CREATE the procedure
+	}
+	for _, stmt := range stmts {
 		if err := retry(ctx, "migrate", func() error {
 			_, err := db.ExecContext(ctx, stmt)
 			var me *mysql.MySQLError
@@ -114,4 +123,20 @@ func Migrate(ctx context.Context, db *sql.DB, opts ...Option) error {
 		}
 	}
 	return nil
+}
+
+// renewInPlace reports whether the renew procedure of prefix exists with
+// the body that create (its CREATE PROCEDURE statement) gives it.
+func renewInPlace(ctx context.Context, db *sql.DB, prefix, create string) (bool, error) {
+	var body sql.NullString
+	err := db.QueryRowContext(ctx, `SELECT ROUTINE_DEFINITION FROM information_schema.ROUTINES
+WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = ? AND ROUTINE_TYPE = 'PROCEDURE'`, prefix+"renew").Scan(&body)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	_, want, ok := strings.Cut(create, "\nBEGIN")
+	return ok && body.Valid && strings.TrimSpace(body.String) == strings.TrimSpace("BEGIN"+want), nil
 }
