@@ -22,6 +22,9 @@
 // clients (TLS, auth, pool sizes) should call the backend packages' New
 // instead.
 //
+// Other schemes are registered (see Register) by the packages that
+// implement them, when a program imports them.
+//
 // Kubernetes Leases (package backends/kubernetes) have no scheme here:
 // importing client-go from this package would put it in every program
 // that dials, the demo first, and nearly double the demo's first build
@@ -81,6 +84,9 @@ type Target struct {
 	// DSN is the whole PostgreSQL URL, user, password and parameters
 	// included, as pgx takes it.
 	DSN string
+
+	raw    string // the URL of a registered scheme, as given
+	opener Opener // the registered scheme's opener; nil for a built-in one
 }
 
 // Parse checks raw and returns what it names, without connecting.
@@ -102,6 +108,14 @@ func Parse(raw string) (Target, error) {
 		}
 		return Target{}, bad("%v", err)
 	}
+	if o, err := opener(u.Scheme); err != nil {
+		return Target{}, err
+	} else if o != nil {
+		if err := o.Check(u); err != nil {
+			return Target{}, bad("%v", err)
+		}
+		return Target{Scheme: u.Scheme, raw: raw, opener: o}, nil
+	}
 	switch u.Scheme {
 	case "memory":
 		if u.Host != "" || u.Path != "" || u.Opaque != "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
@@ -114,7 +128,7 @@ func Parse(raw string) (Target, error) {
 	case "":
 		return Target{}, bad("no scheme: write memory, or redis://, etcd:// or zk:// and host:port")
 	default:
-		return Target{}, bad("scheme %q is not one of memory, redis, etcd, zk, postgres", u.Scheme)
+		return Target{}, bad("scheme %q is not one of %s", u.Scheme, strings.Join(append([]string{"memory", "redis", "etcd", "zk", "postgres"}, Schemes()...), ", "))
 	}
 	switch {
 	case u.Opaque != "":
@@ -254,6 +268,9 @@ func (t Target) Redacted() string {
 
 // String returns the target as a URL that Parse accepts.
 func (t Target) String() string {
+	if t.opener != nil {
+		return t.raw // with its password, if any: see Redacted
+	}
 	switch t.Scheme {
 	case "memory":
 		return "memory"
