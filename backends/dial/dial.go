@@ -25,12 +25,9 @@
 // Other schemes are registered (see Register) by the packages that
 // implement them, when a program imports them.
 //
-// Kubernetes Leases (package backends/kubernetes) have no scheme here:
-// importing client-go from this package would put it in every program
-// that dials, the demo first, and nearly double the demo's first build
-// (measured on the 2-core machine with an empty build cache, at 1b27229:
-// 40 s for cmd/demo, 75 s with backends/kubernetes beside it). Build a
-// clientset and call kubernetes.New.
+// Kubernetes Leases open by k8s:// and kubernetes:// once a program
+// imports backends/kubernetes/k8sdial, which registers them; this package
+// does not import client-go.
 package dial
 
 import (
@@ -59,7 +56,8 @@ var (
 	ErrUnreachable = errors.New("dial: cannot reach")
 )
 
-// Usage lists the accepted URLs, for help texts.
+// Usage lists the built-in URLs, for help texts; Schemes lists the
+// registered ones.
 const Usage = "memory | redis://host:port[/db] | etcd://host:port[,host:port…] | zk://host:port[,host:port…][/root] | postgres://[user@]host:port/db"
 
 // ZooKeeperSessionTimeout is the session timeout Open asks ZooKeeper for;
