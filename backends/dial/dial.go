@@ -27,12 +27,12 @@
 // clients (TLS, auth, pool sizes) should call the backend packages' New
 // instead.
 //
-// Kubernetes Leases (package backends/kubernetes) have no scheme here:
-// importing client-go from this package would put it in every program
-// that dials, the demo first, and nearly double the demo's first build
-// (measured on the 2-core machine with an empty build cache, at 1b27229:
-// 40 s for cmd/demo, 75 s with backends/kubernetes beside it). Build a
-// clientset and call kubernetes.New.
+// Other schemes are registered (see Register) by the packages that
+// implement them, when a program imports them.
+//
+// Kubernetes Leases open by k8s:// and kubernetes:// once a program
+// imports backends/kubernetes/k8sdial, which registers them; this package
+// does not import client-go.
 package dial
 
 import (
@@ -63,7 +63,8 @@ var (
 	ErrUnreachable = errors.New("dial: cannot reach")
 )
 
-// Usage lists the accepted URLs, for help texts.
+// Usage lists the built-in URLs, for help texts; Schemes lists the
+// registered ones.
 const Usage = "memory | redis://host:port[/db] | etcd://host:port[,host:port…] | zk://host:port[,host:port…][/root] | postgres://[user@]host:port/db | mysql://user@host:port/db | nats://host:port[,host:port…][/bucket]"
 
 // ZooKeeperSessionTimeout is the session timeout Open asks ZooKeeper for;
@@ -90,6 +91,9 @@ type Target struct {
 	// DSN is the whole PostgreSQL URL, user, password and parameters
 	// included, as pgx takes it; for MySQL, the mysql:// URL.
 	DSN string
+
+	raw    string // the URL of a registered scheme, as given
+	opener Opener // the registered scheme's opener; nil for a built-in one
 }
 
 // Parse checks raw and returns what it names, without connecting.
@@ -111,6 +115,14 @@ func Parse(raw string) (Target, error) {
 		}
 		return Target{}, bad("%v", err)
 	}
+	if o, err := opener(u.Scheme); err != nil {
+		return Target{}, err
+	} else if o != nil {
+		if err := o.Check(u); err != nil {
+			return Target{}, bad("%v", err)
+		}
+		return Target{Scheme: u.Scheme, raw: raw, opener: o}, nil
+	}
 	switch u.Scheme {
 	case "memory":
 		if u.Host != "" || u.Path != "" || u.Opaque != "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
@@ -125,7 +137,7 @@ func Parse(raw string) (Target, error) {
 	case "":
 		return Target{}, bad("no scheme: write memory, or redis://, etcd:// or zk:// and host:port")
 	default:
-		return Target{}, bad("scheme %q is not one of memory, redis, etcd, zk, postgres, mysql, nats", u.Scheme)
+		return Target{}, bad("scheme %q is not one of %s", u.Scheme, strings.Join(append([]string{"memory", "redis", "etcd", "zk", "postgres", "mysql", "nats"}, Schemes()...), ", "))
 	}
 	switch {
 	case u.Opaque != "":
@@ -323,6 +335,9 @@ func (t Target) Redacted() string {
 
 // String returns the target as a URL that Parse accepts.
 func (t Target) String() string {
+	if t.opener != nil {
+		return t.raw // with its password, if any: see Redacted
+	}
 	switch t.Scheme {
 	case "memory":
 		return "memory"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -105,6 +106,13 @@ func (t Target) Open(ctx context.Context, opts ...Option) (b backends.Backend, c
 		return t.openMySQL(ctx, cfg)
 	case "nats":
 		return t.openNATS(ctx, cfg)
+	}
+	if t.opener != nil {
+		u, err := url.Parse(t.raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w %s: %v", ErrURL, t.Redacted(), err)
+		}
+		return t.opener.Open(ctx, u, Config{Timeout: cfg.timeout, Logger: cfg.logger})
 	}
 	return nil, nil, fmt.Errorf("%w: scheme %q", ErrURL, t.Scheme)
 }
