@@ -10,7 +10,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -39,6 +42,28 @@ type Process struct {
 // caller stops it with Kill.
 func Start(dir, name string, args ...string) (*Process, error) {
 	return StartAs(nil, dir, name, args...)
+}
+
+// Unprivileged returns the credential a server started by root runs
+// under: the first of users that exists (the server's own account, then
+// "nobody", say), or nil when the caller is not root (the server runs as
+// the caller). It fails when root finds none of them.
+func Unprivileged(users ...string) (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	for _, name := range users {
+		u, err := user.Lookup(name)
+		if err != nil {
+			continue
+		}
+		uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+		gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+		if err1 == nil && err2 == nil {
+			return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+		}
+	}
+	return nil, fmt.Errorf("running as root, and there is no user %s to run the server as", strings.Join(users, " or "))
 }
 
 // StartAs is Start with the process run as the user and group cred names

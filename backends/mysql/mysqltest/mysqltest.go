@@ -20,12 +20,10 @@ package mysqltest
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -123,21 +121,11 @@ func StartServer(opts ...Option) (*Server, error) {
 // credential returns the unprivileged user to run the server as when the
 // caller is root, nil otherwise.
 func credential() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
+	cred, err := testserver.Unprivileged("mysql", "nobody")
+	if err != nil {
+		return nil, fmt.Errorf("mysqltest: %w", err)
 	}
-	for _, name := range []string{"mysql", "nobody"} {
-		u, err := user.Lookup(name)
-		if err != nil {
-			continue
-		}
-		uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-		gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-		if err1 == nil && err2 == nil {
-			return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
-		}
-	}
-	return nil, errors.New("mysqltest: running as root, and there is no user mysql or nobody to run the server as")
+	return cred, nil
 }
 
 // install makes the data directory in s.dir/data, owned by the server's

@@ -38,7 +38,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -158,21 +157,11 @@ func version(dir string) int {
 // credential returns the unprivileged user to run the server as when the
 // caller is root, nil otherwise.
 func credential() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
+	cred, err := testserver.Unprivileged("postgres", "nobody")
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: %w", err)
 	}
-	for _, name := range []string{"postgres", "nobody"} {
-		u, err := user.Lookup(name)
-		if err != nil {
-			continue
-		}
-		uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-		gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-		if err1 == nil && err2 == nil {
-			return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
-		}
-	}
-	return nil, errors.New("pgtest: running as root, and there is no user postgres or nobody to run the server as")
+	return cred, nil
 }
 
 // initdb makes the cluster in s.dir/data, owned by the server's user.
