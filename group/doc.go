@@ -42,4 +42,7 @@
 // closed by Run when it returns, every method is safe for concurrent use,
 // and Run owns every goroutine it starts (a watch over several slots adds
 // one goroutine per slot while the group waits for one).
+//
+// docs/groups.md in the repository walks through slots, strategies and
+// registries with examples.
 package group
