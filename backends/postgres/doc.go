@@ -5,7 +5,7 @@
 // # Tables
 //
 // Migrate creates, in a schema of their own (WithSchema, default
-// "hustings"), three tables, two sequences and two functions; SQL prints
+// "hustings"), five tables, two sequences and two functions; SQL prints
 // the same statements for a DBA to apply by hand. New never creates
 // anything; a backend whose tables are missing fails with
 // backends.ErrInvalid naming Migrate.
@@ -14,22 +14,63 @@
 //     A session lives while expires_at is after the server's
 //     clock_timestamp(); no statement ever extends a session that has
 //     expired.
-//   - locks: one row per lock name, with the holding session, the
-//     candidate ID, the fencing token and the lock's own expires_at: the
-//     lease's end, or 'infinity' without a lease. A lock is held while
+//   - locks (UNLOGGED): one row per lock name, with the holding session,
+//     the candidate ID, the fencing token and the lock's own expires_at:
+//     the lease's end, or 'infinity' without a lease. A lock is held while
 //     its session lives and its own expires_at has not passed, so that a
 //     keep-alive writes the session row alone, however many locks the
 //     session holds. A lock released with a hold keeps its row, marked
 //     hold, held by nobody alive until its own expires_at.
+//   - epoch (UNLOGGED): one row while the locks table is intact; see
+//     "Crashes of the server" below.
+//   - holds: a logged copy of every lock released with a hold.
 //   - members: the group registry (backends.Registry), live while the
 //     entry's session is.
 //   - tokens (a bigint sequence, NO CYCLE): every fencing token. Tokens
-//     strictly increase per database, across holders, restarts and a
-//     failover to a synchronous replica; a value is never handed out twice.
+//     strictly increase per database, across holders, restarts and
+//     crashes of the server (see below).
+//
+// # Why the locks table is UNLOGGED
+//
+// A one-shot run (campaign.RunIfLeader) is an acquire and a release. With
+// a logged locks table each is a commit that waits for its WAL to reach
+// the disk: two fsyncs a run, and a NOTIFY holds PostgreSQL's one notify
+// lock through its commit, so every notifying commit of the database
+// queued behind the fsync of another. An UNLOGGED table writes no WAL,
+// and a transaction that wrote none commits without a flush, several
+// times faster (docs/performance.md has the figures). What
+// the flush bought was that a lock outlived a crash of the server; it
+// need not, as long as no one is told he leads while another still
+// believes he does, which the epoch row ensures. What must outlive a
+// crash is kept logged: sessions (their expiry bounds who may still
+// believe), holds (late candidates must still skip a window) and the
+// token sequence, moved past its lost values.
+//
+// Advisory locks, the peer in bench/, write nothing at all, but live on
+// one connection: a pool that recycles it, or a transaction pooler such
+// as PgBouncer, silently drops them, and they carry no token and no
+// expiry. This backend keeps every statement self-contained instead.
+//
+// # Crashes of the server
+//
+// A crash (or an immediate shutdown, or a failover to a replica) empties
+// the UNLOGGED tables; a clean shutdown keeps them. Sessions survive, and
+// their holders may still believe they lead until their next renewal
+// reads their locks and finds them gone (Lost), or their deadline. So the
+// first acquire that finds the epoch row missing restores it, and from
+// then on no lock is taken until every session that was alive then has
+// renewed or expired; a session that waits for a lock renews as a
+// campaign's does, every third of its TTL, so that is at most a third of
+// the TTL after the server is back, or the TTL for a holder that died
+// with it. The same restore moves the token sequence to the server's
+// clock in microseconds if it is behind it (values taken since its last
+// WAL flush may not have survived) and puts the holds still running back
+// in the locks table.
 //
 // # Statements
 //
-// Every call is one statement, one round trip. Open inserts the session
+// Every call is one statement, one round trip (but the first acquire
+// after a crash of the server, see below). Open inserts the session
 // row. Acquire first reads the lock row and its holder's session row: a
 // lock another session visibly holds is reported held by that read alone
 // (no write, no row lock, no commit waiting for an fsync, no wait behind
@@ -62,7 +103,7 @@
 // its lock (seen in the chaos suite: the session then got the lock back
 // under the same token, for a new term).
 //
-// # Upgrading from a version that renewed every lock row
+// # Upgrading
 //
 // Versions before renew_session judged a lock by its row's expires_at
 // alone, which their keep_alive function moved on every renewal; this
@@ -77,6 +118,13 @@
 // end). Do not drop keep_alive by hand. Upgrade every process; a rolling
 // upgrade is safe, but the old processes lose their sessions as soon as
 // the first new one runs Migrate.
+//
+// Migrate turns the logged locks table of an earlier version UNLOGGED
+// (ALTER TABLE ... SET UNLOGGED: a rewrite under an ACCESS EXCLUSIVE
+// lock, once, which every statement on locks waits for), keeping its
+// rows and copying its holds. A process of an earlier version knows
+// nothing of the epoch: after a crash it may take a lock at once.
+// Upgrade every process before the next crash.
 //
 // # Wake-ups
 //
@@ -114,10 +162,18 @@
 //
 // # What it cannot promise
 //
-//   - With asynchronous replication, a failover loses the last commits: a
-//     lock granted just before may be granted again. Tokens from the
-//     sequence stay safe only if the replica is synchronous; fence the
-//     resource.
+//   - A crash of the server ends every term (at each holder's next
+//     renewal), and no lock is granted until every session alive then
+//     has renewed or expired; see "Crashes of the server".
+//   - With asynchronous replication, a failover loses the last commits of
+//     the sessions and holds; the replica's locks table starts empty, as
+//     after a crash, but a renewal it did not receive may let a lock go
+//     before its old holder's deadline. Tokens after the failover follow
+//     the replica's clock; fence the resource.
+//   - Tokens restored after a crash follow the server's clock: a clock
+//     stepped back further than the time since the last restore, or more
+//     than a million locks a second on average, could give a token out
+//     twice.
 //   - A paused process (GC, SIGSTOP) may still believe it leads after its
 //     lock expired on the server; its deadline and the token (Fence) bound
 //     the harm.
@@ -136,6 +192,6 @@
 //     wake-up, a SELECT 1 taking up to 2.9 s. Keep-alives then time out
 //     (each may take up to the TTL), leaders step down at their deadlines,
 //     and no one is elected until the server answers again: safe, but
-//     slow. A commit also waits for its WAL flush, holding the NOTIFY lock
-//     that every release's commit needs: a slow disk slows every handover.
+//     slow. A renewal's commit waits for its WAL flush: a slow disk slows
+//     keep-alives (and releases with a hold), not acquires or releases.
 package postgres

@@ -30,6 +30,31 @@ CREATE TABLE IF NOT EXISTS %[1]s.sessions (
   expires_at timestamptz NOT NULL
 );
 
+-- One row while the locks table holds what was written to it: UNLOGGED,
+-- as the locks table is, so a crash of the server empties both at once.
+-- An acquire finds it missing after a crash and restores it (resetSQL):
+-- from then on no lock is taken until every session that was alive at
+-- reset_at has expired or renewed since (a renewal reads its locks, finds
+-- them gone and ends their terms), or at the latest at free_at, when the
+-- last of those sessions expires. It is written with '-infinity' where
+-- the locks table is created or converted below, its rows intact.
+CREATE UNLOGGED TABLE IF NOT EXISTS %[1]s.epoch (
+  one      boolean     PRIMARY KEY DEFAULT true CHECK (one),
+  reset_at timestamptz NOT NULL,
+  free_at  timestamptz NOT NULL
+);
+
+-- The locks released with a hold, logged, so that a crash does not end a
+-- hold early: the reset puts the live ones back in the locks table. Each
+-- row is a copy of the lock row the release left; rows past their
+-- expires_at are deleted a few at a time by later holds.
+CREATE TABLE IF NOT EXISTS %[1]s.holds (
+  name       text        PRIMARY KEY,
+  candidate  text        NOT NULL,
+  token      bigint      NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+
 -- One row per lock name that is or was held. A row held by a session
 -- (NOT hold) is live while its session row is live and its own expires_at,
 -- the lease's end ('infinity' without a lease), has not passed: the
@@ -37,15 +62,38 @@ CREATE TABLE IF NOT EXISTS %[1]s.sessions (
 -- of locks. A row released with a minimum hold (hold) is held by nobody
 -- alive until its own expires_at. An acquire takes a row over once it is
 -- not live.
-CREATE TABLE IF NOT EXISTS %[1]s.locks (
-  name       text        PRIMARY KEY,
-  session_id text        NOT NULL,
-  candidate  text        NOT NULL,
-  token      bigint      NOT NULL,
-  expires_at timestamptz NOT NULL,
-  lease_end  timestamptz,
-  hold       boolean     NOT NULL DEFAULT false
-);
+--
+-- The table is UNLOGGED: its writes make no WAL, so an acquire or a
+-- release commits without waiting for a WAL flush. A crash of the server
+-- (or a failover to a replica) empties it; the epoch table tells acquires
+-- so. A locks table that a version before this one made logged becomes
+-- UNLOGGED, its rows kept (a rewrite under an ACCESS EXCLUSIVE lock,
+-- once), with its live holds copied.
+DO $locks$
+BEGIN
+  IF to_regclass(%[2]s) IS NULL THEN
+    CREATE UNLOGGED TABLE %[1]s.locks (
+      name       text        PRIMARY KEY,
+      session_id text        NOT NULL,
+      candidate  text        NOT NULL,
+      token      bigint      NOT NULL,
+      expires_at timestamptz NOT NULL,
+      lease_end  timestamptz,
+      hold       boolean     NOT NULL DEFAULT false
+    );
+  ELSIF (SELECT relpersistence FROM pg_class WHERE oid = to_regclass(%[2]s)) = 'p' THEN
+    ALTER TABLE %[1]s.locks SET UNLOGGED;
+    INSERT INTO %[1]s.holds (name, candidate, token, expires_at)
+      SELECT name, candidate, token, expires_at FROM %[1]s.locks
+      WHERE hold AND expires_at > clock_timestamp()
+      ON CONFLICT (name) DO NOTHING;
+  ELSE
+    RETURN;
+  END IF;
+  INSERT INTO %[1]s.epoch (reset_at, free_at) VALUES ('-infinity', '-infinity')
+    ON CONFLICT (one) DO NOTHING;
+END
+$locks$;
 CREATE INDEX IF NOT EXISTS locks_session ON %[1]s.locks (session_id);
 
 -- The registry of group candidates, for the strategies: live while their
@@ -117,8 +165,11 @@ func SQL(schema string) string {
 	if schema == "" {
 		schema = DefaultSchema
 	}
-	return fmt.Sprintf(schemaSQL, pgx.Identifier{schema}.Sanitize())
+	return fmt.Sprintf(schemaSQL, pgx.Identifier{schema}.Sanitize(), literal(pgx.Identifier{schema, "locks"}.Sanitize()))
 }
+
+// literal quotes s as an SQL string literal.
+func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // Migrate creates the schema, tables, sequences and functions the backend
 // uses, where they do not exist yet: the statements SQL returns, in one
@@ -167,7 +218,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts ...Option) error {
 }
 
 // migratedSQL reports whether every table, sequence and index of a schema
-// exists and its functions renew_session and keep_alive have the bodies
+// exists, the locks table is UNLOGGED, and its functions renew_session and keep_alive have the bodies
 // SQL gives them.
 const migratedSQL = `SELECT to_regclass($1 || '.sessions') IS NOT NULL
   AND to_regclass($1 || '.locks') IS NOT NULL
@@ -175,6 +226,9 @@ const migratedSQL = `SELECT to_regclass($1 || '.sessions') IS NOT NULL
   AND to_regclass($1 || '.tokens') IS NOT NULL
   AND to_regclass($1 || '.orders') IS NOT NULL
   AND to_regclass($1 || '.locks_session') IS NOT NULL
+  AND to_regclass($1 || '.epoch') IS NOT NULL
+  AND to_regclass($1 || '.holds') IS NOT NULL
+  AND (SELECT relpersistence FROM pg_class WHERE oid = to_regclass($1 || '.locks')) = 'u'
   AND EXISTS (SELECT 1 FROM pg_proc
     WHERE oid = to_regprocedure($1 || '.renew_session(text)') AND prosrc = $2)
   AND EXISTS (SELECT 1 FROM pg_proc
@@ -200,8 +254,8 @@ func body(sql, tag string) string {
 
 // tables holds the schema-qualified names the statements use.
 type tables struct {
-	sessions, locks, members, tokens, orders, renew string
-	channel                                         string // NOTIFY channel of lock changes
+	sessions, locks, members, tokens, orders, renew, epoch, holds string
+	channel                                                       string // NOTIFY channel of lock changes
 }
 
 func newTables(schema string) tables {
@@ -213,6 +267,8 @@ func newTables(schema string) tables {
 		tokens:   q + "tokens",
 		orders:   q + "orders",
 		renew:    q + "renew_session",
+		epoch:    q + "epoch",
+		holds:    q + "holds",
 		channel:  "hustings." + schema,
 	}
 }
@@ -222,5 +278,6 @@ func (t tables) expand(stmt string) string {
 	return strings.NewReplacer(
 		"{sessions}", t.sessions, "{locks}", t.locks, "{members}", t.members,
 		"{tokens}", t.tokens, "{orders}", t.orders, "{renew_session}", t.renew,
+		"{epoch}", t.epoch, "{holds}", t.holds,
 	).Replace(stmt)
 }

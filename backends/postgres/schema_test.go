@@ -24,7 +24,7 @@ import (
 func TestSQLNamesTheSchema(t *testing.T) {
 	for schema, want := range map[string]string{"": `"hustings"`, "app": `"app"`, `Odd"Name`: `"Odd""Name"`} {
 		sql := postgres.SQL(schema)
-		for _, obj := range []string{"SCHEMA IF NOT EXISTS " + want, want + ".sessions", want + ".locks", want + ".members", want + ".tokens", want + ".renew_session", want + ".keep_alive", "NO CYCLE"} {
+		for _, obj := range []string{"SCHEMA IF NOT EXISTS " + want, want + ".sessions", want + ".locks", want + ".members", want + ".tokens", want + ".renew_session", want + ".keep_alive", want + ".epoch", want + ".holds", "UNLOGGED", "NO CYCLE"} {
 			if !strings.Contains(sql, obj) {
 				t.Errorf("SQL(%q) lacks %s", schema, obj)
 			}

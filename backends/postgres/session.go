@@ -99,15 +99,26 @@ func (s *session) ID() string { return s.id }
 // change is NOTIFYed with the milliseconds the lock now lives (the
 // session's expiry, or the lease's end if sooner).
 //
+// Nothing is taken while the epoch row is missing (the server crashed
+// and emptied the locks table: see the epoch table in SQL), nor, after
+// it was restored, while a session that was alive then has neither
+// expired nor renewed since (its holder may still believe it leads).
+//
 // $1 name, $2 session ID, $3 lease ms (0: none), $4 channel. Returns
-// whether the session lives, the token if granted, and the holder seen.
+// whether the session lives, the token if granted, the holder seen, and
+// whether the epoch is there (NULL: missing) and still in its grace.
 const acquireSQL = `WITH cur AS (
   SELECT l.session_id, l.candidate, l.expires_at > clock_timestamp() AND (l.hold OR (l.session_id <> $2
     AND EXISTS (SELECT 1 FROM {sessions} h WHERE h.id = l.session_id AND h.expires_at > clock_timestamp()))) AS other
   FROM {locks} l WHERE l.name = $1
+), ep AS (
+  SELECT reset_at, free_at FROM {epoch}
 ), live AS (
   SELECT id, candidate, expires_at FROM {sessions}
   WHERE id = $2 AND expires_at > clock_timestamp() AND NOT EXISTS (SELECT 1 FROM cur WHERE other)
+    AND EXISTS (SELECT 1 FROM ep WHERE CASE WHEN ep.free_at <= clock_timestamp() THEN true
+      ELSE NOT EXISTS (SELECT 1 FROM {sessions} o
+        WHERE o.expires_at > clock_timestamp() AND o.expires_at - o.ttl < ep.reset_at) END)
 ), prev AS (
   SELECT id, expires_at FROM {sessions}
   WHERE id = (SELECT session_id FROM cur WHERE session_id <> $2) AND EXISTS (SELECT 1 FROM live)
@@ -145,7 +156,8 @@ SELECT EXISTS (SELECT 1 FROM live)
   (SELECT token FROM a),
   (SELECT count(*) FROM a,
     pg_notify($4::text, ceil(extract(epoch FROM a.lives - clock_timestamp()) * 1000)::bigint || ' ' || $1) n),
-  (SELECT candidate FROM cur)`
+  (SELECT candidate FROM cur),
+  (SELECT free_at > clock_timestamp() FROM ep)`
 
 // Acquire takes name if it is free, held by this session (same token), or
 // held by a session whose row expired: one statement, one round trip (a
@@ -164,16 +176,28 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 		tok    *int64
 		n      int64
 		holder *string
+		grace  *bool
 	)
-	err := s.b.run(ctx, "acquire", func() error {
-		return s.b.pool.QueryRow(ctx, s.b.t.expand(acquireSQL), name, s.sid, ms(lease), s.b.t.channel).
-			Scan(&alive, &tok, &n, &holder)
-	})
+	for reset := false; ; reset = true {
+		err := s.b.run(ctx, "acquire", func() error {
+			return s.b.pool.QueryRow(ctx, s.b.t.expand(acquireSQL), name, s.sid, ms(lease), s.b.t.channel).
+				Scan(&alive, &tok, &n, &holder, &grace)
+		})
+		if err != nil {
+			return 0, err
+		}
+		if grace != nil || reset || !alive {
+			break
+		}
+		if err := s.b.resetEpoch(ctx); err != nil {
+			return 0, err
+		}
+	}
 	switch {
-	case err != nil:
-		return 0, err
 	case !alive:
 		return 0, s.lost()
+	case tok == nil && holder == nil && (grace == nil || *grace):
+		return 0, fmt.Errorf("%w: %q: the server lost its locks in a crash, and no lock is taken until every session alive then has renewed or expired", backends.ErrHeld, name)
 	case tok == nil:
 		who := "another session"
 		if holder != nil {
@@ -195,7 +219,9 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 // live row: the session seen alive in the statement's snapshot is alive
 // now (see acquireSQL), and a take-over that judged it dead has changed
 // the row, which the UPDATE then finds (it judges the latest version of a
-// row changed while it waited).
+// row changed while it waited). A hold is also copied to the holds table,
+// which is logged, so that a crash of the server does not end it early
+// (the only release whose commit waits for a WAL flush).
 //
 // $1 name, $2 session ID, $3 token, $4 hold ms (0: none), $5 channel.
 // Returns the number of locks released (0 or 1) and whether the session
@@ -208,7 +234,15 @@ const releaseSQL = `WITH d AS (
   UPDATE {locks} SET hold = true, lease_end = NULL, expires_at = clock_timestamp() + $4::bigint * interval '1 millisecond'
   WHERE $4::bigint > 0 AND name = $1 AND session_id = $2 AND token = $3 AND NOT hold AND expires_at > clock_timestamp()
     AND EXISTS (SELECT 1 FROM {sessions} WHERE id = $2 AND expires_at > clock_timestamp())
-  RETURNING name
+  RETURNING name, candidate, token, expires_at
+), kept AS (
+  INSERT INTO {holds} (name, candidate, token, expires_at)
+  SELECT name, candidate, token, expires_at FROM h
+  ON CONFLICT (name) DO UPDATE SET candidate = excluded.candidate, token = excluded.token, expires_at = excluded.expires_at
+), gc AS (
+  DELETE FROM {holds} WHERE name IN (
+    SELECT name FROM {holds} WHERE expires_at < clock_timestamp() - interval '1 minute' AND EXISTS (SELECT 1 FROM h)
+    LIMIT 8 FOR UPDATE SKIP LOCKED)
 ), r AS (
   SELECT name FROM d UNION ALL SELECT name FROM h
 )
