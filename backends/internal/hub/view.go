@@ -70,7 +70,11 @@ func (h *Hub[S]) With(r *Run, f func(v View[S])) bool {
 
 // Signal wakes every watch of name in r.
 func (h *Hub[S]) Signal(r *Run, name string) {
-	h.With(r, func(v View[S]) { v.Signal(name) })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e := h.names[name]; e != nil && h.run == r {
+		e.signal()
+	}
 }
 
 // SignalAll wakes every watch of r: changes may have been missed.
