@@ -61,7 +61,7 @@ func (e *entry[S]) signal() {
 func (h *Hub[S]) With(r *Run, f func(v View[S])) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.run != r {
+	if r == nil || h.run != r {
 		return false
 	}
 	f(View[S]{h})
@@ -117,6 +117,13 @@ func (h *Hub[S]) Due(r *Run, now time.Time) []string {
 		}
 	})
 	return out
+}
+
+// Current returns the Hub's run, or nil while none exists.
+func (h *Hub[S]) Current() *Run {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.run
 }
 
 // Keep makes k a keeper of the current run (starting one if none
