@@ -440,3 +440,70 @@ func TestKeepHoldsTheRun(t *testing.T) {
 		<-ended
 	})
 }
+
+func TestNameWaitingForItsJoinIsNotDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fake{}
+		var h *hub.Hub[state]
+		h = f.newHub(hub.Config[state]{
+			Join: func(r *hub.Run, name string) error {
+				f.joins = append(f.joins, name)
+				if name == "b" {
+					go h.Joined(r, name, nil)
+				}
+				return nil
+			},
+			Leave: func(_ *hub.Run, name string) { f.leaves = append(f.leaves, name) },
+		})
+		b := watch(t, t.Context(), h, "b") // keeps the run
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			synctest.Wait()
+			cancel()
+		}()
+		if _, err := h.Watch(ctx, "a"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Watch: %v, want context.Canceled", err)
+		}
+		got := make(chan *hub.Sub[state])
+		go func() { got <- watch(t, t.Context(), h, "a") }()
+		synctest.Wait()
+		if want := []string{"b", "a"}; !slices.Equal(f.joins, want) {
+			t.Fatalf("joins %v, want %v: a name with a join in flight was dropped", f.joins, want)
+		}
+		r, _, _ := f.run(0)
+		h.Joined(r, "a", nil) // the first join's answer readies the second Watch
+		a := <-got
+		a.End()
+		if !slices.Equal(f.leaves, []string{"a"}) {
+			t.Fatalf("leaves %v, want [a]", f.leaves)
+		}
+		h.Joined(r, "a", nil) // no join in flight: nothing
+		b.End()
+	})
+}
+
+// BenchmarkSignal is one signal to one watch of a name among many: no
+// allocation.
+func BenchmarkSignal(b *testing.B) {
+	f := &fake{}
+	h := f.newHub(hub.Config[state]{})
+	ctx, cancel := context.WithCancel(b.Context())
+	defer cancel()
+	for i := range 100 {
+		if _, err := h.Watch(ctx, string(rune('a'+i%26))+string(rune('a'+i/26))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w, err := h.Watch(ctx, "x")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, _, ended := f.run(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		h.Signal(r, "x")
+		<-w.C()
+	}
+	cancel()
+	<-ended
+}
