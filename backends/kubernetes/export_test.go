@@ -5,6 +5,8 @@ import (
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
+
+	"github.com/hustings/hustings/backends/internal/hub"
 )
 
 // SetWatchTimeout makes the server end each watch request of b after d
@@ -21,9 +23,7 @@ func Watched(b *Backend, name string) *coordv1.Lease { return b.hub.lease(name) 
 // SetWatched makes b's watch show l as the Lease of the lock name, as a
 // watch that runs behind would; a Watch of name must be open.
 func SetWatched(b *Backend, name string, l *coordv1.Lease) {
-	b.hub.mu.Lock()
-	defer b.hub.mu.Unlock()
-	b.hub.names[name].lease = l
+	b.hub.current(func(v hub.View[watched]) { v.State(name).lease = l })
 }
 
 // Prefix returns the Lease-name prefix of b.

@@ -55,7 +55,7 @@ type Backend struct {
 	namespace string
 	prefix    string
 	seen      observer // when this process first saw each record
-	hub       hub      // every Watch, over one watch of the namespace's Leases
+	hub       feed     // every Watch, over one watch of the namespace's Leases
 
 	watchTimeout int64                         // seconds the server keeps one watch request open; 0: its default (tests)
 	held         atomic.Pointer[chan struct{}] // while set, the watch delivers nothing until it is closed (tests)
@@ -83,7 +83,7 @@ func New(client clientset.Interface, namespace string, opts ...Option) (*Backend
 		return nil, fmt.Errorf("%w: kubernetes: prefix %q is not a DNS label of 1 to 20 characters", backends.ErrInvalid, b.prefix)
 	}
 	b.leases = client.CoordinationV1().Leases(namespace)
-	b.hub.b = b
+	b.hub.init(b)
 	return b, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	kwatch "k8s.io/apimachinery/pkg/watch"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/internal/hub"
 	"github.com/hustings/hustings/events"
 )
 
@@ -42,33 +43,21 @@ func (s *session) relisten() {
 }
 
 // listen registers s for its losses, starting a run if none exists.
-func (h *hub) listen(s *session) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.start(context.Background())
-	h.listeners[s] = struct{}{}
-}
+func (f *feed) listen(s *session) { f.h.Keep(s) }
 
 // unlisten unregisters s, ending the run if nothing else needs it.
-func (h *hub) unlisten(s *session) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.run == nil {
-		return
-	}
-	delete(h.listeners, s)
-	h.stopIfIdle()
-}
+func (f *feed) unlisten(s *session) { f.h.Unkeep(s) }
 
 // sawLock tells the listening sessions of a change of a lock Lease at
 // the resourceVersion rv. A session granted the lock under token T
 // loses it if, at a version after T (the version its acquiring update
 // was conditioned on), the Lease is gone or records another term: every
 // event after T is its own take or a later change. Events at T or
-// before are older than the grant, and say nothing of it. h.mu is held.
-func (h *hub) sawLock(typ kwatch.EventType, t term, rv events.Token) {
-	for s := range h.listeners {
-		if typ == kwatch.Deleted || t.session != s.lease || t.hold > 0 {
+// before are older than the grant, and say nothing of it. The hub's lock
+// is held.
+func (f *feed) sawLock(v hub.View[watched], typ kwatch.EventType, t term, rv events.Token) {
+	for k := range v.Keepers() {
+		if s := k.(*session); typ == kwatch.Deleted || t.session != s.lease || t.hold > 0 {
 			s.ledger.GoneAt(t.name, rv)
 		}
 	}
@@ -79,9 +68,10 @@ func (h *hub) sawLock(typ kwatch.EventType, t term, rv events.Token) {
 // below listRV that the list does not hold was deleted after its take
 // (the Lease existed, unchanged, from the version the take was
 // conditioned on until the take). Those it holds were seen by sawLock.
-// h.mu is held.
-func (h *hub) sawList(locks map[string]bool, listRV events.Token) {
-	for s := range h.listeners {
+// The hub's lock is held.
+func (f *feed) sawList(v hub.View[watched], locks map[string]bool, listRV events.Token) {
+	for k := range v.Keepers() {
+		s := k.(*session)
 		for name, tok := range s.ledger.Held() {
 			if !locks[name] && tok < listRV {
 				s.ledger.Gone(name, tok)
@@ -103,51 +93,34 @@ func lockNames(items []coordv1.Lease) map[string]bool {
 
 // listening returns the hub's run if s is registered with it for its
 // losses and the run has made its first LIST; else nil.
-func (h *hub) listening(s *session) *run {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	r := h.run
-	if r == nil {
-		return nil
-	}
-	if _, ok := h.listeners[s]; !ok {
-		return nil
-	}
-	select {
-	case <-r.ready:
-		if r.err != nil {
-			return nil
-		}
-		return r
-	default:
-		return nil
-	}
-}
+func (f *feed) listening(s *session) *hub.Run { return f.h.Kept(s) }
 
 // reached reports whether r, still the hub's run, has delivered every
 // change up to the resourceVersion rv, waiting for it at most limit, and
 // while ctx lasts.
-func (h *hub) reached(ctx context.Context, r *run, rv events.Token, limit time.Duration) bool {
+func (f *feed) reached(ctx context.Context, r *hub.Run, rv events.Token, limit time.Duration) bool {
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	for {
-		h.mu.Lock()
-		if h.run != r {
-			h.mu.Unlock()
+		var advanced chan struct{}
+		done := false
+		if !f.h.With(r, func(hub.View[watched]) {
+			if done = f.seen >= rv; done {
+				return
+			}
+			if f.advanced == nil {
+				f.advanced = make(chan struct{})
+			}
+			advanced = f.advanced
+		}) {
 			return false
 		}
-		if r.seen >= rv {
-			h.mu.Unlock()
+		if done {
 			return true
 		}
-		if r.advanced == nil {
-			r.advanced = make(chan struct{})
-		}
-		advanced := r.advanced
-		h.mu.Unlock()
 		select {
 		case <-advanced:
-		case <-r.ctx.Done():
+		case <-r.Context().Done():
 			return false
 		case <-ctx.Done():
 			return false
@@ -159,19 +132,19 @@ func (h *hub) reached(ctx context.Context, r *run, rv events.Token, limit time.D
 
 // advance records that r has delivered every change up to the
 // resourceVersion rv, and wakes reached.
-func (h *hub) advance(r *run, rv string) {
+func (f *feed) advance(r *hub.Run, rv string) {
 	v, err := tokenOf(rv)
 	if err != nil {
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.run != r || v <= r.seen {
-		return
-	}
-	r.seen = v
-	if r.advanced != nil {
-		close(r.advanced)
-		r.advanced = nil
-	}
+	f.h.With(r, func(hub.View[watched]) {
+		if v <= f.seen {
+			return
+		}
+		f.seen = v
+		if f.advanced != nil {
+			close(f.advanced)
+			f.advanced = nil
+		}
+	})
 }

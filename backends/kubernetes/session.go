@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/internal/hub"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/ledger"
 	"github.com/hustings/hustings/internal/validate"
@@ -31,7 +32,7 @@ type session struct {
 	closed      bool
 	lost        bool                 // found lost: stays so
 	listening   bool                 // Losses was called: the watch pushes losses
-	confirmedOn *run                 // the watch's run that has pushed losses since a LIST confirmed the locks
+	confirmedOn *hub.Run             // the watch's run that has pushed losses since a LIST confirmed the locks
 	rec         *coordv1.Lease       // the session Lease as last written
 	renewed     time.Time            // start of the last successful Open or KeepAlive
 	ends        map[string]leaseTerm // locks granted with a lease, by name

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kwatch "k8s.io/apimachinery/pkg/watch"
+
+	"github.com/hustings/hustings/backends/internal/hub"
 )
 
 // Watch tuning: how many failures to start or resume the watch in a row
@@ -30,61 +32,55 @@ func (b *Backend) selector() string {
 
 // serve lists the Backend's Leases, then watches them from the list's
 // resourceVersion, resuming from the last one seen after a disconnect
-// and listing again on 410 Gone, until the run is cancelled or the watch
-// fails maxWatchFailures times in a row; then it ends every watch.
-func (h *hub) serve(r *run) {
-	rv, err := h.list(r)
-	r.err = err
-	close(r.ready)
+// and listing again on 410 Gone, until ctx ends or the watch fails
+// maxWatchFailures times in a row.
+func (f *feed) serve(ctx context.Context, r *hub.Run) error {
+	rv, err := f.list(ctx, r)
+	r.Ready(err)
 	if err != nil {
-		h.broken(r)
-		return
+		return err
 	}
 	failures := 0
-	for r.ctx.Err() == nil {
-		next, err := h.follow(r, rv)
+	for ctx.Err() == nil {
+		next, err := f.follow(ctx, r, rv)
 		switch {
-		case r.ctx.Err() != nil:
-			return
+		case ctx.Err() != nil:
+			return ctx.Err()
 		case errors.Is(err, errGone):
-			if next, err = h.list(r); err != nil {
+			if next, err = f.list(ctx, r); err != nil {
 				next = rv // no progress: a LIST that fails is a failure like any other
 			}
-			h.signalAll(r)
+			f.h.SignalAll(r)
 		}
 		if next != rv {
 			failures = 0 // the watch made progress
 		}
 		if err != nil {
 			if failures++; failures >= maxWatchFailures {
-				h.broken(r)
-				return
+				return err
 			}
-			sleep(r.ctx, watchPause)
+			sleep(ctx, watchPause)
 			continue
 		}
 		rv = next
 	}
+	return ctx.Err()
 }
 
 // list reads every Lease of the Backend, feeding what it sees to the
 // observer and r's watches, and returns the list's resourceVersion.
-func (h *hub) list(r *run) (string, error) {
-	list, err := h.b.leases.List(r.ctx, metav1.ListOptions{LabelSelector: h.b.selector()})
+func (f *feed) list(ctx context.Context, r *hub.Run) (string, error) {
+	list, err := f.b.leases.List(ctx, metav1.ListOptions{LabelSelector: f.b.selector()})
 	if err != nil {
 		return "", err
 	}
 	for i := range list.Items {
-		h.deliver(r, kwatch.Modified, &list.Items[i])
+		f.deliver(ctx, r, kwatch.Modified, &list.Items[i])
 	}
 	if rv, err := tokenOf(list.ResourceVersion); err == nil {
-		h.mu.Lock()
-		if h.run == r {
-			h.sawList(lockNames(list.Items), rv)
-		}
-		h.mu.Unlock()
+		f.h.With(r, func(v hub.View[watched]) { f.sawList(v, lockNames(list.Items), rv) })
 	}
-	h.advance(r, list.ResourceVersion)
+	f.advance(r, list.ResourceVersion)
 	return list.ResourceVersion, nil
 }
 
@@ -92,12 +88,12 @@ func (h *hub) list(r *run) (string, error) {
 // resourceVersion seen: errGone when the server no longer has rv,
 // another error when the watch could not start or ended with one, nil
 // when it just ended (a disconnect, the server's timeout).
-func (h *hub) follow(r *run, rv string) (string, error) {
-	opts := metav1.ListOptions{LabelSelector: h.b.selector(), ResourceVersion: rv, AllowWatchBookmarks: true}
-	if h.b.watchTimeout > 0 {
-		opts.TimeoutSeconds = &h.b.watchTimeout
+func (f *feed) follow(ctx context.Context, r *hub.Run, rv string) (string, error) {
+	opts := metav1.ListOptions{LabelSelector: f.b.selector(), ResourceVersion: rv, AllowWatchBookmarks: true}
+	if f.b.watchTimeout > 0 {
+		opts.TimeoutSeconds = &f.b.watchTimeout
 	}
-	w, err := h.b.leases.Watch(r.ctx, opts)
+	w, err := f.b.leases.Watch(ctx, opts)
 	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		return rv, errGone
 	}
@@ -108,13 +104,14 @@ func (h *hub) follow(r *run, rv string) (string, error) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		reset(timer, h.nextDue(r))
+		next, _ := f.h.Next(r)
+		reset(timer, next)
 		select {
-		case <-r.ctx.Done():
-			return rv, r.ctx.Err()
-		case <-r.wake:
+		case <-ctx.Done():
+			return rv, ctx.Err()
+		case <-r.Wake():
 		case now := <-timer.C:
-			h.fire(r, now)
+			f.fire(r, now)
 		case ev, ok := <-w.ResultChan():
 			if !ok {
 				return rv, nil
@@ -131,9 +128,9 @@ func (h *hub) follow(r *run, rv string) (string, error) {
 			}
 			rv = l.ResourceVersion
 			if ev.Type != kwatch.Bookmark {
-				h.deliver(r, ev.Type, l)
+				f.deliver(ctx, r, ev.Type, l)
 			}
-			h.advance(r, rv) // after deliver: a loss is in the ledger before a keep-alive hears of it
+			f.advance(r, rv) // after deliver: a loss is in the ledger before a keep-alive hears of it
 		}
 	}
 }
@@ -142,19 +139,19 @@ func (h *hub) follow(r *run, rv string) (string, error) {
 // still the hub's run, to its watches: a run that was stopped (the last
 // watch ended) may still be delivering while the next one starts, and
 // its late, older news must not set the new run's due times.
-func (h *hub) deliver(r *run, typ kwatch.EventType, l *coordv1.Lease) {
-	if held := h.b.held.Load(); held != nil { // tests: a watch that runs behind
+func (f *feed) deliver(ctx context.Context, r *hub.Run, typ kwatch.EventType, l *coordv1.Lease) {
+	if held := f.b.held.Load(); held != nil { // tests: a watch that runs behind
 		select {
 		case <-*held:
-		case <-r.ctx.Done():
+		case <-ctx.Done():
 			return
 		}
 	}
 	switch l.Labels[labelKind] {
 	case kindLock:
-		h.lockChanged(r, typ, l)
+		f.lockChanged(r, typ, l)
 	case kindSession:
-		h.sessionChanged(r, typ, l)
+		f.sessionChanged(r, typ, l)
 	}
 }
 
@@ -162,89 +159,75 @@ func (h *hub) deliver(r *run, typ kwatch.EventType, l *coordv1.Lease) {
 // the Lease for their Acquire, and sets when its hold or lease ends if
 // nothing else changes (from when this term was first seen: a fenced
 // write does not move it).
-func (h *hub) lockChanged(r *run, typ kwatch.EventType, l *coordv1.Lease) {
+func (f *feed) lockChanged(r *hub.Run, typ kwatch.EventType, l *coordv1.Lease) {
 	t := termOf(l)
 	live := typ != kwatch.Deleted && t.token != 0
 	if live && t.timed() {
-		h.b.seen.see(lockKey(t.name), t.mark())
+		f.b.seen.see(lockKey(t.name), t.mark())
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.run != r {
-		return
-	}
-	if rv, err := tokenOf(l.ResourceVersion); err == nil {
-		h.sawLock(typ, t, rv)
-	}
-	n := h.names[t.name]
-	if n == nil {
-		return
-	}
-	defer n.signal() // after n.lease is set: a woken Acquire reads it
-	if !live {
-		*n = watched{subs: n.subs}
-		if typ != kwatch.Deleted {
-			n.lease = l.DeepCopy() // not a LIST's item: that would keep the whole LIST
+	f.h.With(r, func(v hub.View[watched]) {
+		if rv, err := tokenOf(l.ResourceVersion); err == nil {
+			f.sawLock(v, typ, t, rv)
 		}
-		return
-	}
-	n.lease = l.DeepCopy()
-	if n.mark != t.mark() {
-		n.mark, n.session, n.termEnd, n.sessionEnd = t.mark(), "", time.Time{}, time.Time{}
-		if d := max(t.hold, t.lease); d > 0 {
-			n.termEnd = time.Now().Add(d)
+		n := v.State(t.name)
+		if n == nil {
+			return
 		}
-	}
-	if n.session != t.session {
-		n.session, n.sessionEnd = t.session, h.sessions[t.session] // zero if not seen yet
-	}
-	r.poke()
+		defer v.Signal(t.name) // after n.lease is set: a woken Acquire reads it
+		if !live {
+			*n = watched{}
+			if typ != kwatch.Deleted {
+				n.lease = l.DeepCopy() // not a LIST's item: that would keep the whole LIST
+			}
+			return
+		}
+		n.lease = l.DeepCopy()
+		if n.mark != t.mark() {
+			n.mark, n.session, n.termEnd, n.sessionEnd = t.mark(), "", time.Time{}, time.Time{}
+			if d := max(t.hold, t.lease); d > 0 {
+				n.termEnd = time.Now().Add(d)
+			}
+		}
+		if n.session != t.session {
+			n.session, n.sessionEnd = t.session, f.sessions[t.session] // zero if not seen yet
+		}
+		r.Poke()
+	})
 }
 
 // sessionChanged feeds a session Lease's renewal to the observer, and
 // moves the end of the locks it holds to its TTL from now; a session
 // deleted signals them at once.
-func (h *hub) sessionChanged(r *run, typ kwatch.EventType, l *coordv1.Lease) {
+func (f *feed) sessionChanged(r *hub.Run, typ kwatch.EventType, l *coordv1.Lease) {
 	// The session ends a TTL after this process first saw its record, as
 	// the observer judges it: a LIST after 410 Gone that delivers the same
 	// record again does not move its end.
 	now, shown := time.Now(), time.Duration(0)
 	if typ == kwatch.Deleted {
-		h.b.seen.forget(sessionKey(l.Name))
+		f.b.seen.forget(sessionKey(l.Name))
 	} else {
-		shown = h.b.seen.unchanged(sessionKey(l.Name), l.ResourceVersion, now)
+		shown = f.b.seen.unchanged(sessionKey(l.Name), l.ResourceVersion, now)
 	}
 	ttl := ttlOf(l) // as sessionLive judges it
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.run != r {
-		return
-	}
-	end := now.Add(ttl - shown)
-	if typ == kwatch.Deleted {
-		delete(h.sessions, l.Name)
-	} else {
-		h.sessions[l.Name] = end
-	}
-	for _, n := range h.names {
-		switch {
-		case n.session != l.Name:
-		case typ == kwatch.Deleted:
-			*n = watched{subs: n.subs}
-			n.signal()
-		case ttl > 0:
-			n.sessionEnd = end
+	f.h.With(r, func(v hub.View[watched]) {
+		end := now.Add(ttl - shown)
+		if typ == kwatch.Deleted {
+			delete(f.sessions, l.Name)
+		} else {
+			f.sessions[l.Name] = end
 		}
-	}
-	r.poke()
-}
-
-// poke tells serve that due times changed.
-func (r *run) poke() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
+		for name, n := range v.All() {
+			switch {
+			case n.session != l.Name:
+			case typ == kwatch.Deleted:
+				*n = watched{}
+				v.Signal(name)
+			case ttl > 0:
+				n.sessionEnd = end
+			}
+		}
+		r.Poke()
+	})
 }
 
 // reset sets timer to fire at due (or not for an hour, if zero).

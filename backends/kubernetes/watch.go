@@ -2,12 +2,12 @@ package kubernetes
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/internal/hub"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/validate"
 )
@@ -40,35 +40,31 @@ func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, erro
 	if err := ctxErr(ctx, "watch"); err != nil {
 		return nil, err
 	}
-	w, r := b.hub.add(ctx, name)
-	select {
-	case <-r.ready:
-		if r.err != nil {
-			w.end()
-			return nil, translate(ctx, "watch", r.err)
-		}
-		return w.ch, nil
-	case <-ctx.Done():
-		w.end()
+	w, err := b.hub.h.Watch(ctx, name)
+	switch {
+	case err == nil:
+		return w.C(), nil
+	case ctx.Err() != nil:
 		return nil, ctxErr(ctx, "watch")
 	}
+	return nil, translate(ctx, "watch", err)
 }
 
-// hub multiplexes the watches of one Backend over one Kubernetes watch,
-// served by one goroutine (serve) per run.
-type hub struct {
-	b        *Backend
-	mu       sync.Mutex
-	run      *run                 // nil while no watch exists
-	names    map[string]*watched  // by lock name
-	sessions map[string]time.Time // when each session seen would end, by Lease name
+// feed is the transport of a Backend's watch hub: one LIST and WATCH of
+// the namespace's Leases per run, served by the run's goroutine (serve).
+// The sessions it tells of their losses keep the run (Losses).
+type feed struct {
+	b *Backend
+	h *hub.Hub[watched]
 
-	listeners map[*session]struct{} // sessions told of their locks' losses (Losses)
+	// Of the current run, guarded by h's lock (reset by open):
+	sessions map[string]time.Time // when each session seen would end, by Lease name
+	seen     events.Token         // the resourceVersion up to which the run has delivered every change
+	advanced chan struct{}        // closed when seen moves on; nil until reached waits for it
 }
 
 // watched is what the hub knows of one watched lock.
 type watched struct {
-	subs       map[*watch]struct{}
 	lease      *coordv1.Lease // its Lease as last seen (nil if deleted, or not seen since the Watch began); never changed
 	session    string         // the session Lease holding it, as last seen
 	mark       string         // its term and phase, as last seen
@@ -87,178 +83,60 @@ func (n *watched) due() time.Time {
 	return n.sessionEnd
 }
 
-// watch is one Watch call's channel. The hub closes ch exactly once,
-// when it removes the watch.
-type watch struct {
-	h    *hub
-	name string
-	ch   chan struct{}
-	stop func() bool // unregisters the ctx callback
+// dueAt is due for the hub's schedule.
+func (n *watched) dueAt() (time.Time, bool) {
+	due := n.due()
+	return due, !due.IsZero()
 }
 
-// run is one life of the Kubernetes watch. ready is closed once the
-// first LIST is done or failed (err then says why).
-type run struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	ready  chan struct{}
-	err    error
-	wake   chan struct{} // a due time changed (buffer of one)
-
-	// Guarded by the hub's mu:
-	seen     events.Token  // the resourceVersion up to which the run has delivered every change
-	advanced chan struct{} // closed when seen moves on; nil until reached waits for it
+// init makes f the transport of b's watch hub.
+func (f *feed) init(b *Backend) {
+	f.b = b
+	f.h = hub.New(hub.Config[watched]{Open: f.open, Due: (*watched).dueAt})
 }
 
-// add registers a watch on name, starting a run if none exists.
-func (h *hub) add(ctx context.Context, name string) (*watch, *run) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.start(ctx)
-	w := &watch{h: h, name: name, ch: make(chan struct{}, 1)}
-	w.stop = context.AfterFunc(ctx, w.end)
-	n := h.names[name]
-	if n == nil {
-		n = &watched{subs: map[*watch]struct{}{}}
-		h.names[name] = n
-	}
-	n.subs[w] = struct{}{}
-	return w, h.run
+// open starts a run; the hub's lock is held.
+func (f *feed) open(ctx context.Context, r *hub.Run) func() error {
+	f.sessions, f.seen, f.advanced = map[string]time.Time{}, 0, nil
+	return func() error { return f.serve(ctx, r) }
 }
 
-// start starts a run if none exists; h.mu is held.
-func (h *hub) start(ctx context.Context) {
-	if h.run != nil {
-		return
-	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	h.run = &run{ctx: rctx, cancel: cancel, ready: make(chan struct{}), wake: make(chan struct{}, 1)}
-	h.names, h.sessions, h.listeners = map[string]*watched{}, map[string]time.Time{}, map[*session]struct{}{}
-	go h.serve(h.run)
-}
-
-// stopIfIdle ends the run once no watch and no listener needs it; h.mu
-// is held.
-func (h *hub) stopIfIdle() {
-	if h.run != nil && len(h.names) == 0 && len(h.listeners) == 0 {
-		h.run.cancel() // serve sees it and returns
-		h.run, h.names, h.sessions, h.listeners = nil, nil, nil, nil
-	}
-}
-
-// end removes w and closes its channel, and ends the run if it was the
-// last watch. Calling it again does nothing.
-func (w *watch) end() {
-	h := w.h
-	h.mu.Lock() // add sets w.stop under it; a ctx already done calls end at once
-	defer h.mu.Unlock()
-	if w.stop != nil {
-		w.stop()
-	}
-	n := h.names[w.name]
-	if n == nil {
-		return
-	}
-	if _, in := n.subs[w]; !in {
-		return // already ended, by its ctx or by a broken watch
-	}
-	delete(n.subs, w)
-	close(w.ch)
-	if len(n.subs) > 0 {
-		return
-	}
-	delete(h.names, w.name)
-	h.stopIfIdle()
+// current calls fn with the hub's lock held, if a run exists.
+func (f *feed) current(fn func(v hub.View[watched])) {
+	f.h.With(f.h.Current(), fn)
 }
 
 // lease returns the Lease of the lock name as the watch last delivered
 // it, if a Watch of name is open and has seen it since it began; nil
 // otherwise. The caller must not change it.
-func (h *hub) lease(name string) *coordv1.Lease {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if n := h.names[name]; n != nil {
-		return n.lease
-	}
-	return nil
+func (f *feed) lease(name string) (l *coordv1.Lease) {
+	f.current(func(v hub.View[watched]) {
+		if n := v.State(name); n != nil {
+			l = n.lease
+		}
+	})
+	return l
 }
 
 // renewing reports whether the session Lease named lease, as the watch
 // last delivered it, was first seen by this process within its TTL
 // before at: the end its locks' watches are signalled at.
-func (h *hub) renewing(lease string, at time.Time) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	end, ok := h.sessions[lease]
-	return ok && at.Before(end)
-}
-
-// signal wakes every watch of n.
-func (n *watched) signal() {
-	for w := range n.subs {
-		select {
-		case w.ch <- struct{}{}:
-		default: // a signal is pending already
-		}
-	}
-}
-
-// broken ends every watch of r, unless the hub has ended r itself.
-func (h *hub) broken(r *run) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.run != r {
-		return // cancelled on purpose when the last watch ended
-	}
-	for _, n := range h.names {
-		for w := range n.subs {
-			w.stop()
-			close(w.ch)
-		}
-	}
-	r.cancel()
-	h.run, h.names, h.sessions, h.listeners = nil, nil, nil, nil
-}
-
-// signalAll wakes every watch of r: changes may have been missed.
-func (h *hub) signalAll(r *run) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.run != r {
-		return
-	}
-	for _, n := range h.names {
-		n.signal()
-	}
-}
-
-// nextDue returns the earliest due time of r's watches, or zero.
-func (h *hub) nextDue(r *run) time.Time {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var next time.Time
-	if h.run != r {
-		return next
-	}
-	for _, n := range h.names {
-		if due := n.due(); !due.IsZero() && (next.IsZero() || due.Before(next)) {
-			next = due
-		}
-	}
-	return next
+func (f *feed) renewing(lease string, at time.Time) (ok bool) {
+	f.current(func(hub.View[watched]) {
+		end, seen := f.sessions[lease]
+		ok = seen && at.Before(end)
+	})
+	return ok
 }
 
 // fire signals the watches whose due time has come, and clears it.
-func (h *hub) fire(r *run, now time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.run != r {
-		return
-	}
-	for _, n := range h.names {
-		if due := n.due(); !due.IsZero() && !due.After(now) {
-			n.termEnd, n.sessionEnd = time.Time{}, time.Time{}
-			n.signal()
+func (f *feed) fire(r *hub.Run, now time.Time) {
+	f.h.With(r, func(v hub.View[watched]) {
+		for name, n := range v.All() {
+			if due := n.due(); !due.IsZero() && !due.After(now) {
+				n.termEnd, n.sessionEnd = time.Time{}, time.Time{}
+				v.Signal(name)
+			}
 		}
-	}
+	})
 }

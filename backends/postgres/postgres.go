@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/puddle/v2"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/internal/hub"
 	"github.com/hustings/hustings/internal/ctxerr"
 	"github.com/hustings/hustings/internal/validate"
 )
@@ -78,7 +79,7 @@ type Backend struct {
 	pool   *pgxpool.Pool
 	t      tables
 	listen *pgx.ConnConfig
-	hub    hub // every Watch, over one LISTEN connection
+	hub    *hub.Hub[watched] // every Watch, over one LISTEN connection
 }
 
 // New returns a Backend that runs its statements on pool. It does no I/O,
@@ -99,7 +100,7 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Backend, error) {
 		listen = pool.Config().ConnConfig.Copy()
 	}
 	b := &Backend{pool: pool, t: newTables(c.schema), listen: listen}
-	b.hub.b = b
+	b.hub = newHub(b)
 	return b, nil
 }
 

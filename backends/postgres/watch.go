@@ -5,12 +5,12 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/hustings/hustings/backends/internal/hub"
 	"github.com/hustings/hustings/internal/validate"
 )
 
@@ -42,171 +42,92 @@ func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, erro
 	if err := ctx.Err(); err != nil {
 		return nil, unavailable(ctx, "watch", err)
 	}
-	w, r := b.hub.add(ctx, name)
-	select {
-	case <-r.ready:
-		if r.err != nil {
-			w.end()
-			return nil, unavailable(ctx, "watch", r.err)
-		}
-		return w.ch, nil
-	case <-ctx.Done():
-		w.end()
-		return nil, unavailable(ctx, "watch", ctx.Err())
+	w, err := b.hub.Watch(ctx, name)
+	if err != nil {
+		return nil, unavailable(ctx, "watch", err)
 	}
-}
-
-// hub multiplexes the watches of one Backend over one listening
-// connection, served by one goroutine (listen.serve) per run.
-type hub struct {
-	b     *Backend
-	mu    sync.Mutex
-	run   *run                // nil while no watch exists
-	names map[string]*watched // by lock name
+	return w.C(), nil
 }
 
 // watched is what the hub knows of one watched lock.
 type watched struct {
-	subs map[*watch]struct{}
-	due  time.Time // when to re-read the row; zero: never
+	read bool      // its row was read, or a notification told its expiry
+	due  time.Time // when to re-read its row; zero: never (once read)
 }
 
-// watch is one Watch call's channel. The hub closes ch exactly once, when
-// it removes the watch.
-type watch struct {
-	h    *hub
-	name string
-	ch   chan struct{}
-	stop func() bool // unregisters the ctx callback
+// dueAt reports when n is due: at once if never read.
+func (n *watched) dueAt() (time.Time, bool) {
+	if !n.read {
+		return time.Time{}, true
+	}
+	return n.due, !n.due.IsZero()
 }
 
-// run is one life of the listening connection. ready is closed once the
-// LISTEN is confirmed or failed (err then says why).
-type run struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	ready  chan struct{}
-	err    error
-
-	wmu  sync.Mutex
-	wake context.CancelFunc // ends the current wait for a notification
+// listener is the transport of a Backend's watch hub: one listening
+// connection per run, served by the run's goroutine.
+type listener struct {
+	b *Backend
+	h *hub.Hub[watched]
 }
 
-// add registers a watch on name, starting a run if none exists.
-func (h *hub) add(ctx context.Context, name string) (*watch, *run) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.run == nil {
-		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		h.run = &run{ctx: rctx, cancel: cancel, ready: make(chan struct{})}
-		h.names = map[string]*watched{}
-		go h.serve(h.run)
-	}
-	w := &watch{h: h, name: name, ch: make(chan struct{}, 1)}
-	w.stop = context.AfterFunc(ctx, w.end)
-	n := h.names[name]
-	if n == nil {
-		// Read the row at once: it may be held, with an expiry to watch.
-		n = &watched{subs: map[*watch]struct{}{}, due: time.Now()}
-		h.names[name] = n
-		h.run.interrupt()
-	}
-	n.subs[w] = struct{}{}
-	return w, h.run
+// newHub returns the watch hub of b.
+func newHub(b *Backend) *hub.Hub[watched] {
+	l := &listener{b: b}
+	l.h = hub.New(hub.Config[watched]{Open: l.open, Due: (*watched).dueAt})
+	return l.h
 }
 
-// end removes w and closes its channel, and ends the run if it was the
-// last watch. Calling it again does nothing.
-func (w *watch) end() {
-	h := w.h
-	h.mu.Lock() // add sets w.stop under it; a ctx already done calls end at once
-	defer h.mu.Unlock()
-	if w.stop != nil {
-		w.stop()
-	}
-	n := h.names[w.name]
-	if n == nil {
-		return
-	}
-	if _, in := n.subs[w]; !in {
-		return // already ended, by its ctx or by a broken connection
-	}
-	delete(n.subs, w)
-	close(w.ch)
-	if len(n.subs) > 0 {
-		return
-	}
-	delete(h.names, w.name)
-	if len(h.names) == 0 {
-		h.run.cancel() // serve sees it, closes the connection and returns
-		h.run, h.names = nil, nil
-	}
-}
-
-// interrupt ends the current wait for a notification, so that serve
-// looks at the schedule again.
-func (r *run) interrupt() {
-	r.wmu.Lock()
-	defer r.wmu.Unlock()
-	if r.wake != nil {
-		r.wake()
-	}
+func (l *listener) open(ctx context.Context, r *hub.Run) func() error {
+	return func() error { return l.serve(ctx, r) }
 }
 
 // serve dials the listening connection, LISTENs, and then turns
-// notifications and expiries into signals until the run is cancelled or
-// the connection breaks; then, if r is still the hub's, it ends every
-// watch so that their owners watch again (and poll meanwhile).
-func (h *hub) serve(r *run) {
-	conn, err := h.listen(r.ctx)
-	r.err = err
-	close(r.ready)
+// notifications and expiries into signals until ctx ends or the
+// connection breaks (or the server does not answer within watchCheck).
+func (l *listener) serve(ctx context.Context, r *hub.Run) error {
+	conn, err := l.listen(ctx)
+	r.Ready(err)
 	if err != nil {
-		h.broken(r)
-		return
+		return err
 	}
 	defer conn.Close(context.Background())
 	quiet := time.Now()
 	for {
-		due := h.dueNames(time.Now())
-		if len(due) > 0 {
-			if err := h.check(r.ctx, conn, due); err != nil {
-				h.broken(r)
-				return
+		if due := l.h.Due(r, time.Now()); len(due) > 0 {
+			if err := l.check(ctx, r, conn, due); err != nil {
+				return err
 			}
 			quiet = time.Now()
 			continue
 		}
 		if time.Since(quiet) >= watchCheck {
-			if err := ping(r.ctx, conn); err != nil {
-				h.broken(r)
-				return
+			if err := ping(ctx, conn); err != nil {
+				return err
 			}
 			quiet = time.Now()
 		}
-		n, err := h.wait(r, conn, quiet.Add(watchCheck))
+		n, err := l.wait(ctx, r, conn, quiet.Add(watchCheck))
 		switch {
-		case r.ctx.Err() != nil:
-			return
+		case ctx.Err() != nil:
+			return ctx.Err()
 		case n != nil:
-			h.deliver(n.Payload)
+			l.deliver(r, n.Payload)
 			quiet = time.Now()
 		case err != nil && !isTimeout(err):
-			h.broken(r)
-			return
+			return err
 		}
 	}
 }
 
 // listen dials the listening connection and LISTENs on the channel.
-func (h *hub) listen(ctx context.Context) (*pgx.Conn, error) {
+func (l *listener) listen(ctx context.Context) (*pgx.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*watchCheck)
 	defer cancel()
-	conn, err := pgx.ConnectConfig(ctx, h.b.listen)
+	conn, err := pgx.ConnectConfig(ctx, l.b.listen)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{h.b.t.channel}.Sanitize()); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{l.b.t.channel}.Sanitize()); err != nil {
 		_ = conn.Close(context.Background())
 		return nil, err
 	}
@@ -214,24 +135,15 @@ func (h *hub) listen(ctx context.Context) (*pgx.Conn, error) {
 }
 
 // wait waits for a notification until the earliest due time or until,
-// whichever comes first, or until interrupted.
-func (h *hub) wait(r *run, conn *pgx.Conn, until time.Time) (*pgconn.Notification, error) {
-	if next := h.nextDue(); !next.IsZero() && next.Before(until) {
+// whichever comes first, or until a new watch pokes the run.
+func (l *listener) wait(ctx context.Context, r *hub.Run, conn *pgx.Conn, until time.Time) (*pgconn.Notification, error) {
+	if next, ok := l.h.Next(r); ok && next.Before(until) {
 		until = next
 	}
-	ctx, cancel := context.WithDeadline(r.ctx, until)
-	defer cancel()
-	r.wmu.Lock()
-	r.wake = cancel
-	r.wmu.Unlock()
-	if !h.nextDue().IsZero() && !h.nextDue().After(time.Now()) {
-		return nil, context.Canceled // a watch came in meanwhile
-	}
-	n, err := conn.WaitForNotification(ctx)
-	r.wmu.Lock()
-	r.wake = nil
-	r.wmu.Unlock()
-	if err != nil && ctx.Err() != nil && r.ctx.Err() == nil {
+	wctx, stop := r.Until(until)
+	defer stop()
+	n, err := conn.WaitForNotification(wctx)
+	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
 		return nil, context.DeadlineExceeded // woken or timed out: not a failure
 	}
 	return n, err
@@ -251,58 +163,23 @@ func ping(ctx context.Context, conn *pgx.Conn) error {
 
 // deliver hands one notification, "<ms> <name>", to the watches of name:
 // a signal, and the time the lock expires if nobody renews it.
-func (h *hub) deliver(payload string) {
+func (l *listener) deliver(r *hub.Run, payload string) {
 	left, name, ok := strings.Cut(payload, " ")
 	msLeft, err := strconv.ParseInt(left, 10, 64)
 	if !ok || err != nil {
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := h.names[name]
-	if n == nil {
-		return
-	}
-	n.signal()
-	n.due = time.Time{}
-	if msLeft > 0 {
-		n.due = time.Now().Add(time.Duration(msLeft) * time.Millisecond)
-	}
-}
-
-func (n *watched) signal() {
-	for w := range n.subs {
-		select {
-		case w.ch <- struct{}{}:
-		default: // a signal is pending already
+	l.h.With(r, func(v hub.View[watched]) {
+		n := v.State(name)
+		if n == nil {
+			return
 		}
-	}
-}
-
-// dueNames returns the watched names whose rows are to be re-read.
-func (h *hub) dueNames(now time.Time) []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for name, n := range h.names {
-		if !n.due.IsZero() && !n.due.After(now) {
-			out = append(out, name)
+		v.Signal(name)
+		n.read, n.due = true, time.Time{}
+		if msLeft > 0 {
+			n.due = time.Now().Add(time.Duration(msLeft) * time.Millisecond)
 		}
-	}
-	return out
-}
-
-// nextDue returns the earliest due time, or zero.
-func (h *hub) nextDue() time.Time {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var next time.Time
-	for _, n := range h.names {
-		if !n.due.IsZero() && (next.IsZero() || n.due.Before(next)) {
-			next = n.due
-		}
-	}
-	return next
+	})
 }
 
 // checkSQL reads how long each of a list of live locks lives on unless
@@ -315,10 +192,10 @@ WHERE l.name = ANY($1) AND l.expires_at > clock_timestamp() AND (l.hold OR s.exp
 
 // check re-reads the rows of names, all due: a lock still held is looked
 // at again when it expires as now seen; a lock free or expired signals.
-func (h *hub) check(ctx context.Context, conn *pgx.Conn, names []string) error {
+func (l *listener) check(ctx context.Context, r *hub.Run, conn *pgx.Conn, names []string) error {
 	ctx, cancel := context.WithTimeout(ctx, watchCheck)
 	defer cancel()
-	rows, err := conn.Query(ctx, h.b.t.expand(checkSQL), names)
+	rows, err := conn.Query(ctx, l.b.t.expand(checkSQL), names)
 	if err != nil {
 		return err
 	}
@@ -336,36 +213,22 @@ func (h *hub) check(ctx context.Context, conn *pgx.Conn, names []string) error {
 		return err
 	}
 	now := time.Now()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, name := range names {
-		n := h.names[name]
-		if n == nil || n.due.IsZero() || n.due.After(now) {
-			continue // gone, or a notification set it meanwhile
+	l.h.With(r, func(v hub.View[watched]) {
+		for _, name := range names {
+			n := v.State(name)
+			if n == nil {
+				continue // gone meanwhile
+			}
+			if at, due := n.dueAt(); !due || at.After(now) {
+				continue // a notification set it meanwhile
+			}
+			n.read, n.due = true, time.Time{}
+			if ms, held := left[name]; held && ms > 0 {
+				n.due = now.Add(time.Duration(ms) * time.Millisecond)
+				continue
+			}
+			v.Signal(name)
 		}
-		if ms, held := left[name]; held && ms > 0 {
-			n.due = now.Add(time.Duration(ms) * time.Millisecond)
-			continue
-		}
-		n.due = time.Time{}
-		n.signal()
-	}
+	})
 	return nil
-}
-
-// broken ends every watch of r, unless the hub has ended r itself.
-func (h *hub) broken(r *run) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.run != r {
-		return // cancelled on purpose when the last watch ended
-	}
-	for _, n := range h.names {
-		for w := range n.subs {
-			w.stop()
-			close(w.ch)
-		}
-	}
-	r.cancel()
-	h.run, h.names = nil, nil
 }

@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/internal/hub"
 	"github.com/hustings/hustings/internal/validate"
 )
 
@@ -44,7 +45,7 @@ func WithPrefix(prefix string) Option {
 type Backend struct {
 	client goredis.UniversalClient
 	prefix string
-	hub    hub // every Watch, over one connection
+	hub    *hub.Hub[struct{}] // every Watch, over one connection
 
 	// oneServer: client is a *goredis.Client, which talks to one server
 	// (standalone, or the primary a Sentinel names), so a script may read
@@ -64,7 +65,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Backend, error) {
 		return nil, fmt.Errorf("%w: redis: nil client", backends.ErrInvalid)
 	}
 	_, oneServer := client.(*goredis.Client)
-	b := &Backend{client: client, prefix: DefaultPrefix, oneServer: oneServer}
+	b := &Backend{client: client, prefix: DefaultPrefix, oneServer: oneServer, hub: newHub(client)}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(b)

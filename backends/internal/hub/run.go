@@ -1,0 +1,83 @@
+package hub
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Run is one life of a Hub's feed, from its first watch (or keeper) to
+// its last, or until the feed breaks.
+type Run struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	once   sync.Once
+	ready  chan struct{} // closed once err is set
+	err    error
+	wake   chan struct{} // buffer one: look at the schedule again
+
+	mu        sync.Mutex
+	interrupt context.CancelFunc // ends the current Until; nil if none
+}
+
+// Context returns the run's context, which ends when the run does.
+func (r *Run) Context() context.Context { return r.ctx }
+
+// Ready settles whether the feed is confirmed: nil, or why it failed.
+// Watches wait for it. Only the first call counts.
+func (r *Run) Ready(err error) {
+	r.once.Do(func() {
+		r.err = err
+		close(r.ready)
+	})
+}
+
+// OK reports whether the feed is confirmed, without waiting.
+func (r *Run) OK() bool {
+	select {
+	case <-r.ready:
+		return r.err == nil
+	default:
+		return false
+	}
+}
+
+// Poke tells the feed to look at its schedule again: it ends the current
+// Until, or else leaves a signal on Wake. It never blocks.
+func (r *Run) Poke() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.interrupt != nil {
+		r.interrupt()
+		return
+	}
+	select {
+	case r.wake <- struct{}{}:
+	default: // pending already
+	}
+}
+
+// Wake returns the channel Poke signals on (buffer one), for a feed that
+// waits in a select.
+func (r *Run) Wake() <-chan struct{} { return r.wake }
+
+// Until returns a context that ends at deadline, when the run ends, or at
+// the next Poke (also one made since the last Until), for a feed that
+// waits in a call that takes a context. Call stop when done.
+func (r *Run) Until(deadline time.Time) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithDeadline(r.ctx, deadline)
+	r.mu.Lock()
+	r.interrupt = cancel
+	select {
+	case <-r.wake:
+		cancel()
+	default:
+	}
+	r.mu.Unlock()
+	return ctx, func() {
+		r.mu.Lock()
+		r.interrupt = nil
+		r.mu.Unlock()
+		cancel()
+	}
+}
