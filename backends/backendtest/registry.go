@@ -108,9 +108,10 @@ func registryFollowsSessions(e *env) {
 	if late := e.register(d, group, strategy.Candidate{}); late.Order <= first.Order {
 		e.t.Fatalf("newcomer's order %d not after %d", late.Order, first.Order)
 	}
-	// b stops renewing; c and d renew.
-	for elapsed := e.h.TTL * 0; elapsed <= e.h.TTL+e.h.TTL/10; elapsed += e.h.TTL / 3 {
-		e.wait(e.h.TTL / 3)
+	// b stops renewing; c and d renew, every tenth of the TTL so that a
+	// busy machine's stall of most of a TTL does not end them too.
+	for elapsed := e.h.TTL * 0; elapsed <= e.h.TTL+e.h.TTL/10; elapsed += e.h.TTL / 10 {
+		e.wait(e.h.TTL / 10)
 		e.keepAlive(c)
 		e.keepAlive(d)
 	}

@@ -158,7 +158,16 @@ var tagEscaper = strings.NewReplacer("%", "%25", "}", "%7D")
 
 func (b *Backend) keys(name string) lockKeys {
 	base := b.prefix + ":" + HashTag(name) + ":"
-	return lockKeys{lock: base + "lock", fence: base + "fence", wanted: base + "wanted", channel: base + "released", wake: base + "wake"}
+	// One allocation for the five: each key is a slice of it.
+	all := base + "lock" + base + "fence" + base + "wanted" + base + "released" + base + "wake"
+	var k lockKeys
+	cut := func(suffix string) string {
+		key := all[:len(base)+len(suffix)]
+		all = all[len(key):]
+		return key
+	}
+	k.lock, k.fence, k.wanted, k.channel, k.wake = cut("lock"), cut("fence"), cut("wanted"), cut("released"), cut("wake")
+	return k
 }
 
 // sessionPrefix is what starts every session key, for the acquire script

@@ -85,7 +85,8 @@ const wantedMs = 10 * 60 * 1000
 // hold, if the session holds it under the token ("" for any token), and
 // publishes the change: on the lock's channel always (observers), on its
 // wake channel only if a try found it held since the last release (the
-// wanted mark, which it deletes). On a single server it reads the session
+// wanted mark, read with the lock and deleted if set: a release nobody
+// waits for makes no call for it). On a single server it reads the session
 // key too: a session that is gone holds nothing, so its lock is freed,
 // with no hold left behind.
 //
@@ -94,12 +95,13 @@ const wantedMs = 10 * 60 * 1000
 // if it released the lock, 0 if the session did not hold it, -1 if the
 // session key is gone (its lock, if the session held it, is freed).
 var releaseScript = goredis.NewScript(`
-local cur, alive = nil, true
+local cur, wanted, alive = nil, nil, true
 if KEYS[3] then
-  local v = redis.call('MGET', KEYS[3], KEYS[1])
-  alive, cur = v[1] ~= false, v[2]
+  local v = redis.call('MGET', KEYS[3], KEYS[1], KEYS[2])
+  alive, cur, wanted = v[1] ~= false, v[2], v[3]
 else
-  cur = redis.call('GET', KEYS[1])
+  local v = redis.call('MGET', KEYS[1], KEYS[2])
+  cur, wanted = v[1], v[2]
 end
 local tok, kind, sid
 if cur then
@@ -115,7 +117,8 @@ else
   redis.call('DEL', KEYS[1])
 end
 redis.call('PUBLISH', ARGV[4], 'released')
-if redis.call('DEL', KEYS[2]) == 1 then
+if wanted then
+  redis.call('DEL', KEYS[2])
   redis.call('PUBLISH', ARGV[5], 'released')
 end
 if alive then return 1 end
