@@ -221,7 +221,7 @@ func NewConfig(opts []Option) Config {
 }
 
 func (c *Config) defaults() {
-	if c.ID == "" {
+	if c.ID == "" && c.Session == nil { // a Session gives its own (UseSession)
 		c.ID = defaultID()
 	}
 	if c.TTL == 0 {
