@@ -16,14 +16,17 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/dial"
+	_ "github.com/hustings/hustings/backends/dial/all" // the schemes of the other servers
 	"github.com/hustings/hustings/backends/kubernetes"
 	"github.com/hustings/hustings/backends/kubernetes/kubetest"
 )
 
 // kubeScheme is the scheme of the URLs by which the harness and the nodes
-// reach a kubetest server. Package dial has no scheme for Kubernetes
-// (client-go would weigh on every program that dials), so the suite
-// reads its own:
+// reach a kubetest server. The k8s:// of package k8sdial does not serve
+// here: it reads a kubeconfig (the suite would write one per link) and
+// keeps client-go's default rate limit (5 requests a second, burst 10),
+// behind which a node's keep-alive would queue; so the suite reads its
+// own:
 //
 //	kubetest://host:port/namespace?token=T&ca=PATH
 //

@@ -76,9 +76,8 @@ func TestRegisterRefusesMistakes(t *testing.T) {
 		{"REG-DUP", o},
 		{"", o},
 		{"a:b", o},
-		{"redis", o},
 		{"memory", o},
-		{"PostgreSQL", o},
+		{"MEMORY", o},
 		{"reg-nil", nil},
 	}
 	for _, tt := range tests {

@@ -59,6 +59,13 @@ type opener struct{}
 // params is what a k8s:// URL says.
 type params struct{ kubeconfig, namespace, prefix string }
 
+func (opener) Usage(scheme string) string {
+	if scheme != "k8s" {
+		return "" // an alias
+	}
+	return "k8s://[/?kubeconfig=path&namespace=ns]"
+}
+
 func (opener) Check(u *url.URL) error {
 	_, err := parse(u)
 	return err
