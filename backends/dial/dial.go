@@ -59,9 +59,9 @@ var (
 	ErrUnreachable = errors.New("dial: cannot reach")
 )
 
-// openers name the package that registers each scheme of this module, for
-// the error about a scheme a program did not import.
-var openers = map[string]string{
+// openerPackages name the package that registers each scheme of this
+// module, for the error about a scheme a program did not import.
+var openerPackages = map[string]string{
 	"redis":      "backends/redis/redisdial",
 	"etcd":       "backends/etcd/etcddial",
 	"zk":         "backends/zookeeper/zkdial",
@@ -92,7 +92,8 @@ func Usage() string {
 	return strings.Join(u, " | ")
 }
 
-// maxMessage is the longest message of an opener's Check that Parse shows.
+// maxMessage is the longest message of an opener's Check or Describe that
+// Parse shows.
 const maxMessage = 200
 
 // Target is a parsed backend URL. Its exported fields are what the
@@ -158,8 +159,8 @@ func Parse(raw string) (Target, error) {
 		return Target{Scheme: "memory"}, nil
 	case u.Scheme == "":
 		return Target{}, bad("no scheme: write memory%s", orOthers())
-	case openers[u.Scheme] != "":
-		return Target{}, bad("scheme %q is not registered: import _ %q", u.Scheme, "github.com/hustings/hustings/"+openers[u.Scheme])
+	case openerPackages[u.Scheme] != "":
+		return Target{}, bad("scheme %q is not registered: import _ %q", u.Scheme, "github.com/hustings/hustings/"+openerPackages[u.Scheme])
 	}
 	return Target{}, bad("scheme %q is not one of %s", u.Scheme, strings.Join(append([]string{"memory"}, Schemes()...), ", "))
 }
