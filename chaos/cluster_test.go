@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/chaos/history"
 )
 
@@ -58,7 +59,7 @@ func newCluster(t *testing.T, b backend, p profile) *cluster {
 			t.Fatal(err)
 		}
 	}
-	direct, closeDirect, err := open(t.Context(), c.srv.url(c.srv.addr))
+	direct, closeDirect, err := dial.Open(t.Context(), c.srv.url(c.srv.addr))
 	if err != nil {
 		t.Fatalf("open %s: %v", b.name, err)
 	}

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,55 +17,47 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/hustings/hustings/backends"
-	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/backends/kubernetes"
 	"github.com/hustings/hustings/backends/kubernetes/kubetest"
 )
 
-// kubeScheme is the scheme of the URLs by which the harness and the nodes
-// reach a kubetest server. Package dial has no scheme for Kubernetes
-// (client-go would weigh on every program that dials), so the suite
-// reads its own:
-//
-//	kubetest://host:port/namespace?token=T&ca=PATH
-//
-// host:port is the apiserver's (or a link's: its certificate names
-// 127.0.0.1, whatever the port), T its bearer token, PATH its CA file.
-const (
-	kubeScheme    = "kubetest"
-	kubeNamespace = "chaos"
-)
+// kubeNamespace is where the suite's Leases live.
+const kubeNamespace = "chaos"
 
-// open opens the backend at rawURL (a server's url): a kubetest URL, or
-// any URL of package dial. The function it returns closes the client.
-func open(ctx context.Context, rawURL string) (backends.Backend, func(), error) {
-	if !strings.HasPrefix(rawURL, kubeScheme+"://") {
-		return dial.Open(ctx, rawURL)
+// kubeconfigs writes the kubeconfigs by which the harness and the nodes
+// reach a kubetest server through a link, one per link address.
+type kubeconfigs struct {
+	t       *testing.T
+	s       *kubetest.Server
+	dir     string
+	mu      sync.Mutex
+	written map[string]string // link address → kubeconfig path
+}
+
+// url returns the k8s:// URL (package k8sdial) of the namespace
+// kubeNamespace through addr, a link's (the server's certificate names
+// 127.0.0.1, whatever the port): its kubeconfig is the server's with
+// addr for the server's address. The client is unthrottled (qps -1):
+// client-go's default limit, 5 requests a second, would queue a node's
+// keep-alive behind its acquires.
+func (k *kubeconfigs) url(addr string) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	path, ok := k.written[addr]
+	if !ok {
+		path = filepath.Join(k.dir, fmt.Sprintf("kubeconfig-%d", len(k.written)))
+		text, err := os.ReadFile(k.s.Kubeconfig())
+		if err == nil {
+			text = []byte(strings.ReplaceAll(string(text), strings.TrimPrefix(k.s.URL(), "https://"), addr))
+			err = os.WriteFile(path, text, 0o600)
+		}
+		if err != nil {
+			k.t.Errorf("kubeconfig for %s: %v", addr, err) // the nodes that open it fail too
+		}
+		k.written[addr] = path
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, nil, err
-	}
-	q := u.Query()
-	cfg := &rest.Config{
-		Host:            "https://" + u.Host,
-		BearerToken:     q.Get("token"),
-		TLSClientConfig: rest.TLSClientConfig{CAFile: q.Get("ca")},
-		// client-go allows 5 requests a second by default, which would
-		// queue a node's keep-alive behind its acquires.
-		QPS: -1,
-	}
-	cs, closeClient, err := newClient(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	b, err := kubernetes.New(cs, strings.Trim(u.Path, "/"))
-	if err != nil {
-		closeClient()
-		return nil, nil, err
-	}
-	return b, closeClient, nil
+	q := url.Values{"kubeconfig": {path}, "namespace": {kubeNamespace}, "qps": {"-1"}}
+	return "k8s:///?" + q.Encode()
 }
 
 // newClient returns a clientset for cfg on an HTTP client of its own, and
@@ -86,13 +81,6 @@ func newClient(cfg *rest.Config) (clientset.Interface, func(), error) {
 // left running), so it is made through the wrappers.
 func closeIdle(hc *http.Client) { utilnet.CloseIdleConnectionsFor(hc.Transport) }
 
-// kubeURL returns the kubetest URL of s's namespace kubeNamespace through
-// addr.
-func kubeURL(s *kubetest.Server, addr string) string {
-	q := url.Values{"token": {s.Token()}, "ca": {s.CAFile()}}
-	return (&url.URL{Scheme: kubeScheme, Host: addr, Path: "/" + kubeNamespace, RawQuery: q.Encode()}).String()
-}
-
 // startKubernetes runs a kube-apiserver (package kubetest) over an etcd
 // embedded in the test process. A restart is, in turn, a crash of the
 // apiserver (SIGKILL; up is a new one on the same port and etcd) and an
@@ -113,9 +101,10 @@ func startKubernetes(t *testing.T) server {
 	}
 	downs := 0
 	etcdDown := false
+	kc := &kubeconfigs{t: t, s: s, dir: t.TempDir(), written: map[string]string{}}
 	return server{
 		addr: addr,
-		url:  func(a string) string { return kubeURL(s, a) },
+		url:  kc.url,
 		down: func() {
 			downs++
 			if etcdDown = downs%2 == 0; etcdDown {

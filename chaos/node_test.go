@@ -20,6 +20,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/hustings/hustings/backends/dial"
+	_ "github.com/hustings/hustings/backends/dial/all" // every server's URL scheme
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/fence"
@@ -102,7 +104,7 @@ func runNode(args []string) int {
 
 // run campaigns until ctx ends.
 func (f nodeFlags) run(ctx context.Context, out *printer) error {
-	b, closeBackend, err := open(ctx, f.backend)
+	b, closeBackend, err := dial.Open(ctx, f.backend)
 	if err != nil {
 		return err
 	}

@@ -28,9 +28,8 @@ import (
 // server is one real backend server for a run, started by the test.
 type server struct {
 	addr string
-	// url is the backend URL (package dial's, or kubeScheme's: see open)
-	// for a client reaching the server at addr: the server's own, or a
-	// link's.
+	// url is the backend's URL (package dial's) for a client reaching the
+	// server at addr: the server's own, or a link's.
 	url func(addr string) string
 	// down stops the server abruptly; up starts it again on the same port
 	// and data, waiting until it serves.

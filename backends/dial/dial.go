@@ -1,58 +1,54 @@
 // Package dial opens a backend from a URL, for programs that take their
-// backend as a flag or an environment variable:
+// backend as a flag or an environment variable. It knows one scheme of its
+// own, memory (a new in-process backend, one process only; "memory://" is
+// memory too); every other scheme is registered, the way database/sql
+// drivers are, by an opener package that a program imports for its side
+// effect:
 //
-//	memory                              a new in-process backend (one process only)
-//	redis://host:port[/db]              one Redis server (or a proxy)
-//	etcd://host:port[,host:port…]       an etcd cluster
-//	zk://host:port[,host:port…][/root]  a ZooKeeper ensemble, under root
+//	import _ "github.com/hustings/hustings/backends/redis/redisdial"
+//
+//	redis://host:port[/db]              backends/redis/redisdial
+//	etcd://host:port[,host:port…]       backends/etcd/etcddial
+//	zk://host:port[,host:port…][/root]  backends/zookeeper/zkdial
 //	postgres://[user[:password]@]host:port/db[?param=value…]
-//	                                    a PostgreSQL database (postgresql:// too)
+//	                                    backends/postgres/pgdial (postgresql:// too)
 //	mysql://user[:password]@host:port/db[?param=value…]
-//	                                    a MySQL or MariaDB database (mariadb:// too);
-//	                                    params are go-sql-driver/mysql's
+//	                                    backends/mysql/mysqldial (mariadb:// too)
 //	nats://host:port[,host:port…][/bucket]
-//	                                    a NATS server or cluster with JetStream, its KV bucket
+//	                                    backends/nats/natsdial
+//	k8s:///?kubeconfig=path&namespace=ns
+//	                                    backends/kubernetes/k8sdial (kubernetes:// too)
 //
-// Schemes are case-insensitive, as in any URL, and "memory://" is memory
-// too. Parse checks a URL without connecting; every error it returns
-// matches ErrURL and names the wrong part.
+// Package backends/dial/all imports every one of them. A program links the
+// clients of the schemes it imports and no other: this package imports no
+// store client.
+//
+// Schemes are case-insensitive, as in any URL. Parse checks a URL without
+// connecting; every error it returns matches ErrURL and names the wrong
+// part. Usage lists the schemes a program can open.
 //
 // Open connects, waits until the server answers (at most the dial timeout,
 // WithTimeout, default 5 s), and returns the backend with a function that
 // closes the client it made. If the server does not answer in time, Open
 // fails with one line naming the URL and the cause, matching
 // ErrUnreachable. The clients' own log lines go to WithLogger's logger at
-// debug level (by default nowhere), never to stderr; see WithLogger for
-// go-redis, whose logger is one per process. Programs that build their own
-// clients (TLS, auth, pool sizes) should call the backend packages' New
-// instead.
+// debug level (by default nowhere), never to stderr. Programs that build
+// their own clients (TLS, auth, pool sizes) should call the backend
+// packages' New instead.
 //
-// Other schemes are registered (see Register) by the packages that
-// implement them, when a program imports them.
-//
-// Kubernetes Leases open by k8s:// and kubernetes:// once a program
-// imports backends/kubernetes/k8sdial, which registers them; this package
-// does not import client-go.
+// An opener package implements Opener and calls Register from its init;
+// Hosts, HostsOf, Dialer and Unreachable are the parts the built-in
+// openers share.
 package dial
 
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
-
-	"github.com/go-sql-driver/mysql"
-	"github.com/go-zookeeper/zk"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/hustings/hustings/backends"
-	"github.com/hustings/hustings/backends/nats"
-	"github.com/hustings/hustings/backends/zookeeper"
 )
 
 var (
@@ -63,23 +59,53 @@ var (
 	ErrUnreachable = errors.New("dial: cannot reach")
 )
 
-// Usage lists the built-in URLs, for help texts; Schemes lists the
-// registered ones.
-const Usage = "memory | redis://host:port[/db] | etcd://host:port[,host:port…] | zk://host:port[,host:port…][/root] | postgres://[user@]host:port/db | mysql://user@host:port/db | nats://host:port[,host:port…][/bucket]"
+// openerPackages name the package that registers each scheme of this
+// module, for the error about a scheme a program did not import.
+var openerPackages = map[string]string{
+	"redis":      "backends/redis/redisdial",
+	"etcd":       "backends/etcd/etcddial",
+	"zk":         "backends/zookeeper/zkdial",
+	"postgres":   "backends/postgres/pgdial",
+	"postgresql": "backends/postgres/pgdial",
+	"mysql":      "backends/mysql/mysqldial",
+	"mariadb":    "backends/mysql/mysqldial",
+	"nats":       "backends/nats/natsdial",
+	"k8s":        "backends/kubernetes/k8sdial",
+	"kubernetes": "backends/kubernetes/k8sdial",
+}
 
-// ZooKeeperSessionTimeout is the session timeout Open asks ZooKeeper for;
-// campaign TTLs must not exceed it.
-const ZooKeeperSessionTimeout = 4 * time.Second
+// Usage lists the URLs a program can open, memory and the registered
+// schemes (each as the opener's Usage says, or as scheme://…), for help
+// texts: "memory | redis://host:port[/db] | …".
+func Usage() string {
+	u := []string{"memory"}
+	for _, s := range Schemes() {
+		o, _ := opener(s)
+		if us, ok := o.(Usager); ok {
+			if form := us.Usage(s); form != "" {
+				u = append(u, form)
+			}
+		} else {
+			u = append(u, s+"://…")
+		}
+	}
+	return strings.Join(u, " | ")
+}
 
-// maxHostLen is the longest host name Parse takes: the longest DNS name.
-const maxHostLen = 253
+// maxMessage is the longest message of an opener's Check or Describe that
+// Parse shows.
+const maxMessage = 200
 
-// Target is a parsed backend URL.
+// Target is a parsed backend URL. Its exported fields are what the
+// scheme's opener says the URL names (see Describer), for programs that
+// reach the same store with a client of their own; they are empty for an
+// opener that does not say.
 type Target struct {
-	// Scheme is "memory", "redis", "etcd", "zk", "postgres" (for
-	// postgresql:// too), "mysql" (for mariadb:// too) or "nats".
+	// Scheme is "memory" or the registered scheme, in lower case, in the
+	// form the opener gives (postgres:// for postgresql://, mysql:// for
+	// mariadb://).
 	Scheme string
-	// Hosts are the servers, host:port each; one for Redis, none for memory.
+	// Hosts are the servers, host:port each; none for memory.
 	Hosts []string
 	// DB is the Redis database number.
 	DB int
@@ -93,7 +119,7 @@ type Target struct {
 	DSN string
 
 	raw    string // the URL of a registered scheme, as given
-	opener Opener // the registered scheme's opener; nil for a built-in one
+	opener Opener // the registered scheme's opener; nil for memory
 }
 
 // Parse checks raw and returns what it names, without connecting.
@@ -102,7 +128,7 @@ func Parse(raw string) (Target, error) {
 		return fmt.Errorf("%w %s: %s", ErrURL, shown(raw), fmt.Sprintf(format, args...))
 	}
 	if raw == "" {
-		return Target{}, fmt.Errorf("%w: empty: write memory (this process only), redis://host:port[/db], etcd://host:port[,host:port…] or zk://host:port[,host:port…][/root]", ErrURL)
+		return Target{}, fmt.Errorf("%w: empty: write memory (this process only)%s", ErrURL, orOthers())
 	}
 	if strings.EqualFold(raw, "memory") {
 		return Target{Scheme: "memory"}, nil
@@ -115,190 +141,71 @@ func Parse(raw string) (Target, error) {
 		}
 		return Target{}, bad("%v", err)
 	}
-	if o, err := opener(u.Scheme); err != nil {
+	o, err := opener(u.Scheme)
+	switch {
+	case err != nil:
 		return Target{}, err
-	} else if o != nil {
-		if err := o.Check(u); err != nil {
-			return Target{}, bad("%v", err)
+	case o != nil:
+		t, err := describe(o, u)
+		if err != nil {
+			return Target{}, bad("%s", clip(err.Error()))
 		}
-		return Target{Scheme: u.Scheme, raw: raw, opener: o}, nil
-	}
-	switch u.Scheme {
-	case "memory":
+		t.raw, t.opener = raw, o
+		return t, nil
+	case u.Scheme == "memory":
 		if u.Host != "" || u.Path != "" || u.Opaque != "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 			return Target{}, bad("the memory backend takes no host, path or options: write memory")
 		}
 		return Target{Scheme: "memory"}, nil
-	case "redis", "etcd", "zk", "nats":
-	case "postgres", "postgresql":
-		return parsePostgres(raw, u.Scheme, bad)
-	case "mysql", "mariadb":
-		return parseMySQL(u, bad)
-	case "":
-		return Target{}, bad("no scheme: write memory, or redis://, etcd:// or zk:// and host:port")
-	default:
-		return Target{}, bad("scheme %q is not one of %s", u.Scheme, strings.Join(append([]string{"memory", "redis", "etcd", "zk", "postgres", "mysql", "nats"}, Schemes()...), ", "))
+	case u.Scheme == "":
+		return Target{}, bad("no scheme: write memory%s", orOthers())
+	case openerPackages[u.Scheme] != "":
+		return Target{}, bad("scheme %q is not registered: import _ %q", u.Scheme, "github.com/hustings/hustings/"+openerPackages[u.Scheme])
 	}
-	switch {
-	case u.Opaque != "":
-		return Target{}, bad("no // after %q: write %s://host:port", u.Scheme+":", u.Scheme)
-	case u.User != nil:
-		return Target{}, bad("user info is not supported (build the client yourself and call the backend's New)")
-	case u.RawQuery != "" || u.ForceQuery:
-		return Target{}, bad("queries are not supported")
-	case u.Fragment != "":
-		return Target{}, bad("fragments are not supported")
-	}
-	t := Target{Scheme: u.Scheme}
-	if t.Hosts, err = hosts(u.Host); err != nil {
-		return Target{}, bad("%v", err)
-	}
-	path := strings.TrimRight(u.Path, "/")
-	switch u.Scheme {
-	case "redis":
-		if len(t.Hosts) != 1 {
-			return Target{}, bad("redis takes one host:port, not %d", len(t.Hosts))
-		}
-		if p := strings.TrimPrefix(path, "/"); p != "" {
-			if t.DB, err = strconv.Atoi(p); err != nil || t.DB < 0 {
-				return Target{}, bad("database %s is not a number from 0 up", shown(p))
-			}
-		}
-	case "etcd":
-		if path != "" {
-			return Target{}, bad("etcd takes no path (got %s)", shown(u.Path))
-		}
-	case "zk":
-		if path != "" {
-			if err := checkRoot(path); err != nil {
-				return Target{}, bad("%v", err)
-			}
-		}
-		t.Root = path
-	case "nats":
-		if t.Bucket = strings.TrimPrefix(path, "/"); t.Bucket != "" {
-			if _, err := nats.New(nil, nats.WithBucket(t.Bucket)); err != nil && strings.Contains(err.Error(), "bucket") {
-				return Target{}, bad("bucket %s: 1 to 64 letters, digits, '-' or '_'", shown(t.Bucket))
-			}
-		}
-	}
-	return t, nil
+	return Target{}, bad("scheme %q is not one of %s", u.Scheme, strings.Join(append([]string{"memory"}, Schemes()...), ", "))
 }
 
-// parsePostgres checks a PostgreSQL URL the way pgx reads it (user,
-// password and parameters such as sslmode included), without connecting.
-// It must name a host and a port.
-func parsePostgres(raw, scheme string, bad func(string, ...any) error) (Target, error) {
-	dsn := scheme + raw[len(scheme):] // pgx wants the scheme in lower case
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		msg := err.Error()
-		if inner := errors.Unwrap(err); inner != nil {
-			msg = inner.Error() // without the URL
+// describe returns what u names, by o's Describe or, without one, o's
+// Check and u's scheme.
+func describe(o Opener, u *url.URL) (Target, error) {
+	if d, ok := o.(Describer); ok {
+		t, err := d.Describe(u)
+		if err == nil && t.Scheme == "" {
+			t.Scheme = u.Scheme
 		}
-		msg = strings.ReplaceAll(msg, "\n", " ")
-		if len(msg) > 200 {
-			msg = msg[:200] + "…"
-		}
-		return Target{}, bad("not a PostgreSQL URL: %s", strings.ToValidUTF8(msg, "?"))
+		return t, err
 	}
-	host := cfg.ConnConfig.Host
-	if host == "" || strings.HasPrefix(host, "/") {
-		return Target{}, bad("no host:port (a Unix socket is not supported here)")
-	}
-	t := Target{Scheme: "postgres", Hosts: []string{net.JoinHostPort(host, strconv.Itoa(int(cfg.ConnConfig.Port)))}, DSN: dsn}
-	for _, f := range cfg.ConnConfig.Fallbacks { // with and without TLS: one host twice
-		if h := net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port))); !slices.Contains(t.Hosts, h) {
-			t.Hosts = append(t.Hosts, h)
-		}
-	}
-	return t, nil
+	return Target{Scheme: u.Scheme}, o.Check(u)
 }
 
-// parseMySQL checks a mysql:// URL: a user, one host:port, a database,
-// and parameters that go-sql-driver/mysql takes.
-func parseMySQL(u *url.URL, bad func(string, ...any) error) (Target, error) {
-	switch {
-	case u.Opaque != "":
-		return Target{}, bad("no // after %q: write mysql://user@host:port/db", u.Scheme+":")
-	case u.User == nil || u.User.Username() == "":
-		return Target{}, bad("no user: write mysql://user[:password]@host:port/db")
-	case strings.Trim(u.Path, "/") == "" || strings.Contains(strings.Trim(u.Path, "/"), "/"):
-		return Target{}, bad("no database: write mysql://user@host:port/db")
-	case u.Fragment != "":
-		return Target{}, bad("fragments are not supported")
+// orOthers lists the registered schemes for the errors about a URL
+// without one.
+func orOthers() string {
+	s := Schemes()
+	if len(s) == 0 {
+		return " (no other scheme is registered: import an opener such as github.com/hustings/hustings/backends/redis/redisdial)"
 	}
-	hs, err := hosts(u.Host)
-	if err != nil {
-		return Target{}, bad("%v", err)
+	for i := range s {
+		s[i] += "://"
 	}
-	if len(hs) != 1 {
-		return Target{}, bad("one host:port only")
+	if len(s) == 1 {
+		return ", or " + s[0] + "…"
 	}
-	t := Target{Scheme: "mysql", Hosts: hs}
-	u.Scheme = "mysql"
-	t.DSN = u.String()
-	if _, err := t.mysqlConfig(); err != nil {
-		return Target{}, bad("%v", err)
-	}
-	return t, nil
+	return ", or one of " + strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1] + "…"
 }
 
-// mysqlConfig returns the go-sql-driver/mysql configuration of a mysql
-// target, with parseTime on.
-func (t Target) mysqlConfig() (*mysql.Config, error) {
-	u, err := url.Parse(t.DSN)
-	if err != nil {
-		return nil, err
+// clip bounds an opener's message: it names a part of a URL, which may be
+// long.
+func clip(msg string) string {
+	msg = strings.ReplaceAll(msg, "\n", " ")
+	if len(msg) <= maxMessage {
+		return msg
 	}
-	dsn := u.User.Username()
-	if pw, ok := u.User.Password(); ok {
-		dsn += ":" + pw
+	cut := maxMessage
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
 	}
-	dsn += "@tcp(" + u.Host + ")/" + strings.Trim(u.Path, "/")
-	if u.RawQuery != "" {
-		dsn += "?" + u.RawQuery
-	}
-	c, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return nil, errors.New("not a MySQL URL: " + strings.ReplaceAll(err.Error(), dsn, "…"))
-	}
-	c.ParseTime = true
-	return c, nil
-}
-
-// hosts checks a comma-separated host:port list.
-func hosts(list string) ([]string, error) {
-	if list == "" {
-		return nil, errors.New("no host:port")
-	}
-	hs := strings.Split(list, ",")
-	for _, h := range hs {
-		host, port, err := net.SplitHostPort(h)
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("%s is not host:port", shown(h))
-		case host == "":
-			return nil, fmt.Errorf("%s has no host", shown(h))
-		case len(host) > maxHostLen:
-			return nil, fmt.Errorf("host name is %d bytes, longer than %d", len(host), maxHostLen)
-		}
-		if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
-			return nil, fmt.Errorf("port %s is not a number from 1 to 65535", shown(port))
-		}
-	}
-	return hs, nil
-}
-
-// checkRoot asks package zookeeper whether it takes root: New does no I/O
-// and checks its root before anything touches the conn.
-func checkRoot(root string) error {
-	_, err := zookeeper.New(new(zk.Conn), zookeeper.WithRoot(root))
-	if err == nil {
-		return nil
-	}
-	msg := strings.TrimPrefix(err.Error(), backends.ErrInvalid.Error()+": ")
-	return errors.New(strings.TrimPrefix(msg, "zookeeper: "))
+	return msg[:cut] + "…"
 }
 
 // shown quotes s for an error message: user info (which may hold a
@@ -333,23 +240,24 @@ func (t Target) Redacted() string {
 	return t.String()
 }
 
-// String returns the target as a URL that Parse accepts.
+// String returns the target as a URL that Parse accepts: the URL Parse
+// was given (with its password, if any: see Redacted), or for a Target
+// made by hand, one of its fields.
 func (t Target) String() string {
-	if t.opener != nil {
-		return t.raw // with its password, if any: see Redacted
-	}
-	switch t.Scheme {
-	case "memory":
+	switch {
+	case t.raw != "":
+		return t.raw
+	case t.Scheme == "memory":
 		return "memory"
-	case "redis":
-		return fmt.Sprintf("redis://%s/%d", strings.Join(t.Hosts, ","), t.DB)
-	case "postgres", "mysql":
-		return t.DSN // with its password, if any: see Redacted
+	case t.DSN != "":
+		return t.DSN
 	}
 	path := t.Root
 	if t.Bucket != "" {
 		path = "/" + t.Bucket
+	} else if t.DB != 0 {
+		path = "/" + strconv.Itoa(t.DB)
 	}
-	u := url.URL{Scheme: t.Scheme, Host: strings.Join(t.Hosts, ","), Path: path}
+	u := url.URL{Scheme: t.Scheme, Host: strings.Join(slices.Clip(t.Hosts), ","), Path: path}
 	return u.String()
 }

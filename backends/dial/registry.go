@@ -18,12 +18,29 @@ import (
 // for concurrent use.
 type Opener interface {
 	// Check reports whether u names a backend this opener can open,
-	// without connecting. Open wraps its error in ErrURL.
+	// without connecting. Parse (and so Open) wraps its error in
+	// ErrURL.
 	Check(u *url.URL) error
 	// Open connects to the backend u names, waits until it answers (at
 	// most until ctx ends: Open gives ctx the dial timeout), and returns
 	// it with a function that closes the client it made.
 	Open(ctx context.Context, u *url.URL, c Config) (backends.Backend, func(), error)
+}
+
+// Describer is an Opener that also says what a URL names. Parse calls
+// Describe instead of Check when the opener has it, and takes the
+// exported fields of the Target it returns (Scheme, if empty, is the
+// URL's). Parse wraps its error in ErrURL, as Check's.
+type Describer interface {
+	Describe(u *url.URL) (Target, error)
+}
+
+// Usager is an Opener that writes its URLs for help texts (see Usage):
+// Usage returns the form of a URL of scheme, such as
+// "redis://host:port[/db]", or "" to leave scheme out of the list (the
+// alias of a scheme listed already).
+type Usager interface {
+	Usage(scheme string) string
 }
 
 // Config is what Open's options set, as an Opener sees it.
@@ -34,9 +51,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// builtin are the schemes of this package's own switch; Register refuses
-// them.
-var builtin = []string{"memory", "redis", "etcd", "zk", "postgres", "postgresql", "mysql", "mariadb", "nats"}
+// builtin are the schemes of this package's own; Register refuses them.
+var builtin = []string{"memory"}
 
 var registry struct {
 	mu      sync.RWMutex
@@ -50,8 +66,7 @@ var registry struct {
 // error: the first opener stays, Register returns an error matching
 // backends.ErrInvalid, and every later Parse of that scheme fails with it,
 // so the mistake shows at first use even if init dropped the error.
-// Empty schemes, this package's built-in schemes and a nil o are refused
-// the same way.
+// Empty schemes, memory and a nil o are refused the same way.
 func Register(scheme string, o Opener) error {
 	scheme = strings.ToLower(scheme)
 	registry.mu.Lock()
@@ -79,8 +94,8 @@ func Register(scheme string, o Opener) error {
 	return nil
 }
 
-// Schemes returns the registered schemes, sorted, without the built-in
-// ones (which Usage lists).
+// Schemes returns the registered schemes, sorted, without memory (which
+// Usage lists too).
 func Schemes() []string {
 	registry.mu.RLock()
 	defer registry.mu.RUnlock()

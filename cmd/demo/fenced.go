@@ -26,6 +26,7 @@ import (
 	"github.com/hustings/hustings/backends/postgres"
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/zookeeper"
+	"github.com/hustings/hustings/backends/zookeeper/zkdial"
 	"github.com/hustings/hustings/events"
 )
 
@@ -129,7 +130,7 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 			close: func() { rdb.Close() },
 		}, nil
 	case *zookeeper.Backend:
-		conn, _, err := zk.Connect(t.Hosts, dial.ZooKeeperSessionTimeout, zk.WithLogger(quietZK{}))
+		conn, _, err := zk.Connect(t.Hosts, zkdial.SessionTimeout, zk.WithLogger(quietZK{}))
 		if err != nil {
 			return nil, err
 		}

@@ -20,7 +20,7 @@ type backendFlags struct {
 
 // register adds the flags to fs, --backend defaulting to def.
 func (f *backendFlags) register(fs *flag.FlagSet, def string) {
-	fs.StringVar(&f.url, "backend", def, "backend URL: "+dial.Usage)
+	fs.StringVar(&f.url, "backend", def, "backend URL: "+dial.Usage())
 	fs.DurationVar(&f.timeout, "dial-timeout", dial.DefaultTimeout, "how long to wait for the backend's server to answer")
 }
 

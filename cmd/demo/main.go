@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/hustings/hustings/backends/dial"
+	_ "github.com/hustings/hustings/backends/dial/all" // every store's URL scheme
 )
 
 // command is one subcommand of the demo.
@@ -75,7 +76,7 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(w, "\nbackend URLs: %s (default memory)\n", dial.Usage)
+	fmt.Fprintf(w, "\nbackend URLs: %s (default memory)\n", dial.Usage())
 	fmt.Fprintln(w, "a server to try: redis-server --port 6379, then --backend redis://127.0.0.1:6379;")
 	fmt.Fprintln(w, "  or \"go run ./cmd/etcd-dev\", which starts an etcd and prints its URL")
 	fmt.Fprintln(w, "\"demo COMMAND --help\" lists a command's flags.")

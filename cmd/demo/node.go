@@ -14,6 +14,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/backends/zookeeper/zkdial"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/group"
@@ -36,7 +37,7 @@ func parseNode(args []string, stdout io.Writer) (nodeFlags, error) {
 	var f nodeFlags
 	fs := flag.NewFlagSet("demo node", flag.ContinueOnError)
 	f.backend.register(fs, "")
-	fs.Lookup("backend").Usage = "URL of a server every node shares (required): redis://host:port[/db] | etcd://host:port[,host:port…] | zk://host:port[,host:port…][/root] | postgres://[user@]host:port/db | mysql://user@host:port/db | nats://host:port[,host:port…][/bucket]"
+	fs.Lookup("backend").Usage = "URL of a server every node shares (required): " + strings.TrimPrefix(dial.Usage(), "memory | ")
 	fs.StringVar(&f.name, "name", "", "lock (or group) name; required")
 	fs.StringVar(&f.id, "id", "", "candidate ID; required")
 	fs.DurationVar(&f.ttl, "ttl", 2*time.Second, "session TTL: how long a crashed leader's locks outlive it")
@@ -70,8 +71,8 @@ func (f *nodeFlags) check(set map[string]bool) (err error) {
 			"the memory backend lives inside one process, so each node would hold its own lock")
 	}
 	switch {
-	case f.target.Scheme == "zk" && f.ttl > dial.ZooKeeperSessionTimeout:
-		return fmt.Errorf("--ttl %s is longer than the ZooKeeper session timeout, %s: use %s or less", f.ttl, dial.ZooKeeperSessionTimeout, dial.ZooKeeperSessionTimeout)
+	case f.target.Scheme == "zk" && f.ttl > zkdial.SessionTimeout:
+		return fmt.Errorf("--ttl %s is longer than the ZooKeeper session timeout, %s: use %s or less", f.ttl, zkdial.SessionTimeout, zkdial.SessionTimeout)
 	case f.work < 0:
 		return fmt.Errorf("--work %s is negative: give how often the work loop wakes, or 0 for no work", f.work)
 	case f.slots < 1:

@@ -10,13 +10,17 @@
 //	k8s:///?namespace=ns                    in-cluster config, namespace ns
 //	k8s:///?kubeconfig=/path&namespace=ns   the kubeconfig's current context
 //	k8s:///?prefix=p                        Lease names start with p (kubernetes.WithPrefix)
+//	k8s:///?qps=n                           the client's rate limit, n requests a second
 //
 // Without kubeconfig, Open uses the service account of the pod it runs in
 // (rest.InClusterConfig) and, without namespace, the pod's namespace. With
 // kubeconfig, the namespace defaults to the current context's, else
-// "default". Parameters other than these three are bad URLs. Open lists
-// the namespace's Leases once to check that the server answers and lets
-// the credentials read them. client-go logs through klog, which WithLogger
+// "default". Without qps the client has client-go's default rate limit (5
+// requests a second, burst 10), which queues every request, KeepAlive
+// included: give a qps that covers the campaigns' acquires, or a negative
+// one for no limit (rest.Config.QPS). Parameters other than these four are
+// bad URLs. Open lists the namespace's Leases once to check that the
+// server answers and lets the credentials read them. client-go logs through klog, which WithLogger
 // does not route.
 //
 // It is a package of its own so that a program that calls kubernetes.New
@@ -27,8 +31,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,7 +63,17 @@ const podNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 type opener struct{}
 
 // params is what a k8s:// URL says.
-type params struct{ kubeconfig, namespace, prefix string }
+type params struct {
+	kubeconfig, namespace, prefix string
+	qps                           float32 // 0: client-go's default
+}
+
+func (opener) Usage(scheme string) string {
+	if scheme != "k8s" {
+		return "" // an alias
+	}
+	return "k8s://[/?kubeconfig=path&namespace=ns]"
+}
 
 func (opener) Check(u *url.URL) error {
 	_, err := parse(u)
@@ -91,8 +107,14 @@ func parse(u *url.URL) (params, error) {
 			p.namespace = v[0]
 		case "prefix":
 			p.prefix = v[0]
+		case "qps":
+			f, err := strconv.ParseFloat(v[0], 32)
+			if err != nil || f == 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+				return params{}, fmt.Errorf("qps %q is not a number of requests a second (negative: no limit)", v[0])
+			}
+			p.qps = float32(f)
 		default:
-			return params{}, fmt.Errorf("parameter %q is not one of kubeconfig, namespace, prefix", k)
+			return params{}, fmt.Errorf("parameter %q is not one of kubeconfig, namespace, prefix, qps", k)
 		}
 	}
 	if q.Has("kubeconfig") && p.kubeconfig == "" {
@@ -157,6 +179,9 @@ func (opener) Open(ctx context.Context, u *url.URL, c dial.Config) (backends.Bac
 	cfg, ns, err := p.config()
 	if err != nil {
 		return nil, nil, fmt.Errorf("dial: %s: %w", shown, err)
+	}
+	if p.qps != 0 {
+		cfg.QPS = p.qps
 	}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {

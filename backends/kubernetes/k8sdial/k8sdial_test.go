@@ -25,7 +25,9 @@ func TestBadK8sURLs(t *testing.T) {
 		{"k8s:///x", `no path (got "/x")`},
 		{"k8s:opaque", `no // after "k8s:"`},
 		{"k8s:///#f", "fragments are not supported"},
-		{"k8s:///?context=x", `parameter "context" is not one of kubeconfig, namespace, prefix`},
+		{"k8s:///?context=x", `parameter "context" is not one of kubeconfig, namespace, prefix, qps`},
+		{"k8s:///?qps=fast", `qps "fast" is not a number`},
+		{"k8s:///?qps=0", `qps "0" is not a number`},
 		{"k8s:///?namespace=a&namespace=b", `"namespace" given 2 times`},
 		{"k8s:///?namespace=Not_A_Label", `namespace "Not_A_Label" is not a DNS label`},
 		{"k8s:///?prefix=" + strings.Repeat("p", 21), "prefix"},
@@ -47,7 +49,7 @@ func TestBadK8sURLs(t *testing.T) {
 
 func TestOpenWithKubeconfig(t *testing.T) {
 	for _, scheme := range []string{"k8s", "KUBERNETES"} {
-		raw := scheme + ":///?" + url.Values{"kubeconfig": {srv.Kubeconfig()}, "namespace": {"default"}, "prefix": {"dialtest"}}.Encode()
+		raw := scheme + ":///?" + url.Values{"kubeconfig": {srv.Kubeconfig()}, "namespace": {"default"}, "prefix": {"dialtest"}, "qps": {"-1"}}.Encode()
 		b, closeFn, err := dial.Open(t.Context(), raw, dial.WithTimeout(30*time.Second))
 		if err != nil {
 			t.Fatalf("Open(%s) = %v", raw, err)

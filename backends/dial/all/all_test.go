@@ -1,4 +1,4 @@
-package dial_test
+package all_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -16,17 +17,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/hustings/hustings/backends"
-	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/dial"
-	"github.com/hustings/hustings/backends/etcd/etcdtest"
-	"github.com/hustings/hustings/backends/mysql/mysqltest"
-	"github.com/hustings/hustings/backends/nats/natstest"
-	"github.com/hustings/hustings/backends/postgres/pgtest"
-	"github.com/hustings/hustings/backends/redis/redistest"
-	"github.com/hustings/hustings/backends/zookeeper/zktest"
-	"github.com/hustings/hustings/campaign"
-	"github.com/hustings/hustings/events"
+	_ "github.com/hustings/hustings/backends/dial/all"
 	"github.com/hustings/hustings/internal/testserver"
 )
 
@@ -64,42 +56,6 @@ func openAndReport(url string) {
 		res.Err = err.Error()
 	}
 	_ = json.NewEncoder(os.Stdout).Encode(res)
-}
-
-// elect runs one campaign on the backend at url until it is elected.
-func elect(t *testing.T, url string) {
-	t.Helper()
-	b, closeBackend, err := dial.Open(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeBackend()
-	r := backendtest.Record(t, b, "dial-test", "dial", campaign.WithTTL(2*time.Second))
-	defer r.Stop()
-	r.Expect(t, events.Elected, 30*time.Second)
-}
-
-func TestOpen(t *testing.T) {
-	rs := redistest.Start(t)
-	es := etcdtest.Start(t)
-	zs := zktest.Start(t)
-	ps := pgtest.Start(t)
-	ns := natstest.Start(t)
-	for _, url := range []string{"memory", "redis://" + rs.Addr() + "/1", "etcd://" + es.Addr(), "zk://" + zs.Addr() + "/dial-test",
-		pgtest.DSN(ps.Addr()), strings.Replace(pgtest.DSN(ps.Addr()), "postgres://", "postgresql://", 1),
-		ns.URL(), ns.URL() + "/dial_test"} {
-		t.Run(url, func(t *testing.T) { elect(t, url) })
-	}
-}
-
-// TestOpenMySQL elects a leader through a mysql:// URL on a real
-// MariaDB, twice (Migrate is idempotent).
-func TestOpenMySQL(t *testing.T) {
-	ms := mysqltest.Start(t)
-	url := "mysql://root@" + ms.Addr() + "/" + mysqltest.Database
-	for _, u := range []string{url, strings.Replace(url, "mysql://", "mariadb://", 1)} {
-		t.Run(u, func(t *testing.T) { elect(t, u) })
-	}
 }
 
 // TestOpenUnreachable: on every backend, a dial to a closed loopback port
@@ -141,40 +97,6 @@ func TestOpenUnreachable(t *testing.T) {
 	}
 }
 
-// TestEtcdOutlivesOpenContext: the client Open made keeps working after
-// Open's ctx was cancelled.
-func TestEtcdOutlivesOpenContext(t *testing.T) {
-	es := etcdtest.Start(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	b, closeBackend, err := dial.Open(ctx, "etcd://"+es.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeBackend()
-	cancel()
-	s, err := b.Open(t.Context(), "after-cancel", 2*time.Second)
-	if err != nil {
-		t.Fatalf("Open of a session after Open's ctx ended: %v", err)
-	}
-	defer s.Close(t.Context())
-	if _, err := s.Acquire(t.Context(), "dial-after-cancel", 0); err != nil {
-		t.Fatalf("Acquire after Open's ctx ended: %v", err)
-	}
-}
-
-// TestOpenEtcdNeedsAServer: with nothing listening, Open of etcd fails
-// (the client connects lazily: Open must make a request).
-func TestOpenEtcdNeedsAServer(t *testing.T) {
-	port, err := testserver.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = dial.Open(t.Context(), fmt.Sprintf("etcd://127.0.0.1:%d", port), dial.WithTimeout(500*time.Millisecond))
-	if !errors.Is(err, dial.ErrUnreachable) || !strings.Contains(err.Error(), "within 500ms") {
-		t.Fatalf("Open with nothing listening = %v, want ErrUnreachable within 500ms", err)
-	}
-}
-
 // TestClientLogsGoToTheLogger: the clients' own lines about the failed
 // dials reach WithLogger's logger, at debug level, naming the client.
 func TestClientLogsGoToTheLogger(t *testing.T) {
@@ -207,12 +129,6 @@ func TestClientLogsGoToTheLogger(t *testing.T) {
 	}
 }
 
-func TestBadTimeout(t *testing.T) {
-	if _, _, err := dial.Open(t.Context(), "memory", dial.WithTimeout(0)); !errors.Is(err, backends.ErrInvalid) {
-		t.Fatalf("Open with a zero timeout = %v, want ErrInvalid", err)
-	}
-}
-
 // recordHandler keeps every record as one text line.
 type recordHandler struct {
 	mu  sync.Mutex
@@ -241,4 +157,47 @@ func (h *recordHandler) lines() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]string(nil), h.out...)
+}
+
+// TestUsageListsEveryScheme: with every opener imported, Usage names each
+// store once, in the form its opener gives.
+func TestUsageListsEveryScheme(t *testing.T) {
+	want := []string{"memory", "redis://host:port[/db]", "etcd://host:port[,host:port…]", "zk://host:port[,host:port…][/root]",
+		"postgres://[user@]host:port/db", "mysql://user@host:port/db", "nats://host:port[,host:port…][/bucket]", "k8s://[/?kubeconfig=path&namespace=ns]"}
+	u := dial.Usage()
+	for _, w := range want {
+		if !strings.Contains(u, w) {
+			t.Errorf("Usage() = %q, want %s in it", u, w)
+		}
+	}
+	if n := strings.Count(u, " | ") + 1; n != len(want) {
+		t.Errorf("Usage() = %q: %d forms, want %d (one per store)", u, n, len(want))
+	}
+}
+
+// FuzzParse: with every opener registered, Parse never panics, every
+// error matches ErrURL and is one short line, and what it accepts prints
+// as a URL that parses to the same target.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"memory", "MEMORY", "memory://", "", "redis://h:1/2", "REDIS://h:1", "etcd://a:1,b:2",
+		"zk://h:1/root", "zk://h:1,h:2/", "zk://h:1/zookeeper", "zk://h:1/a%3Fb", "%zz", "redis://[::1]:6379", "foo://", "postgres://u:p@h:1/db?sslmode=disable", "postgresql://h:1,h:2/db", "mysql://u:p@h:1/db",
+		"nats://h:1/b", "k8s:///?namespace=n", "redis://" + strings.Repeat("h", 300) + ":1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got, err := dial.Parse(raw)
+		if err != nil {
+			if !errors.Is(err, dial.ErrURL) {
+				t.Fatalf("Parse(%q) = %v, not an ErrURL", raw, err)
+			}
+			if msg := err.Error(); strings.Contains(msg, "\n") || len(msg) > 600 {
+				t.Fatalf("Parse(%q): error of %d bytes or several lines: %q", raw, len(msg), msg)
+			}
+			return
+		}
+		again, err := dial.Parse(got.String())
+		if err != nil || !reflect.DeepEqual(again, got) {
+			t.Fatalf("Parse(%q) = %+v; its String %q parses to %+v, %v", raw, got, got.String(), again, err)
+		}
+	})
 }
