@@ -29,7 +29,11 @@ func (f backendFlags) check() (dial.Target, error) {
 	if f.timeout <= 0 {
 		return dial.Target{}, fmt.Errorf("--dial-timeout %s must be more than 0", f.timeout)
 	}
-	return dial.Parse(f.url)
+	t, err := dial.Parse(f.url)
+	if err != nil && withoutKubernetes(f.url) {
+		return t, fmt.Errorf("%w (this demo was built without Kubernetes: run it with go run -tags k8s ./cmd/demo)", err)
+	}
+	return t, err
 }
 
 // open connects to the backend: the one place every command opens its

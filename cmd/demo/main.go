@@ -19,7 +19,6 @@ import (
 	"syscall"
 
 	"github.com/hustings/hustings/backends/dial"
-	_ "github.com/hustings/hustings/backends/dial/all" // every store's URL scheme
 )
 
 // command is one subcommand of the demo.

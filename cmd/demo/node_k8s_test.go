@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/hustings/hustings/backends/kubernetes/k8sdial" // as -tags k8s does: the nodes are this test binary
 	"github.com/hustings/hustings/backends/kubernetes/kubetest"
 )
 
 // TestNodesFailOverOnKubernetes: "demo node --backend k8s://…" runs on
-// Leases (the demo registers k8sdial): two node processes on a real
+// Leases (a demo built with -tags k8s registers k8sdial): two node processes on a real
 // kube-apiserver elect one, and when it is killed with SIGKILL the other
 // takes over with a larger token.
 func TestNodesFailOverOnKubernetes(t *testing.T) {
