@@ -43,34 +43,36 @@ func (d *mapDriver) alive(sid string, now time.Time) (bool, time.Time) {
 	return true, s.expires
 }
 
-func (d *mapDriver) CreateSession(_ context.Context, s record.Session) error {
+func (d *mapDriver) CreateSession(_ context.Context, s record.Session) (uint64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.sessions[s.ID] = &mapSession{ttl: s.TTL, expires: time.Now().Add(s.TTL)}
-	return nil
+	return 0, nil
 }
 
-func (d *mapDriver) Renew(_ context.Context, sid string) (bool, []record.Lock, time.Time, error) {
+// Renew finds the session's locks itself, as an index would; it ignores
+// held.
+func (d *mapDriver) Renew(_ context.Context, rs record.Session, _ []record.Lock) (record.Renewal, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := time.Now()
-	if ok, _ := d.alive(sid, now); !ok {
-		return false, nil, now, nil
+	r := record.Renewal{Now: time.Now()}
+	if r.Alive, _ = d.alive(rs.ID, r.Now); !r.Alive {
+		return r, nil
 	}
-	s := d.sessions[sid]
-	s.expires = now.Add(s.ttl)
-	var locks []record.Lock
+	s := d.sessions[rs.ID]
+	s.expires = r.Now.Add(s.ttl)
 	for _, l := range d.locks {
-		if l.Session == sid {
-			locks = append(locks, l)
+		if l.Session == rs.ID {
+			r.Locks = append(r.Locks, l)
 		}
 	}
-	return true, locks, now, nil
+	return r, nil
 }
 
-func (d *mapDriver) DeleteSession(_ context.Context, sid string, _ []string) ([]string, error) {
+func (d *mapDriver) DeleteSession(_ context.Context, rs record.Session, _ []record.Lock) ([]string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	sid := rs.ID
 	delete(d.sessions, sid)
 	var freed []string
 	for name, l := range d.locks {

@@ -21,10 +21,100 @@ type session struct {
 	sid string // session record's ID: 32 random hex digits
 	ttl time.Duration
 
-	mu     sync.Mutex
-	closed bool
+	mu      sync.Mutex
+	closed  bool
+	version uint64          // the session record's, as its last write returned
+	granted map[string]Lock // by name: the record each grant's write returned
+	push    bool            // Losses was called: the feed reports losses
 
-	ledger ledger.Ledger // what Acquire granted, and what KeepAlive found gone
+	ledger ledger.Ledger // what Acquire granted, and what was found gone
+}
+
+// pushSession is a session of a Store whose driver is a Notifier: its
+// losses are pushed.
+type pushSession struct{ *session }
+
+var _ backends.LossNotifier = pushSession{}
+
+// Losses returns the channel signalled when Lost gains a lock; see
+// backends.LossNotifier. The first call joins the session to the Store's
+// feed (started by it, and again by Acquire and KeepAlive if it broke),
+// which then reports a write to a lock record after the session's take,
+// and the end of the session's own record. Close leaves it.
+func (p pushSession) Losses() <-chan struct{} {
+	ss := p.session
+	ss.mu.Lock()
+	join := !ss.push && !ss.closed
+	ss.push = true
+	ss.mu.Unlock()
+	if join {
+		ss.s.hub.join(context.Background(), ss)
+	}
+	return ss.ledger.Losses()
+}
+
+// feedUp starts the Store's feed if the session's losses are pushed and
+// none runs, and waits (bounded by ctx) until it is confirmed, so that
+// it covers the writes after the call. A feed that fails leaves the
+// losses to KeepAlive.
+func (ss *session) feedUp(ctx context.Context) {
+	ss.mu.Lock()
+	pushed := ss.push && !ss.closed
+	ss.mu.Unlock()
+	if !pushed {
+		return
+	}
+	select {
+	case <-ss.s.hub.join(ctx, ss).ready:
+	case <-ctx.Done():
+	}
+}
+
+// pushed is the feed's report of a write to lock record l.Name: a lock
+// the session was granted at an older version is gone (its own releases
+// leave the ledger before they write).
+func (ss *session) pushed(l Lock) {
+	ss.mu.Lock()
+	g, ok := ss.granted[l.Name]
+	ss.mu.Unlock()
+	if ok && l.Version > g.Version {
+		ss.ledger.Gone(l.Name, g.Token)
+	}
+}
+
+// ended is the feed's report that the session record is gone: every lock
+// is, with it.
+func (ss *session) ended() {
+	if ss.usable() != nil {
+		return
+	}
+	for name, token := range ss.ledger.Held() {
+		ss.ledger.Gone(name, token)
+	}
+}
+
+// grant records the lock l a write of Acquire returned (or found).
+func (ss *session) grant(l Lock) {
+	ss.mu.Lock()
+	if ss.granted == nil {
+		ss.granted = map[string]Lock{}
+	}
+	ss.granted[l.Name] = Lock{Name: l.Name, Token: l.Token, Version: l.Version}
+	ss.mu.Unlock()
+	ss.ledger.Granted(l.Name, l.Token)
+}
+
+// record returns the session record as the core knows it, and the locks
+// it holds with the versions their grants wrote.
+func (ss *session) record() (Session, []Lock) {
+	held := ss.ledger.Held()
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	locks := make([]Lock, 0, len(held))
+	for name, tok := range held {
+		locks = append(locks, Lock{Name: name, Token: tok, Version: ss.granted[name].Version})
+	}
+	return Session{ID: ss.sid, Candidate: ss.id, TTL: ss.ttl, Version: ss.version}, locks
 }
 
 // ID returns the candidate ID the session was opened for.
@@ -40,7 +130,8 @@ func (ss *session) Acquire(ctx context.Context, name string, lease time.Duration
 	if err := validate.Acquire(name, lease); err != nil {
 		return 0, err
 	}
-	var tok events.Token
+	ss.feedUp(ctx) // before the take: the feed covers the lock from it on
+	var got Lock
 	err := ss.s.retry(ctx, "acquire", func() (bool, error) {
 		v, err := ss.s.d.ReadLock(ctx, name, ss.sid)
 		switch {
@@ -49,28 +140,28 @@ func (ss *session) Acquire(ctx context.Context, name string, lease time.Duration
 		case !v.SelfAlive:
 			return true, ss.lost()
 		case live(v) && v.Lock.Session == ss.sid && !v.Lock.Hold:
-			tok = v.Lock.Token
+			got = v.Lock
 			return true, nil
 		case live(v):
 			return true, fmt.Errorf("%w: %q by %s", backends.ErrHeld, name, v.Lock.Candidate)
 		}
 		l := Lock{Name: name, Session: ss.sid, Candidate: ss.id}
 		if lease > 0 {
-			l.Expires = v.Now.Add(lease)
+			l.Expires, l.TTL = v.Now.Add(lease), lease
 		}
 		if v.Lock.Version == 0 {
-			l, err = ss.s.d.CreateLock(ctx, l)
+			got, err = ss.s.d.CreateLock(ctx, l)
 		} else {
-			l, err = ss.s.d.SwapLock(ctx, l, v.Lock.Version)
+			got, err = ss.s.d.SwapLock(ctx, l, v.Lock.Version)
 		}
-		tok = l.Token
 		return err == nil, err
 	})
 	if err != nil {
 		return 0, err
 	}
-	ss.ledger.Granted(name, tok)
-	return tok, nil
+	got.Name = name
+	ss.grant(got)
+	return got.Token, nil
 }
 
 // Release deletes the lock record (hold 0), or rewrites it as a hold, if
@@ -85,6 +176,11 @@ func (ss *session) Release(ctx context.Context, name string, token events.Token,
 		return err
 	}
 	ss.ledger.Released(name, token)
+	ss.mu.Lock()
+	if ss.granted[name].Token == token {
+		delete(ss.granted, name)
+	}
+	ss.mu.Unlock()
 	var v View
 	err := ss.s.retry(ctx, "release", func() (_ bool, err error) {
 		v, err = ss.s.d.ReadLock(ctx, name, ss.sid)
@@ -97,13 +193,13 @@ func (ss *session) Release(ctx context.Context, name string, token events.Token,
 		case hold == 0 || !live(v):
 			err = ss.s.d.DeleteLock(ctx, name, l.Version)
 		default:
-			l.Hold, l.Expires = true, v.Now.Add(hold)
+			l.Hold, l.Expires, l.TTL = true, v.Now.Add(hold), hold
 			_, err = ss.s.d.SwapLock(ctx, l, l.Version)
 		}
 		if err != nil {
 			return false, err
 		}
-		ss.s.hub.changed(name)
+		ss.s.hub.changed(name, hold == 0 || !live(v))
 		if !live(v) {
 			return true, ss.notHeld(name, token, v)
 		}
@@ -128,30 +224,30 @@ func (ss *session) KeepAlive(ctx context.Context) error {
 	if err := ss.usable(); err != nil {
 		return err
 	}
-	granted := ss.ledger.Held()
-	var (
-		alive bool
-		locks []Lock
-		now   time.Time
-	)
+	ss.feedUp(ctx)
+	rec, held := ss.record()
+	var r Renewal
 	err := ss.s.call(ctx, "keep-alive", func() (err error) {
-		alive, locks, now, err = ss.s.d.Renew(ctx, ss.sid)
+		r, err = ss.s.d.Renew(ctx, rec, held)
 		return err
 	})
 	switch {
 	case err != nil:
 		return err
-	case !alive:
+	case !r.Alive:
 		return ss.lost()
 	}
-	found := make(map[string]Lock, len(locks))
-	for _, l := range locks {
+	ss.mu.Lock()
+	ss.version = max(ss.version, r.Version)
+	ss.mu.Unlock()
+	found := make(map[string]Lock, len(r.Locks))
+	for _, l := range r.Locks {
 		found[l.Name] = l
 	}
-	for name, tok := range granted {
-		l, ok := found[name]
-		if !ok || l.Token != tok || l.Hold || !l.Expires.IsZero() && !l.Expires.After(now) {
-			ss.ledger.Gone(name, tok)
+	for _, g := range held {
+		l, ok := found[g.Name]
+		if !ok || l.Token != g.Token || l.Hold || !l.Expires.IsZero() && !l.Expires.After(r.Now) {
+			ss.ledger.Gone(g.Name, g.Token)
 		}
 	}
 	return nil
@@ -169,17 +265,15 @@ func (ss *session) Close(ctx context.Context) error {
 	}
 	ss.closed = true
 	ss.mu.Unlock()
-	names := make([]string, 0)
-	for name := range ss.ledger.Held() {
-		names = append(names, name)
-	}
+	ss.s.hub.leave(ss)
+	rec, held := ss.record()
 	var freed []string
 	err := ss.s.call(ctx, "close", func() (err error) {
-		freed, err = ss.s.d.DeleteSession(ctx, ss.sid, names)
+		freed, err = ss.s.d.DeleteSession(ctx, rec, held)
 		return err
 	})
 	for _, name := range freed {
-		ss.s.hub.changed(name)
+		ss.s.hub.changed(name, true)
 	}
 	if errors.Is(err, backends.ErrSessionLost) {
 		return nil
