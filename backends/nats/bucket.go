@@ -242,30 +242,6 @@ func (b *bucket) write(ctx context.Context, key string, value []byte, last uint6
 	return b.publish(ctx, m, opts...)
 }
 
-// create stores value under key if the key is absent (no message, or a
-// marker), and returns the new revision; errChanged if it is present.
-// A create over a marker is conditioned on the marker's revision: a
-// delete that lands in between (nats-server #5162) is read again, up to
-// a few times, instead of failing.
-func (b *bucket) create(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error) {
-	var last uint64
-	for range 3 {
-		rev, err := b.write(ctx, key, value, last, ttl)
-		if !errors.Is(err, errChanged) {
-			return rev, err
-		}
-		e, err := b.get(ctx, key)
-		if err != nil {
-			return 0, err
-		}
-		if e.live {
-			return 0, errChanged
-		}
-		last = e.rev
-	}
-	return 0, errChanged
-}
-
 // remove purges key if its last revision is last (0: whatever it is),
 // leaving a marker that the server removes markerTTL later.
 func (b *bucket) remove(ctx context.Context, key string, last uint64) error {

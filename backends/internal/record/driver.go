@@ -94,6 +94,7 @@ type Driver interface {
 	// core was granted for s (Name, Token and the Version its write
 	// returned): a store that finds the records naming s itself (an
 	// index) may ignore them; one that cannot reads those records by name.
+	// held is nil when the feed confirms them (Feed.Progress): renew alone.
 	Renew(ctx context.Context, s Session, held []Lock) (Renewal, error)
 	// DeleteSession deletes session s's record, its lock records that are
 	// not holds, and its registry entries (a Registrar). held are as for
@@ -144,6 +145,14 @@ func (f *Feed) Ready() { f.ready() }
 // record. A removal or an expiry of the record is l with no Session and
 // Hold false (and the removal's version, where the store has one).
 func (f *Feed) Changed(l Lock) { f.h.pushed(f.r, l) }
+
+// Progress reports that every change of the store up to version was
+// delivered, writes of session records included: for a store whose
+// versions are one sequence over all its records (a stream's sequence),
+// in which Renewal.Version is too. A feed that reports it lets a pushed
+// session's KeepAlive write the renewal alone (held nil) and confirm its
+// locks once the feed delivered it.
+func (f *Feed) Progress(version uint64) { f.h.progress(f.r, version) }
 
 // Ended reports that the record of session sid ended (expired or
 // deleted): the locks that name it are free.

@@ -103,6 +103,10 @@ type run struct {
 	ready  chan struct{}
 	err    error
 	wake   chan struct{} // buffer 1: look at the schedule again
+
+	// The feed's progress (Feed.Progress), under the hub's mu.
+	seen uint64        // the last version delivered; 0: none reported
+	tick chan struct{} // closed at the next progress; nil: nobody waits
 }
 
 // startLocked starts a run if none exists; h.mu is held.
@@ -327,6 +331,56 @@ func (h *hub) ended(r *run, sid string) {
 	for _, s := range ss {
 		if s.sid == sid {
 			s.ended()
+		}
+	}
+}
+
+// progress records that the feed of run r delivered every change up to
+// version.
+func (h *hub) progress(r *run, version uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r.seen = max(r.seen, version)
+	if r.tick != nil {
+		close(r.tick)
+		r.tick = nil
+	}
+}
+
+// ordered reports whether run r is the running one and its feed reports
+// progress.
+func (h *hub) ordered(r *run) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.run == r && r.seen != 0
+}
+
+// delivered waits until run r's feed delivered version, at most wait;
+// false if it did not, or r ended.
+func (h *hub) delivered(ctx context.Context, r *run, version uint64, wait time.Duration) bool {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		h.mu.Lock()
+		if h.run != r {
+			h.mu.Unlock()
+			return false
+		}
+		if r.seen >= version {
+			h.mu.Unlock()
+			return true
+		}
+		if r.tick == nil {
+			r.tick = make(chan struct{})
+		}
+		tick := r.tick
+		h.mu.Unlock()
+		select {
+		case <-tick:
+		case <-timer.C:
+			return false
+		case <-ctx.Done():
+			return false
 		}
 	}
 }

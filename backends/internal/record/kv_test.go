@@ -26,6 +26,8 @@ type kvDriver struct {
 	n    uint64
 	keys map[string]kvKey // "s/<sid>" or "l/<name>"
 	log  []kvChange       // every change, for the feeds
+
+	renews, reads int // Renew calls, and those that read locks
 }
 
 type kvKey struct {
@@ -80,6 +82,10 @@ func (d *kvDriver) Renew(_ context.Context, s record.Session, held []record.Lock
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.sweepLocked()
+	d.renews++
+	if len(held) > 0 {
+		d.reads++
+	}
 	r := record.Renewal{Now: time.Now()}
 	k, ok := d.keys["s/"+s.ID]
 	if !ok {
@@ -176,7 +182,8 @@ func (d *kvDriver) DeleteLock(_ context.Context, name string, version uint64) er
 	return nil
 }
 
-// Notify delivers the log from its end at the call on, every 2ms.
+// Notify delivers the log from its end at the call on, every 2ms, and
+// reports its progress in the store's one sequence.
 func (d *kvDriver) Notify(ctx context.Context, f *record.Feed) error {
 	d.mu.Lock()
 	next := len(d.log)
@@ -192,7 +199,7 @@ func (d *kvDriver) Notify(ctx context.Context, f *record.Feed) error {
 		}
 		d.mu.Lock()
 		d.sweepLocked()
-		batch := d.log[next:]
+		batch, n := d.log[next:], d.n
 		next = len(d.log)
 		d.mu.Unlock()
 		for _, c := range batch {
@@ -202,6 +209,7 @@ func (d *kvDriver) Notify(ctx context.Context, f *record.Feed) error {
 				f.Changed(c.lock)
 			}
 		}
+		f.Progress(n)
 	}
 }
 
@@ -311,4 +319,53 @@ func TestSessionEndIsPushedLoss(t *testing.T) {
 		t.Fatalf("KeepAlive after the expiry: %v, want ErrSessionLost", err)
 	}
 	_ = a.Close(ctx)
+}
+
+// TestKeepAliveConfirmedByFeed: a pushed session whose locks the feed has
+// covered since their takes renews alone (Renew given no held locks) and
+// confirms them by the feed's progress; a lock deleted behind its back is
+// still reported.
+func TestKeepAliveConfirmedByFeed(t *testing.T) {
+	s := newKVStore(t)
+	ctx := t.Context()
+	a, err := s.Open(ctx, "a", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	losses := a.(backends.LossNotifier).Losses()
+	names := backendtest.Names("covered", 20)
+	backendtest.AcquireAtOnce(t, a, names)
+	// The feed reports its first progress within a tick of the takes.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		s.d.mu.Lock()
+		s.d.renews, s.d.reads = 0, 0
+		s.d.mu.Unlock()
+		if err := a.KeepAlive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s.d.mu.Lock()
+		renews, reads := s.d.renews, s.d.reads
+		s.d.mu.Unlock()
+		if renews == 1 && reads == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a keep-alive of covered locks: %d renewals, %d reading locks; want 1, 0", renews, reads)
+		}
+	}
+	s.d.mu.Lock()
+	s.d.markLocked(names[3])
+	s.d.mu.Unlock()
+	select {
+	case <-losses:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no loss pushed within 10s of the delete")
+	}
+	if err := a.KeepAlive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lost := a.Lost(); len(lost) != 1 || lost[names[3]] == 0 {
+		t.Fatalf("Lost() = %v, want only %s", lost, names[3])
+	}
 }

@@ -23,83 +23,28 @@ type session struct {
 
 	mu      sync.Mutex
 	closed  bool
-	version uint64          // the session record's, as its last write returned
-	granted map[string]Lock // by name: the record each grant's write returned
-	push    bool            // Losses was called: the feed reports losses
+	version uint64           // the session record's, as its last write returned
+	granted map[string]grant // by name
+	push    bool             // Losses was called: the feed reports losses
 
 	ledger ledger.Ledger // what Acquire granted, and what was found gone
 }
 
-// pushSession is a session of a Store whose driver is a Notifier: its
-// losses are pushed.
-type pushSession struct{ *session }
-
-var _ backends.LossNotifier = pushSession{}
-
-// Losses returns the channel signalled when Lost gains a lock; see
-// backends.LossNotifier. The first call joins the session to the Store's
-// feed (started by it, and again by Acquire and KeepAlive if it broke),
-// which then reports a write to a lock record after the session's take,
-// and the end of the session's own record. Close leaves it.
-func (p pushSession) Losses() <-chan struct{} {
-	ss := p.session
-	ss.mu.Lock()
-	join := !ss.push && !ss.closed
-	ss.push = true
-	ss.mu.Unlock()
-	if join {
-		ss.s.hub.join(context.Background(), ss)
-	}
-	return ss.ledger.Losses()
+// grant is what the session knows of a lock Acquire granted.
+type grant struct {
+	token   events.Token
+	version uint64 // the record's, as the take wrote it (or Acquire found it)
+	cover   *run   // the feed's run that delivers every write after it; nil: none
 }
 
-// feedUp starts the Store's feed if the session's losses are pushed and
-// none runs, and waits (bounded by ctx) until it is confirmed, so that
-// it covers the writes after the call. A feed that fails leaves the
-// losses to KeepAlive.
-func (ss *session) feedUp(ctx context.Context) {
-	ss.mu.Lock()
-	pushed := ss.push && !ss.closed
-	ss.mu.Unlock()
-	if !pushed {
-		return
-	}
-	select {
-	case <-ss.s.hub.join(ctx, ss).ready:
-	case <-ctx.Done():
-	}
-}
-
-// pushed is the feed's report of a write to lock record l.Name: a lock
-// the session was granted at an older version is gone (its own releases
-// leave the ledger before they write).
-func (ss *session) pushed(l Lock) {
-	ss.mu.Lock()
-	g, ok := ss.granted[l.Name]
-	ss.mu.Unlock()
-	if ok && l.Version > g.Version {
-		ss.ledger.Gone(l.Name, g.Token)
-	}
-}
-
-// ended is the feed's report that the session record is gone: every lock
-// is, with it.
-func (ss *session) ended() {
-	if ss.usable() != nil {
-		return
-	}
-	for name, token := range ss.ledger.Held() {
-		ss.ledger.Gone(name, token)
-	}
-}
-
-// grant records the lock l a write of Acquire returned (or found).
-func (ss *session) grant(l Lock) {
+// grant records the lock l a write of Acquire returned (or found), the
+// feed's run r confirmed before the read it followed (nil: none).
+func (ss *session) grant(l Lock, r *run) {
 	ss.mu.Lock()
 	if ss.granted == nil {
-		ss.granted = map[string]Lock{}
+		ss.granted = map[string]grant{}
 	}
-	ss.granted[l.Name] = Lock{Name: l.Name, Token: l.Token, Version: l.Version}
+	ss.granted[l.Name] = grant{token: l.Token, version: l.Version, cover: r}
 	ss.mu.Unlock()
 	ss.ledger.Granted(l.Name, l.Token)
 }
@@ -112,7 +57,7 @@ func (ss *session) record() (Session, []Lock) {
 	defer ss.mu.Unlock()
 	locks := make([]Lock, 0, len(held))
 	for name, tok := range held {
-		locks = append(locks, Lock{Name: name, Token: tok, Version: ss.granted[name].Version})
+		locks = append(locks, Lock{Name: name, Token: tok, Version: ss.granted[name].version})
 	}
 	return Session{ID: ss.sid, Candidate: ss.id, TTL: ss.ttl, Version: ss.version}, locks
 }
@@ -130,7 +75,7 @@ func (ss *session) Acquire(ctx context.Context, name string, lease time.Duration
 	if err := validate.Acquire(name, lease); err != nil {
 		return 0, err
 	}
-	ss.feedUp(ctx) // before the take: the feed covers the lock from it on
+	r := ss.feedUp(ctx) // before the take: the feed covers the lock from it on
 	var got Lock
 	err := ss.s.retry(ctx, "acquire", func() (bool, error) {
 		v, err := ss.s.d.ReadLock(ctx, name, ss.sid)
@@ -160,7 +105,7 @@ func (ss *session) Acquire(ctx context.Context, name string, lease time.Duration
 		return 0, err
 	}
 	got.Name = name
-	ss.grant(got)
+	ss.grant(got, r)
 	return got.Token, nil
 }
 
@@ -177,7 +122,7 @@ func (ss *session) Release(ctx context.Context, name string, token events.Token,
 	}
 	ss.ledger.Released(name, token)
 	ss.mu.Lock()
-	if ss.granted[name].Token == token {
+	if ss.granted[name].token == token {
 		delete(ss.granted, name)
 	}
 	ss.mu.Unlock()
@@ -224,7 +169,10 @@ func (ss *session) KeepAlive(ctx context.Context) error {
 	if err := ss.usable(); err != nil {
 		return err
 	}
-	ss.feedUp(ctx)
+	fr := ss.feedUp(ctx)
+	if ss.confirmedByFeed(ctx, fr) {
+		return nil
+	}
 	rec, held := ss.record()
 	var r Renewal
 	err := ss.s.call(ctx, "keep-alive", func() (err error) {
@@ -237,9 +185,7 @@ func (ss *session) KeepAlive(ctx context.Context) error {
 	case !r.Alive:
 		return ss.lost()
 	}
-	ss.mu.Lock()
-	ss.version = max(ss.version, r.Version)
-	ss.mu.Unlock()
+	ss.renewed(r.Version, fr, held)
 	found := make(map[string]Lock, len(r.Locks))
 	for _, l := range r.Locks {
 		found[l.Name] = l
