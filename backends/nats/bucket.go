@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,35 +130,13 @@ func (b *bucket) getLeader(ctx context.Context, key string) (entry, error) {
 	return e, nil
 }
 
-// fewKeys is how many keys getMany reads with single gets, sent
-// together: a multi-key get streams to an inbox of its own, whose
-// subscription costs more than a few gets on the connection's shared one.
-const fewKeys = 4
-
 // getMany returns the last message of every key (a key with no message
 // is missing from the map; a key may be a wildcard), in one round trip:
-// up to fewKeys single gets, or one multi-key get per maxMulti keys, sent
-// together.
+// one multi-key get per maxMulti keys, sent together.
 func (b *bucket) getMany(ctx context.Context, keys []string) (map[string]entry, error) {
 	out := make(map[string]entry, len(keys))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	if len(keys) <= fewKeys && !slices.ContainsFunc(keys, func(k string) bool { return strings.ContainsAny(k, "*>") }) {
-		errs := make([]error, len(keys))
-		for i, key := range keys {
-			wg.Go(func() {
-				e, err := b.get(ctx, key)
-				mu.Lock()
-				if e.rev != 0 {
-					out[key] = e
-				}
-				errs[i] = err
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
-		return out, errors.Join(errs...)
-	}
 	errs := make([]error, (len(keys)+maxMulti-1)/maxMulti)
 	for i := range errs {
 		chunk := keys[i*maxMulti : min(len(keys), (i+1)*maxMulti)]

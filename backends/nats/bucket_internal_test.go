@@ -206,7 +206,7 @@ func TestFeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.stop()
+	defer f.Stop()
 	want := func(key string, rev uint64, live bool) {
 		t.Helper()
 		select {
@@ -250,11 +250,11 @@ func TestFeed(t *testing.T) {
 	start := time.Now()
 	want("after", r4, true)
 	t.Logf("the write after the restart delivered %v after it was acknowledged", time.Since(start))
-	f.stop()
+	f.Stop()
 	select {
-	case <-f.done:
-	default:
-		t.Fatal("done open after stop")
+	case <-f.Closed():
+	case <-time.After(30 * time.Second):
+		t.Fatal("Closed open 30s after Stop")
 	}
 }
 

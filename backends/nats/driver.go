@@ -257,9 +257,10 @@ func (d *driver) Notify(ctx context.Context, f *record.Feed) error {
 	f.Ready()
 	select {
 	case <-ctx.Done():
-		fd.stop()
+		fd.Stop()
+		<-fd.Closed() // the handler returned for good
 		return nil
-	case <-fd.done:
+	case <-fd.Closed():
 		return fmt.Errorf("%w: nats: the bucket's feed ended (the connection closed)", backends.ErrUnavailable)
 	}
 }

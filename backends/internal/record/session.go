@@ -35,16 +35,20 @@ type grant struct {
 	token   events.Token
 	version uint64 // the record's, as the take wrote it (or Acquire found it)
 	cover   *run   // the feed's run that delivers every write after it; nil: none
+	tied    bool   // no lease: it lives exactly while the session does
 }
 
-// grant records the lock l a write of Acquire returned (or found), the
-// feed's run r confirmed before the read it followed (nil: none).
-func (ss *session) grant(l Lock, r *run) {
+// grant records the lock l a write of Acquire returned (tied: with no
+// lease) or found, the feed's run r confirmed before the read it followed
+// (nil: none). A grant found again is kept as it was.
+func (ss *session) grant(l Lock, r *run, tied bool) {
 	ss.mu.Lock()
 	if ss.granted == nil {
 		ss.granted = map[string]grant{}
 	}
-	ss.granted[l.Name] = grant{token: l.Token, version: l.Version, cover: r}
+	if g, ok := ss.granted[l.Name]; !ok || g.token != l.Token {
+		ss.granted[l.Name] = grant{token: l.Token, version: l.Version, cover: r, tied: tied}
+	}
 	ss.mu.Unlock()
 	ss.ledger.Granted(l.Name, l.Token)
 }
@@ -67,7 +71,9 @@ func (ss *session) ID() string { return ss.id }
 
 // Acquire reads the lock record and takes it if it is missing (CreateLock)
 // or not live (SwapLock over the version read); a lock this session holds
-// keeps its token and lease. A write that lost a race reads again.
+// keeps its token and lease. A write that lost a race reads again; one
+// that lost every race (a lock taken and freed by others all the while)
+// is ErrHeld.
 func (ss *session) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
 	if err := ss.usable(); err != nil {
 		return 0, err
@@ -77,6 +83,7 @@ func (ss *session) Acquire(ctx context.Context, name string, lease time.Duration
 	}
 	r := ss.feedUp(ctx) // before the take: the feed covers the lock from it on
 	var got Lock
+	tied := false // a write of Acquire's with no lease
 	err := ss.s.retry(ctx, "acquire", func() (bool, error) {
 		v, err := ss.s.d.ReadLock(ctx, name, ss.sid)
 		switch {
@@ -94,6 +101,7 @@ func (ss *session) Acquire(ctx context.Context, name string, lease time.Duration
 		if lease > 0 {
 			l.Expires, l.TTL = v.Now.Add(lease), lease
 		}
+		tied = lease == 0
 		if v.Lock.Version == 0 {
 			got, err = ss.s.d.CreateLock(ctx, l)
 		} else {
@@ -101,11 +109,14 @@ func (ss *session) Acquire(ctx context.Context, name string, lease time.Duration
 		}
 		return err == nil, err
 	})
+	if errors.Is(err, errContended) { // contention, not a failure
+		return 0, fmt.Errorf("%w: %q: %w", backends.ErrHeld, name, errContended)
+	}
 	if err != nil {
 		return 0, err
 	}
 	got.Name = name
-	ss.grant(got, r)
+	ss.grant(got, r, tied)
 	return got.Token, nil
 }
 
@@ -122,10 +133,14 @@ func (ss *session) Release(ctx context.Context, name string, token events.Token,
 	}
 	ss.ledger.Released(name, token)
 	ss.mu.Lock()
-	if ss.granted[name].token == token {
+	g, ok := ss.granted[name]
+	if ok = ok && g.token == token; ok {
 		delete(ss.granted, name)
 	}
 	ss.mu.Unlock()
+	if ok && g.tied && hold == 0 {
+		return ss.free(ctx, name, token, g.version)
+	}
 	var v View
 	err := ss.s.retry(ctx, "release", func() (_ bool, err error) {
 		v, err = ss.s.d.ReadLock(ctx, name, ss.sid)
@@ -151,6 +166,33 @@ func (ss *session) Release(ctx context.Context, name string, token events.Token,
 		return true, nil
 	})
 	return err
+}
+
+// free releases without a hold a lock granted under token with no lease,
+// in one round trip: the removal of its record at the version its take
+// wrote, beside a read for the session's own liveness (a removal of a
+// record whose session had expired freed a lock that was free already).
+func (ss *session) free(ctx context.Context, name string, token events.Token, version uint64) error {
+	var (
+		v    View
+		rerr error
+		wg   sync.WaitGroup
+	)
+	wg.Go(func() { v, rerr = ss.s.d.ReadLock(ctx, name, ss.sid) })
+	err := ss.s.call(ctx, "release", func() error { return ss.s.d.DeleteLock(ctx, name, version) })
+	wg.Wait()
+	if err == nil {
+		ss.s.hub.changed(name, true)
+	}
+	switch {
+	case err != nil && !errors.Is(err, ErrConflict):
+		return err
+	case err != nil && rerr != nil: // changed since the take: another's now
+		return ss.notHeld(name, token, View{SelfAlive: true})
+	case err != nil, rerr == nil && !v.SelfAlive:
+		return ss.notHeld(name, token, v)
+	}
+	return nil
 }
 
 func (ss *session) notHeld(name string, token events.Token, v View) error {

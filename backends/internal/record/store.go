@@ -147,8 +147,12 @@ func (s *Store) retry(ctx context.Context, op string, try func() (done bool, err
 			return s.unavailable(ctx, op, ctx.Err())
 		}
 	}
-	return fmt.Errorf("%w: %s: %s: %d conflicting writes in a row", backends.ErrUnavailable, s.name, op, maxTries)
+	return fmt.Errorf("%w: %s: %s: %w", backends.ErrUnavailable, s.name, op, errContended)
 }
+
+// errContended is retry's error when every try conflicted: other writers
+// changed the record each time.
+var errContended = fmt.Errorf("%d conflicting writes in a row", maxTries)
 
 // unavailable wraps err in backends.ErrUnavailable, unless it is a
 // conflict or matches another sentinel of package backends already, and in ctx's
