@@ -48,7 +48,17 @@
 // or the session's own end, is pushed to Lost). Otherwise the Store
 // polls the watched locks at Config.Poll. Either way the hub re-reads a
 // watched lock when it expires as last read, if the read reported an
-// expiry (a store whose reads report none must push ends).
+// expiry (a store whose reads report none must push ends). A feed whose
+// versions are one sequence over all the store's records (a stream's
+// sequence) also reports its progress (Feed.Progress): a pushed session
+// whose locks it covered then renews alone, with no lock read, and
+// counts them confirmed once the feed delivered the renewal.
+//
+// Round trips: Open, KeepAlive and Close one driver call each; Acquire a
+// ReadLock and, to take, a CreateLock or SwapLock (again after a
+// conflict, bounded; a lock lost to every race is ErrHeld); Release of a
+// lock granted with no lease and without a hold one DeleteLock beside a
+// ReadLock, else a ReadLock then a write; Holder one ReadLock.
 //
 // Concurrency: a Driver is called from many goroutines at once and must
 // be safe for that. Errors a driver returns other than ErrConflict should
