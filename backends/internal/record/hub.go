@@ -103,6 +103,7 @@ type run struct {
 	ready  chan struct{}
 	err    error
 	wake   chan struct{} // buffer 1: look at the schedule again
+	done   chan struct{} // closed when serve (and the feed) returned
 
 	// The feed's progress (Feed.Progress), under the hub's mu.
 	seen uint64        // the last version delivered; 0: none reported
@@ -113,7 +114,7 @@ type run struct {
 func (h *hub) startLocked(ctx context.Context) *run {
 	if h.run == nil {
 		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		h.run = &run{ctx: rctx, cancel: cancel, ready: make(chan struct{}), wake: make(chan struct{}, 1)}
+		h.run = &run{ctx: rctx, cancel: cancel, ready: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{})}
 		go h.serve(h.run)
 	}
 	if h.names == nil {
@@ -164,12 +165,16 @@ func (w *watch) end() {
 	h.idleLocked()
 }
 
-// idleLocked ends the run if no watch and no pushed session needs it.
-func (h *hub) idleLocked() {
-	if h.run != nil && len(h.names) == 0 && len(h.sessions) == 0 {
-		h.run.cancel()
-		h.run = nil
+// idleLocked ends the run if no watch and no pushed session needs it,
+// and returns it (nil if it goes on or there is none).
+func (h *hub) idleLocked() *run {
+	r := h.run
+	if r == nil || len(h.names) > 0 || len(h.sessions) > 0 {
+		return nil
 	}
+	r.cancel()
+	h.run = nil
+	return r
 }
 
 // join makes the feed report ss's losses, and returns the run (started
@@ -184,17 +189,20 @@ func (h *hub) join(ctx context.Context, ss *session) *run {
 	return h.startLocked(ctx)
 }
 
-// leave stops reporting ss's losses.
-func (h *hub) leave(ss *session) {
+// leave stops reporting ss's losses, and returns the run that ended with
+// it, if any: the caller waits for its done (a feed can take a while to
+// stop, as a client reconnecting does).
+func (h *hub) leave(ss *session) *run {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.sessions, ss)
-	h.idleLocked()
+	return h.idleLocked()
 }
 
 // serve starts the feed (or none, to poll), then reads every watched lock
 // when it is due, until the run is cancelled or breaks.
 func (h *hub) serve(r *run) {
+	defer close(r.done)
 	var feed sync.WaitGroup
 	defer feed.Wait()
 	if h.feed == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -367,5 +368,45 @@ func TestKeepAliveConfirmedByFeed(t *testing.T) {
 	}
 	if lost := a.Lost(); len(lost) != 1 || lost[names[3]] == 0 {
 		t.Fatalf("Lost() = %v, want only %s", lost, names[3])
+	}
+}
+
+// slowStop is a kvDriver whose feed takes a while to stop, as a client
+// reconnecting does.
+type slowStop struct {
+	*kvDriver
+	returned atomic.Bool
+}
+
+func (d *slowStop) Notify(ctx context.Context, f *record.Feed) error {
+	err := d.kvDriver.Notify(ctx, f)
+	time.Sleep(50 * time.Millisecond)
+	d.returned.Store(true)
+	return err
+}
+
+// TestCloseWaitsForTheFeed: Close of the last session using the feed
+// returns once the driver's feed returned, so nothing of the Store runs
+// after the caller closed everything.
+func TestCloseWaitsForTheFeed(t *testing.T) {
+	d := &slowStop{kvDriver: newKV()}
+	s, err := record.New(d, record.Config{Name: "slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	a, err := s.Open(ctx, "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.(backends.LossNotifier).Losses()
+	if _, err := a.Acquire(ctx, "slow", 0); err != nil { // waits for the feed
+		t.Fatal(err)
+	}
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !d.returned.Load() {
+		t.Fatal("Close returned while the feed was still stopping")
 	}
 }

@@ -244,7 +244,8 @@ func (ss *session) KeepAlive(ctx context.Context) error {
 // Close deletes the session record and its locks (but holds), which wakes
 // their waiters in this process at once. If it does not reach the store,
 // the session is closed all the same, and its locks are freed when its
-// record expires.
+// record expires. A session whose losses were pushed, the last to use
+// the Store's feed, waits (bounded by ctx) until the feed stopped.
 func (ss *session) Close(ctx context.Context) error {
 	ss.mu.Lock()
 	if ss.closed {
@@ -253,7 +254,7 @@ func (ss *session) Close(ctx context.Context) error {
 	}
 	ss.closed = true
 	ss.mu.Unlock()
-	ss.s.hub.leave(ss)
+	ended := ss.s.hub.leave(ss)
 	rec, held := ss.record()
 	var freed []string
 	err := ss.s.call(ctx, "close", func() (err error) {
@@ -262,6 +263,12 @@ func (ss *session) Close(ctx context.Context) error {
 	})
 	for _, name := range freed {
 		ss.s.hub.changed(name, true)
+	}
+	if ended != nil { // wait for the feed it stopped, bounded by ctx
+		select {
+		case <-ended.done:
+		case <-ctx.Done():
+		}
 	}
 	if errors.Is(err, backends.ErrSessionLost) {
 		return nil
