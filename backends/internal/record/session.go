@@ -195,6 +195,10 @@ func (ss *session) free(ctx context.Context, name string, token events.Token, ve
 	return nil
 }
 
+// feedStop bounds how long Close waits for the feed it stopped: beyond
+// nats.go's longest reset backoff (10 s) and one request's timeout.
+const feedStop = 25 * time.Second
+
 func (ss *session) notHeld(name string, token events.Token, v View) error {
 	if !v.SelfAlive {
 		return fmt.Errorf("%w: %q: %w", backends.ErrNotHeld, name, ss.lost())
@@ -245,7 +249,9 @@ func (ss *session) KeepAlive(ctx context.Context) error {
 // their waiters in this process at once. If it does not reach the store,
 // the session is closed all the same, and its locks are freed when its
 // record expires. A session whose losses were pushed, the last to use
-// the Store's feed, waits (bounded by ctx) until the feed stopped.
+// the Store's feed, then waits until the feed stopped, whatever ctx
+// says (at most feedStop): a client caught reconnecting holds its feed
+// for its backoff, and the caller closes the client after Close.
 func (ss *session) Close(ctx context.Context) error {
 	ss.mu.Lock()
 	if ss.closed {
@@ -264,11 +270,13 @@ func (ss *session) Close(ctx context.Context) error {
 	for _, name := range freed {
 		ss.s.hub.changed(name, true)
 	}
-	if ended != nil { // wait for the feed it stopped, bounded by ctx
+	if ended != nil { // wait for the feed it stopped
+		t := time.NewTimer(feedStop)
 		select {
 		case <-ended.done:
-		case <-ctx.Done():
+		case <-t.C:
 		}
+		t.Stop()
 	}
 	if errors.Is(err, backends.ErrSessionLost) {
 		return nil
