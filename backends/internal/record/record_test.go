@@ -277,3 +277,28 @@ func TestReleaseIsOneRoundTrip(t *testing.T) {
 		t.Fatalf("Holder after Release = %+v, %v; want free", h, err)
 	}
 }
+
+// TestLeaseAndHoldInRange: a lease or hold is a per-key TTL in some
+// stores, so it is held to a TTL's range (1ms to validate.MaxTTL).
+func TestLeaseAndHoldInRange(t *testing.T) {
+	s, err := record.New(newMapDriver(), record.Config{Name: "map"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	a, err := s.Open(ctx, "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	if _, err := a.Acquire(ctx, "long", 8*24*time.Hour); !errors.Is(err, backends.ErrInvalid) {
+		t.Fatalf("Acquire with a lease of 8 days: %v, want ErrInvalid", err)
+	}
+	tok, err := a.Acquire(ctx, "held", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx, "held", tok, time.Microsecond); !errors.Is(err, backends.ErrInvalid) {
+		t.Fatalf("Release with a hold of 1µs: %v, want ErrInvalid", err)
+	}
+}

@@ -81,6 +81,11 @@ func (ss *session) Acquire(ctx context.Context, name string, lease time.Duration
 	if err := validate.Acquire(name, lease); err != nil {
 		return 0, err
 	}
+	if lease > 0 { // a store's per-key TTL has a range
+		if err := validate.TTL("lease", lease); err != nil {
+			return 0, err
+		}
+	}
 	r := ss.feedUp(ctx) // before the take: the feed covers the lock from it on
 	var got Lock
 	tied := false // a write of Acquire's with no lease
@@ -130,6 +135,11 @@ func (ss *session) Release(ctx context.Context, name string, token events.Token,
 	}
 	if err := validate.Release(name, hold); err != nil {
 		return err
+	}
+	if hold > 0 {
+		if err := validate.TTL("hold", hold); err != nil {
+			return err
+		}
 	}
 	ss.ledger.Released(name, token)
 	ss.mu.Lock()
