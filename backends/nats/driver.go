@@ -171,7 +171,7 @@ func (d *driver) ReadLock(ctx context.Context, name, self string) (record.View, 
 		wg        sync.WaitGroup
 	)
 	if self != "" {
-		wg.Go(func() { selfAlive, serr = d.alive(ctx, self) })
+		wg.Go(func() { e, err := d.session(ctx, self); selfAlive, serr = e.live, err })
 	}
 	e, err = d.b.getLeader(ctx, LockKey(name))
 	wg.Wait()
@@ -184,17 +184,13 @@ func (d *driver) ReadLock(ctx context.Context, name, self string) (record.View, 
 	case sid == self:
 		v.HolderAlive = selfAlive
 	default:
-		if v.HolderAlive, err = d.alive(ctx, sid); err != nil {
+		h, err := d.session(ctx, sid)
+		if err != nil {
 			return record.View{}, d.failed(err)
 		}
+		v.HolderAlive = h.live
 	}
 	return v, nil
-}
-
-// alive reports whether session sid's record lives.
-func (d *driver) alive(ctx context.Context, sid string) (bool, error) {
-	e, err := d.session(ctx, sid)
-	return e.live, err
 }
 
 // session reads session sid's record: a direct get, and if that finds it

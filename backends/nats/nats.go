@@ -66,11 +66,7 @@ func configure(opts []Option) (config, error) {
 			o.apply(&c)
 		}
 	}
-	valid := c.bucket != "" && len(c.bucket) <= 64
-	for _, r := range c.bucket {
-		valid = valid && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
-	}
-	if !valid {
+	if c.bucket == "" || len(c.bucket) > 64 || keyOf(c.bucket) != c.bucket { // keyOf keeps [-_A-Za-z0-9]
 		return c, fmt.Errorf("%w: nats: bucket name %q: 1 to 64 letters, digits, '-' or '_'", backends.ErrInvalid, c.bucket)
 	}
 	if c.replicas < 0 || c.replicas > 5 {
