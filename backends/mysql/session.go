@@ -25,10 +25,11 @@ func us(t time.Time) int64 { return t.UnixMicro() }
 
 const createSessionSQL = `INSERT INTO {p}sessions (id, candidate, ttl_us, expires_us) VALUES (?, ?, ?, {now} + ?)`
 
-// CreateSession inserts the session row: one statement.
-func (d *driver) CreateSession(ctx context.Context, s record.Session) error {
+// CreateSession inserts the session row: one statement. The row keeps
+// no version (Renew judges it by its expiry).
+func (d *driver) CreateSession(ctx context.Context, s record.Session) (uint64, error) {
 	ttl := s.TTL.Microseconds()
-	return retry(ctx, "open", func() error {
+	return 0, retry(ctx, "open", func() error {
 		_, err := d.db.ExecContext(ctx, d.sql(createSessionSQL), s.ID, s.Candidate, ttl, ttl)
 		return err
 	})
@@ -36,9 +37,15 @@ func (d *driver) CreateSession(ctx context.Context, s record.Session) error {
 
 // Renew calls the renew procedure: one statement (one round trip, one
 // row written) whatever the number of locks; the server reads the
-// session's lock rows through their index.
-func (d *driver) Renew(ctx context.Context, sid string) (alive bool, locks []record.Lock, now time.Time, err error) {
-	err = retry(ctx, "keep-alive", func() error {
+// session's lock rows through their index (held is not needed).
+func (d *driver) Renew(ctx context.Context, s record.Session, _ []record.Lock) (record.Renewal, error) {
+	var (
+		alive bool
+		locks []record.Lock
+		now   time.Time
+	)
+	sid := s.ID
+	err := retry(ctx, "keep-alive", func() error {
 		alive, locks = false, nil
 		rows, err := d.db.QueryContext(ctx, d.sql("CALL {p}renew(?)"), sid)
 		if err != nil {
@@ -67,13 +74,18 @@ func (d *driver) Renew(ctx context.Context, sid string) (alive bool, locks []rec
 		}
 		return rows.Err()
 	})
-	return alive, locks, now, err
+	return record.Renewal{Alive: alive, Locks: locks, Now: now}, err
 }
 
 // DeleteSession deletes the session's lock rows (but holds), its
 // registry entries and its row (with rows of sessions that expired a
 // minute ago or more, which nothing renews): three statements.
-func (d *driver) DeleteSession(ctx context.Context, sid string, names []string) ([]string, error) {
+func (d *driver) DeleteSession(ctx context.Context, s record.Session, held []record.Lock) ([]string, error) {
+	sid := s.ID
+	names := make([]string, len(held))
+	for i, l := range held {
+		names[i] = l.Name
+	}
 	err := retry(ctx, "close", func() error {
 		if _, err := d.db.ExecContext(ctx, d.sql(`DELETE FROM {p}locks WHERE session_id = ? AND NOT hold`), sid); err != nil {
 			return err

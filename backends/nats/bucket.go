@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,35 +130,13 @@ func (b *bucket) getLeader(ctx context.Context, key string) (entry, error) {
 	return e, nil
 }
 
-// fewKeys is how many keys getMany reads with single gets, sent
-// together: a multi-key get streams to an inbox of its own, whose
-// subscription costs more than a few gets on the connection's shared one.
-const fewKeys = 4
-
 // getMany returns the last message of every key (a key with no message
 // is missing from the map; a key may be a wildcard), in one round trip:
-// up to fewKeys single gets, or one multi-key get per maxMulti keys, sent
-// together.
+// one multi-key get per maxMulti keys, sent together.
 func (b *bucket) getMany(ctx context.Context, keys []string) (map[string]entry, error) {
 	out := make(map[string]entry, len(keys))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	if len(keys) <= fewKeys && !slices.ContainsFunc(keys, func(k string) bool { return strings.ContainsAny(k, "*>") }) {
-		errs := make([]error, len(keys))
-		for i, key := range keys {
-			wg.Go(func() {
-				e, err := b.get(ctx, key)
-				mu.Lock()
-				if e.rev != 0 {
-					out[key] = e
-				}
-				errs[i] = err
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
-		return out, errors.Join(errs...)
-	}
 	errs := make([]error, (len(keys)+maxMulti-1)/maxMulti)
 	for i := range errs {
 		chunk := keys[i*maxMulti : min(len(keys), (i+1)*maxMulti)]
@@ -240,30 +217,6 @@ func (b *bucket) write(ctx context.Context, key string, value []byte, last uint6
 		opts = append(opts, jetstream.WithMsgTTL(seconds(ttl)))
 	}
 	return b.publish(ctx, m, opts...)
-}
-
-// create stores value under key if the key is absent (no message, or a
-// marker), and returns the new revision; errChanged if it is present.
-// A create over a marker is conditioned on the marker's revision: a
-// delete that lands in between (nats-server #5162) is read again, up to
-// a few times, instead of failing.
-func (b *bucket) create(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error) {
-	var last uint64
-	for range 3 {
-		rev, err := b.write(ctx, key, value, last, ttl)
-		if !errors.Is(err, errChanged) {
-			return rev, err
-		}
-		e, err := b.get(ctx, key)
-		if err != nil {
-			return 0, err
-		}
-		if e.live {
-			return 0, errChanged
-		}
-		last = e.rev
-	}
-	return 0, errChanged
 }
 
 // remove purges key if its last revision is last (0: whatever it is),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hustings/hustings/backends/internal/record"
 	"github.com/hustings/hustings/backends/nats/natstest"
 )
 
@@ -32,12 +33,12 @@ func TestBucketWriteGetRemove(t *testing.T) {
 	if e, err := b.get(ctx, "k"); err != nil || e.rev != 0 || e.live {
 		t.Fatalf("get of a key never written = %+v, %v; want no message", e, err)
 	}
-	r1, err := b.create(ctx, "k", []byte("a"), 0)
+	r1, err := b.write(ctx, "k", []byte("a"), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.create(ctx, "k", []byte("b"), 0); !errors.Is(err, errChanged) {
-		t.Fatalf("create of a live key: %v, want errChanged", err)
+	if _, err := b.write(ctx, "k", []byte("b"), 0, 0); !errors.Is(err, errChanged) {
+		t.Fatalf("write on revision 0 of a live key: %v, want errChanged", err)
 	}
 	if _, err := b.write(ctx, "k", []byte("b"), r1+1, 0); !errors.Is(err, errChanged) {
 		t.Fatalf("write on a wrong revision: %v, want errChanged", err)
@@ -71,26 +72,40 @@ func TestBucketWriteGetRemove(t *testing.T) {
 	if _, err := b.write(ctx, "k", []byte("c"), 0, 0); !errors.Is(err, errChanged) {
 		t.Fatalf("write on revision 0 over a marker: %v, want errChanged", err)
 	}
-	r3, err := b.create(ctx, "k", []byte("c"), 0)
+	r3, err := b.write(ctx, "k", []byte("c"), e.rev, 0)
 	if err != nil || r3 <= e.rev {
 		t.Fatalf("create over the marker = %d, %v; want > %d", r3, err, e.rev)
 	}
 }
 
-// TestBucketCreateRacingRemove: creators and removers of one key, at
-// once; every create is a revision or errChanged, never another error
-// (nats-server #5162), and the creates that won never overlap.
-func TestBucketCreateRacingRemove(t *testing.T) {
-	b := testBucket(t)
+// TestDriverTakesRacingRemovals is nats-server #5162 at the driver:
+// takers of one lock record (a read, then a create where no message is or
+// a write on the revision of the marker read) and removers, at once;
+// every take is a record or record.ErrConflict, never another error, and
+// the takes that won never overlap.
+func TestDriverTakesRacingRemovals(t *testing.T) {
+	d := &driver{b: testBucket(t)}
 	ctx := t.Context()
+	take := func() (record.Lock, error) {
+		v, err := d.ReadLock(ctx, "k", "")
+		switch {
+		case err != nil:
+			return record.Lock{}, err
+		case v.Lock.Session != "":
+			return record.Lock{}, record.ErrConflict
+		case v.Lock.Version == 0:
+			return d.CreateLock(ctx, record.Lock{Name: "k", Session: "s", Candidate: "c"})
+		}
+		return d.SwapLock(ctx, record.Lock{Name: "k", Session: "s", Candidate: "c"}, v.Lock.Version)
+	}
 	var holders, won atomic.Int32
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for range 8 {
 		wg.Go(func() {
 			for range 40 {
-				rev, err := b.create(ctx, "k", []byte("x"), 0)
-				if errors.Is(err, errChanged) {
+				l, err := take()
+				if errors.Is(err, record.ErrConflict) {
 					continue
 				}
 				if err != nil {
@@ -99,11 +114,11 @@ func TestBucketCreateRacingRemove(t *testing.T) {
 				}
 				won.Add(1)
 				if holders.Add(1) != 1 {
-					errs <- errors.New("two creators hold the key at once")
+					errs <- errors.New("two takers hold the lock at once")
 				}
 				holders.Add(-1)
-				if err := b.remove(ctx, "k", rev); err != nil {
-					errs <- fmt.Errorf("remove of the key created: %w", err)
+				if err := d.DeleteLock(ctx, "k", l.Version); err != nil {
+					errs <- fmt.Errorf("removal of the lock taken: %w", err)
 					return
 				}
 			}
@@ -115,7 +130,7 @@ func TestBucketCreateRacingRemove(t *testing.T) {
 		t.Error(err)
 	}
 	if won.Load() == 0 {
-		t.Fatal("no create won")
+		t.Fatal("no take won")
 	}
 }
 
@@ -127,7 +142,7 @@ func TestBucketGetMany(t *testing.T) {
 	want := map[string]uint64{}
 	for i := range n {
 		keys[i] = fmt.Sprintf("k%d", i)
-		rev, err := b.create(ctx, keys[i], []byte("v"), 0)
+		rev, err := b.write(ctx, keys[i], []byte("v"), 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +206,7 @@ func TestFeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.stop()
+	defer f.Stop()
 	want := func(key string, rev uint64, live bool) {
 		t.Helper()
 		select {
@@ -203,7 +218,7 @@ func TestFeed(t *testing.T) {
 			t.Fatalf("no change within 30s, want %s at %d", key, rev)
 		}
 	}
-	r1, err := b.create(ctx, "a", []byte("x"), 0)
+	r1, err := b.write(ctx, "a", []byte("x"), 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +227,7 @@ func TestFeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("a", r1+1, false)
-	r3, err := b.create(ctx, "t", []byte("x"), time.Second)
+	r3, err := b.write(ctx, "t", []byte("x"), 0, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +240,7 @@ func TestFeed(t *testing.T) {
 	t.Logf("restarted")
 	var r4 uint64
 	for r4 == 0 {
-		if r4, err = b.create(ctx, "after", []byte("x"), 0); err != nil {
+		if r4, err = b.write(ctx, "after", []byte("x"), 0, 0); err != nil {
 			if ctx.Err() != nil {
 				t.Fatal(err)
 			}
@@ -235,11 +250,11 @@ func TestFeed(t *testing.T) {
 	start := time.Now()
 	want("after", r4, true)
 	t.Logf("the write after the restart delivered %v after it was acknowledged", time.Since(start))
-	f.stop()
+	f.Stop()
 	select {
-	case <-f.done:
-	default:
-		t.Fatal("done open after stop")
+	case <-f.Closed():
+	case <-time.After(30 * time.Second):
+		t.Fatal("Closed open 30s after Stop")
 	}
 }
 
@@ -251,6 +266,14 @@ func TestKeyOf(t *testing.T) {
 	} {
 		if got := keyOf(in); got != want {
 			t.Errorf("keyOf(%q) = %q, want %q", in, got, want)
+		}
+		if back, ok := unkey(want); !ok || back != in {
+			t.Errorf("unkey(%q) = %q, %v; want %q", want, back, ok, in)
+		}
+	}
+	for _, bad := range []string{"=", "=4", "=ZZ"} {
+		if _, ok := unkey(bad); ok {
+			t.Errorf("unkey(%q) ok, want refused", bad)
 		}
 	}
 }

@@ -21,22 +21,15 @@ type change struct {
 // missed, and the client makes the feed's consumer again.
 const feedHeartbeat = 2 * time.Second
 
-// feed is one watch of every key of the bucket, from the writes after it
-// started: a JetStream ordered consumer, which the client
-// makes again from the sequence after the last it delivered after a gap,
-// a missed heartbeat or a reconnect, so no write is skipped while it
-// lives (writes before the first delivered one excepted).
-type feed struct {
-	cc jetstream.ConsumeContext
-	// done is closed once the feed delivers no more: after stop, or once
-	// the connection closed.
-	done <-chan struct{}
-}
-
-// watchAll starts a feed that calls fn, on the client's goroutine for the
-// subscription, with every change in order. It returns once the server
-// made the consumer.
-func (b *bucket) watchAll(ctx context.Context, fn func(change)) (*feed, error) {
+// watchAll starts a feed of every key of the bucket, from the writes
+// after it started: a JetStream ordered consumer, which the client makes
+// again from the sequence after the last it delivered after a gap, a
+// missed heartbeat or a reconnect, so no write is skipped while it lives.
+// It calls fn, on the client's goroutine for the subscription, with every
+// change in order, and returns once the server made the consumer. Stop
+// ends it; Closed is closed once it delivers no more (after Stop, or
+// once the connection closed).
+func (b *bucket) watchAll(ctx context.Context, fn func(change)) (jetstream.ConsumeContext, error) {
 	cons, err := b.js.OrderedConsumer(ctx, b.stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.subj + ">"},
 		DeliverPolicy:  jetstream.DeliverNewPolicy,
@@ -57,11 +50,5 @@ func (b *bucket) watchAll(ctx context.Context, fn func(change)) (*feed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nats: watch bucket %s: %w", b.name, b.failed(err))
 	}
-	return &feed{cc: cc, done: cc.Closed()}, nil
-}
-
-// stop ends the feed and waits until its handler returned for good.
-func (f *feed) stop() {
-	f.cc.Stop()
-	<-f.done
+	return cc, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/internal/record"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/validate"
 )
@@ -45,17 +46,20 @@ func (b *Backend) Fence(ctx context.Context, name string, token events.Token, ke
 	if token == 0 {
 		return 0, fmt.Errorf("%w: nats: %q under token 0", backends.ErrNotHeld, name)
 	}
-	if err := b.ready(ctx, "fence"); err != nil {
-		return 0, err
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("%w: nats: fence: %w", backends.ErrUnavailable, err)
 	}
-	m := &nats.Msg{Subject: b.b.subj + key, Data: value, Header: nats.Header{}}
-	rev, err := b.b.publish(ctx, m,
-		jetstream.WithExpectLastSequenceForSubject(uint64(token), b.b.subj+LockKey(name)))
-	if errors.Is(err, errChanged) {
+	bk := b.d.b
+	m := &nats.Msg{Subject: bk.subj + key, Data: value, Header: nats.Header{}}
+	rev, err := bk.publish(ctx, m,
+		jetstream.WithExpectLastSequenceForSubject(uint64(token), bk.subj+LockKey(name)))
+	switch err = b.d.failed(err); {
+	case errors.Is(err, record.ErrConflict):
 		return 0, fmt.Errorf("%w: nats: %q under token %d", backends.ErrNotHeld, name, token)
-	}
-	if err != nil {
-		return 0, b.failed(ctx, "fence", err)
+	case errors.Is(err, backends.ErrInvalid), errors.Is(err, backends.ErrUnavailable):
+		return 0, err
+	case err != nil:
+		return 0, fmt.Errorf("%w: nats: fence: %w", backends.ErrUnavailable, err)
 	}
 	return rev, nil
 }

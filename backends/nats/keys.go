@@ -1,6 +1,9 @@
 package nats
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // keyOf turns a name (any UTF-8, at most 256 bytes) into a valid KV key
 // token, readable where the name is plain: letters, digits, '-' and '_'
@@ -23,6 +26,28 @@ func keyOf(name string) string {
 		}
 	}
 	return b.String()
+}
+
+// unkey turns a key token made by keyOf back into its name; ok is false
+// for a token keyOf does not make.
+func unkey(key string) (name string, ok bool) {
+	var b strings.Builder
+	for i := 0; i < len(key); i++ {
+		if key[i] != '=' {
+			b.WriteByte(key[i])
+			continue
+		}
+		if i+2 >= len(key) {
+			return "", false
+		}
+		n, err := strconv.ParseUint(key[i+1:i+3], 16, 8)
+		if err != nil {
+			return "", false
+		}
+		b.WriteByte(byte(n))
+		i += 2
+	}
+	return b.String(), true
 }
 
 // LockKey returns the key of the lock name's record in the bucket, for

@@ -2,18 +2,14 @@ package nats
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hustings/hustings/backends"
-	"github.com/hustings/hustings/events"
-	"github.com/hustings/hustings/internal/ctxerr"
-	"github.com/hustings/hustings/internal/validate"
+	"github.com/hustings/hustings/backends/internal/record"
 )
 
 var (
@@ -70,11 +66,7 @@ func configure(opts []Option) (config, error) {
 			o.apply(&c)
 		}
 	}
-	valid := c.bucket != "" && len(c.bucket) <= 64
-	for _, r := range c.bucket {
-		valid = valid && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
-	}
-	if !valid {
+	if c.bucket == "" || len(c.bucket) > 64 || keyOf(c.bucket) != c.bucket { // keyOf keeps [-_A-Za-z0-9]
 		return c, fmt.Errorf("%w: nats: bucket name %q: 1 to 64 letters, digits, '-' or '_'", backends.ErrInvalid, c.bucket)
 	}
 	if c.replicas < 0 || c.replicas > 5 {
@@ -132,8 +124,8 @@ func usable(js jetstream.JetStream) error {
 // it with New; the zero value is not usable. It is safe for concurrent
 // use.
 type Backend struct {
-	b   *bucket
-	hub hub // every Watch and Losses, over one feed of the bucket
+	*record.Store
+	d *driver
 }
 
 // New returns a Backend on js and its connection. It does no I/O, starts
@@ -152,100 +144,10 @@ func New(js jetstream.JetStream, opts ...Option) (*Backend, error) {
 	if err := usable(js); err != nil {
 		return nil, err
 	}
-	b := &Backend{b: newBucket(js, c.bucket)}
-	b.hub.b = b.b
-	return b, nil
-}
-
-// Holder reports who holds the lock name: one read of its record, and
-// one of its holder's session record, both answered by the stream's
-// leader (so a write that was acknowledged is seen, on a replicated
-// bucket too). A lock released with a hold reports the releasing
-// candidate until the hold ends.
-func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, error) {
-	if err := validate.Name(name); err != nil {
-		return backends.Holder{}, err
-	}
-	if err := b.ready(ctx, "holder"); err != nil {
-		return backends.Holder{}, err
-	}
-	e, err := b.b.getLeader(ctx, LockKey(name))
-	var h held
-	if err == nil {
-		h, err = b.judge(ctx, e, true)
-	}
+	d := &driver{b: newBucket(js, c.bucket)}
+	s, err := record.New(d, record.Config{Name: "nats"})
 	if err != nil {
-		return backends.Holder{}, b.failed(ctx, "holder", err)
+		return nil, err
 	}
-	return backends.Holder{ID: h.rec.ID, Token: h.token}, nil
-}
-
-// held is what a read found of a lock: free (rev is the revision a take
-// is conditioned on), or held by rec for the term token.
-type held struct {
-	rev   uint64
-	free  bool
-	rec   lockRecord
-	token events.Token
-}
-
-// judge says who holds a lock whose record read e: nobody if it is
-// missing, a marker, a record of nobody's, or a record whose session
-// record is gone. With sure, a session found gone is read again from the
-// stream's leader, since a take will rely on it.
-func (b *Backend) judge(ctx context.Context, e entry, sure bool) (held, error) {
-	h := held{rev: e.rev, free: true}
-	if !e.live {
-		return h, nil
-	}
-	rec, token, ok := decodeLock(e)
-	if !ok {
-		return h, nil
-	}
-	h.rec, h.token = rec, token
-	if rec.Session == "" { // a hold: held until its TTL removes it
-		h.free = false
-		return h, nil
-	}
-	s, err := b.b.get(ctx, sessionPrefix+rec.Session)
-	if err == nil && !s.live && sure { // a replica may not have its last write yet
-		s, err = b.b.getLeader(ctx, sessionPrefix+rec.Session)
-	}
-	if err != nil {
-		return held{}, err
-	}
-	h.free = !s.live
-	if h.free {
-		h.rec, h.token = lockRecord{}, 0
-	}
-	return h, nil
-}
-
-// ready returns the error of a call that must not be sent: a closed
-// connection, or a context that ended.
-func (b *Backend) ready(ctx context.Context, op string) error {
-	if b.b.nc.IsClosed() {
-		return fmt.Errorf("%w: nats: %s: the connection is closed", backends.ErrInvalid, op)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: nats: %s: %w", backends.ErrUnavailable, op, err)
-	}
-	return nil
-}
-
-// failed translates the error of a call that was sent: a closed
-// connection is ErrInvalid, anything else ErrUnavailable, with the
-// context's error when it ended.
-func (b *Backend) failed(ctx context.Context, op string, err error) error {
-	switch {
-	case errors.Is(err, nats.ErrConnectionClosed):
-		return fmt.Errorf("%w: nats: %s: the connection is closed", backends.ErrInvalid, op)
-	case errors.Is(err, errNoBucket), errors.Is(err, nats.ErrNoResponders):
-		return fmt.Errorf("%w: nats: %s: no stream %s answers (was CreateBucket run? is JetStream up?): %w",
-			backends.ErrUnavailable, op, b.b.stream, err)
-	}
-	if cerr := ctxerr.Of(ctx, err); cerr != nil && !errors.Is(err, cerr) {
-		return fmt.Errorf("%w: nats: %s: %w (%w)", backends.ErrUnavailable, op, err, cerr)
-	}
-	return fmt.Errorf("%w: nats: %s: %w", backends.ErrUnavailable, op, err)
+	return &Backend{Store: s, d: d}, nil
 }

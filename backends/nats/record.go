@@ -3,6 +3,7 @@ package nats
 import (
 	"encoding/json"
 
+	"github.com/hustings/hustings/backends/internal/record"
 	"github.com/hustings/hustings/events"
 )
 
@@ -47,15 +48,19 @@ func encode(v any) []byte {
 	return b
 }
 
-// decodeLock reads a live lock record at rev and the token of its term.
-// A value that is not a lock record (written by someone else) is no
-// holder's: ok is false, and the lock counts as free.
-func decodeLock(e entry) (r lockRecord, token events.Token, ok bool) {
-	if err := json.Unmarshal(e.value, &r); err != nil || r.ID == "" {
-		return lockRecord{}, 0, false
+// decodeLock reads the lock record of name from its last message e. No
+// message is no record (Version 0); a marker, or a value that is not a
+// lock record (written by someone else), is a record of nobody's at its
+// revision, which a take is conditioned on.
+func decodeLock(name string, e entry) record.Lock {
+	l := record.Lock{Name: name, Version: e.rev}
+	var r lockRecord
+	if !e.live || json.Unmarshal(e.value, &r) != nil || r.ID == "" {
+		return l
 	}
-	if r.Token == 0 {
-		return r, events.Token(e.rev), true
+	l.Session, l.Candidate, l.Token, l.Hold = r.Session, r.ID, r.Token, r.Session == ""
+	if l.Token == 0 {
+		l.Token = events.Token(e.rev)
 	}
-	return r, r.Token, true
+	return l
 }

@@ -9,28 +9,59 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
-	"github.com/hustings/hustings/backends"
-	"github.com/hustings/hustings/internal/validate"
+	"github.com/hustings/hustings/backends/internal/record"
 	"github.com/hustings/hustings/strategy"
 )
 
-// Members lists the candidates registered in group whose sessions live,
-// in registration order: one multi-key get of the group's entries
-// (member.<group>.<session ID>, at most 1,024), one of their sessions'
-// records, and for each session found gone a read of it by the stream's
-// leader and a removal of its entry.
-func (b *Backend) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
-	if err := validate.Name(group); err != nil {
-		return nil, err
+func memberKey(group, sid string) string { return memberPrefix + keyOf(group) + "." + sid }
+
+// Register writes session sid's entry in group (member.<group>.<sid>),
+// keeping the order of its first write: it reads the entry and the
+// session record together, then writes the entry on the revision read.
+func (d *driver) Register(ctx context.Context, group, sid string, c strategy.Candidate) (uint64, bool, error) {
+	key := memberKey(group, sid)
+	for range 3 {
+		var (
+			e, se     entry
+			err, serr error
+			wg        sync.WaitGroup
+		)
+		wg.Go(func() { se, serr = d.session(ctx, sid) })
+		e, err = d.b.getLeader(ctx, key)
+		wg.Wait()
+		var s sessionRecord
+		if err = errors.Join(err, serr); err != nil || !se.live || json.Unmarshal(se.value, &s) != nil {
+			return 0, false, d.failed(err)
+		}
+		r := memberRecord{ID: s.ID, Score: c.Score, Weight: c.Weight, Meta: c.Meta}
+		var old memberRecord
+		if e.live && json.Unmarshal(e.value, &old) == nil {
+			r.Order = order(old, e.rev)
+		}
+		rev, err := d.b.write(ctx, key, encode(r), e.rev, 0)
+		if err = d.failed(err); !errors.Is(err, record.ErrConflict) {
+			return order(r, rev), err == nil, err
+		}
 	}
-	if err := b.ready(ctx, "members"); err != nil {
-		return nil, err
-	}
+	return 0, false, fmt.Errorf("nats: register in %q: the entry keeps changing", group)
+}
+
+// Deregister removes session sid's entry from group: one removal.
+func (d *driver) Deregister(ctx context.Context, group, sid string) error {
+	return d.failed(d.b.remove(ctx, memberKey(group, sid), 0))
+}
+
+// Members lists the entries of group whose sessions live, in order: one
+// multi-key get of the group's entries (at most 1,024), one of their
+// sessions' records, and for each session found gone a read of it by the
+// stream's leader and a removal of its entry.
+func (d *driver) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
 	prefix := memberPrefix + keyOf(group) + "."
-	entries, err := b.b.getMany(ctx, []string{prefix + "*"})
+	entries, err := d.b.getMany(ctx, []string{prefix + "*"})
 	if err != nil {
-		return nil, b.failed(ctx, "members", err)
+		return nil, d.failed(err)
 	}
 	sessions := make([]string, 0, len(entries))
 	for key, e := range entries {
@@ -38,9 +69,9 @@ func (b *Backend) Members(ctx context.Context, group string) ([]strategy.Candida
 			sessions = append(sessions, sessionPrefix+strings.TrimPrefix(key, prefix))
 		}
 	}
-	alive, err := b.b.getMany(ctx, sessions)
+	alive, err := d.b.getMany(ctx, sessions)
 	if err != nil {
-		return nil, b.failed(ctx, "members", err)
+		return nil, d.failed(err)
 	}
 	var out []strategy.Candidate
 	for _, key := range slices.Sorted(maps.Keys(entries)) {
@@ -51,12 +82,12 @@ func (b *Backend) Members(ctx context.Context, group string) ([]strategy.Candida
 		}
 		if sk := sessionPrefix + strings.TrimPrefix(key, prefix); !alive[sk].live {
 			// Gone as a replica said; the leader may have its last write.
-			se, err := b.b.getLeader(ctx, sk)
+			se, err := d.b.getLeader(ctx, sk)
 			if err != nil {
-				return nil, b.failed(ctx, "members", err)
+				return nil, d.failed(err)
 			}
 			if !se.live {
-				_ = b.b.remove(ctx, key, e.rev) // a session record never comes back
+				_ = d.b.remove(ctx, key, e.rev) // a session record never comes back
 				continue
 			}
 		}
@@ -73,60 +104,4 @@ func order(r memberRecord, rev uint64) uint64 {
 		return rev
 	}
 	return r.Order
-}
-
-// Register stores the session's entry in group, keeping the order of its
-// first registration: it reads the entry and the session record in one
-// request, then writes the entry conditioned on the revision read.
-func (s *session) Register(ctx context.Context, group string, c strategy.Candidate) (strategy.Candidate, error) {
-	if err := validate.Candidate(group, c); err != nil {
-		return strategy.Candidate{}, err
-	}
-	if err := s.check(ctx, "register"); err != nil {
-		return strategy.Candidate{}, err
-	}
-	s.mu.Lock()
-	if s.groups == nil {
-		s.groups = map[string]bool{}
-	}
-	s.groups[group] = true
-	s.mu.Unlock()
-	key := memberPrefix + keyOf(group) + "." + s.sid
-	for range 3 {
-		e, alive, err := s.read(ctx, key)
-		if err != nil {
-			return strategy.Candidate{}, s.b.failed(ctx, "register", err)
-		}
-		if !alive {
-			return strategy.Candidate{}, fmt.Errorf("%w: nats: register in %q", backends.ErrSessionLost, group)
-		}
-		r := memberRecord{ID: s.id, Score: c.Score, Weight: c.Weight, Meta: c.Meta}
-		var old memberRecord
-		if e.live && json.Unmarshal(e.value, &old) == nil {
-			r.Order = order(old, e.rev)
-		}
-		rev, err := s.b.b.write(ctx, key, encode(r), e.rev, 0)
-		if errors.Is(err, errChanged) {
-			continue
-		}
-		if err != nil {
-			return strategy.Candidate{}, s.b.failed(ctx, "register", err)
-		}
-		return strategy.Candidate{ID: s.id, Order: order(r, rev), Score: c.Score, Weight: c.Weight, Meta: c.Meta}, nil
-	}
-	return strategy.Candidate{}, fmt.Errorf("%w: nats: register in %q: the entry keeps changing", backends.ErrUnavailable, group)
-}
-
-// Deregister removes the session's entry from group: one removal.
-func (s *session) Deregister(ctx context.Context, group string) error {
-	if err := validate.Name(group); err != nil {
-		return err
-	}
-	if err := s.check(ctx, "deregister"); err != nil {
-		return err
-	}
-	if err := s.b.b.remove(ctx, memberPrefix+keyOf(group)+"."+s.sid, 0); err != nil {
-		return s.b.failed(ctx, "deregister", err)
-	}
-	return nil
 }

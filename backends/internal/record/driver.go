@@ -31,6 +31,10 @@ type Lock struct {
 	// Hold marks a lock released with a hold: held by nobody alive until
 	// Expires.
 	Hold bool
+	// TTL, in a write, is the lease or hold Expires was computed from,
+	// for a store that expires records itself (a per-key TTL) and writes
+	// it instead of Expires; 0: none. Reads leave it 0.
+	TTL time.Duration
 	// Version is the store's version of the record; 0: no record.
 	Version uint64
 }
@@ -43,6 +47,24 @@ type Session struct {
 	Candidate string
 	// TTL is how long the session lives after its creation or renewal.
 	TTL time.Duration
+	// Version is the store's version of the session record as its last
+	// write returned (CreateSession, Renew), for a write conditioned on
+	// it; 0 for a store that keeps none.
+	Version uint64
+}
+
+// Renewal is what Renew reports.
+type Renewal struct {
+	// Alive is false if the session had expired (or was never made); it
+	// was not renewed.
+	Alive bool
+	// Version is the session record's version after the renewal.
+	Version uint64
+	// Locks are the lock records that name the session.
+	Locks []Lock
+	// Now is the store's clock at the renewal (the client's if the store
+	// has none).
+	Now time.Time
 }
 
 // View is what ReadLock reads: one lock record and the states of the
@@ -64,17 +86,22 @@ type View struct {
 
 // Driver is a store of session and lock records. See the package doc.
 type Driver interface {
-	// CreateSession writes a new session record that lives s.TTL from now.
-	CreateSession(ctx context.Context, s Session) error
-	// Renew extends session sid by its TTL if it still lives, and reads
-	// the lock records that name it: one round trip. alive false means
-	// the session had expired (or was never made); it is not renewed.
-	Renew(ctx context.Context, sid string) (alive bool, locks []Lock, now time.Time, err error)
-	// DeleteSession deletes session sid's record, its lock records that
-	// are not holds, and its registry entries (a Registrar). names are the locks the core believes it holds;
-	// a store that can find them itself may ignore them. It returns the
-	// names of the locks it freed, for their waiters.
-	DeleteSession(ctx context.Context, sid string, names []string) ([]string, error)
+	// CreateSession writes a new session record that lives s.TTL from
+	// now, and returns its version.
+	CreateSession(ctx context.Context, s Session) (version uint64, err error)
+	// Renew extends session s by its TTL if it still lives, and reads the
+	// lock records that name it: one round trip. held are the locks the
+	// core was granted for s (Name, Token and the Version its write
+	// returned): a store that finds the records naming s itself (an
+	// index) may ignore them; one that cannot reads those records by name.
+	// held is nil when the feed confirms them (Feed.Progress): renew alone.
+	Renew(ctx context.Context, s Session, held []Lock) (Renewal, error)
+	// DeleteSession deletes session s's record, its lock records that are
+	// not holds, and its registry entries (a Registrar). held are as for
+	// Renew. It returns the names of the locks it freed, for their
+	// waiters. A session record already gone is backends.ErrSessionLost
+	// or nil.
+	DeleteSession(ctx context.Context, s Session, held []Lock) ([]string, error)
 	// ReadLock reads lock name and the sessions it concerns; self is the
 	// reading session's ID, "" for none (Holder).
 	ReadLock(ctx context.Context, name, self string) (View, error)
@@ -90,14 +117,46 @@ type Driver interface {
 }
 
 // Notifier is implemented by drivers whose store can push changes of
-// lock records (a KV watch, a change stream).
+// records (a KV watch, a change stream). A Store on a Notifier pushes
+// wake-ups (Watch, WatchReleases) and the losses of locks (its sessions
+// are backends.LossNotifier).
 type Notifier interface {
 	// Notify runs the store's change feed until ctx ends (then it returns
-	// nil) or the feed breaks (an error). It calls ready once the feed is
-	// confirmed (no change after ready is missed), then changed for every
-	// change of a lock record, from one goroutine, never concurrently.
-	Notify(ctx context.Context, ready func(), changed func(name string)) error
+	// nil) or the feed breaks (an error). It calls f.Ready once the feed
+	// is confirmed (no change after it is missed), then f.Changed for
+	// every write of a lock record and f.Ended for the end of every
+	// session record, in the store's order, from one goroutine.
+	Notify(ctx context.Context, f *Feed) error
 }
+
+// Feed receives a Notifier's changes. Its methods are called from the
+// goroutine that runs Notify, never concurrently.
+type Feed struct {
+	h     *hub
+	r     *run
+	ready func()
+}
+
+// Ready reports that the feed is confirmed: no change after it is missed.
+func (f *Feed) Ready() { f.ready() }
+
+// Changed reports the lock record l.Name as written, with the write's
+// Version, which must be greater than every earlier version of the
+// record. A removal or an expiry of the record is l with no Session and
+// Hold false (and the removal's version, where the store has one).
+func (f *Feed) Changed(l Lock) { f.h.pushed(f.r, l) }
+
+// Progress reports that every change of the store up to version was
+// delivered, writes of session records included: for a store whose
+// versions are one sequence over all its records (a stream's sequence),
+// in which Renewal.Version is too. A feed that reports it lets a pushed
+// session's KeepAlive write the renewal alone (held nil) and confirm its
+// locks once the feed delivered it.
+func (f *Feed) Progress(version uint64) { f.h.progress(f.r, version) }
+
+// Ended reports that the record of session sid ended (expired or
+// deleted): the locks that name it are free.
+func (f *Feed) Ended(sid string) { f.h.ended(f.r, sid) }
 
 // Registrar is implemented by drivers that keep each group's registry of
 // live candidates (for backends.Registry): entries tied to session

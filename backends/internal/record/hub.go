@@ -10,24 +10,35 @@ import (
 
 // Watch signals when the holder of name may have changed: pushed by the
 // driver's Notifier, or found by polling at Config.Poll; either way a
-// lock that expires with nobody telling (a crashed holder, a lease, a
-// hold) is re-read when it expires as last seen. Writes through this
-// Store signal its watchers at once. It returns once the feed is
-// confirmed (a Notifier) and the lock was read, so no change after Watch
-// returned is missed. Signals coalesce in a buffer of one.
+// lock that expires as last read (a crashed holder, a lease, a hold, on
+// the store's clock) with nobody telling is read again then. Writes
+// through this Store signal its watchers at once. It returns once the
+// feed is confirmed (a Notifier) and the lock was read, so no change
+// after Watch returned is missed. Signals coalesce in a buffer of one.
 //
 // Every watch of a Store shares one goroutine (and the driver's feed),
-// which exist while at least one watch does. The Store closes the channel
-// when ctx ends, or when the feed breaks or a poll fails: then every
-// watch's channel is closed; watch again.
+// which exist while at least one watch (or a session's Losses) does. The
+// Store closes the channel when ctx ends, or when the feed breaks or a
+// poll fails: then every watch's channel is closed; watch again.
 func (s *Store) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
+	return s.watch(ctx, name, false)
+}
+
+// WatchReleases is Watch for a candidate waiting for name: it signals
+// only the changes that may free the lock (a release, an expiry, the end
+// of its holder's session, a delete by hand), not a take.
+func (s *Store) WatchReleases(ctx context.Context, name string) (<-chan struct{}, error) {
+	return s.watch(ctx, name, true)
+}
+
+func (s *Store) watch(ctx context.Context, name string, releases bool) (<-chan struct{}, error) {
 	if err := validate.Name(name); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, s.unavailable(ctx, "watch", err)
 	}
-	w, r, fresh := s.hub.add(ctx, name)
+	w, r, fresh := s.hub.add(ctx, name, releases)
 	select {
 	case <-r.ready:
 	case <-ctx.Done():
@@ -49,34 +60,39 @@ func (s *Store) Watch(ctx context.Context, name string) (<-chan struct{}, error)
 	return w.ch, nil
 }
 
-// hub multiplexes the watches of one Store over one goroutine
-// (hub.serve) per run, and the driver's feed if it has one.
+// hub multiplexes the watches of one Store, and the pushed losses of its
+// sessions, over one goroutine (hub.serve) per run, and the driver's
+// feed if it has one.
 type hub struct {
 	s    *Store
 	poll time.Duration
 	feed Notifier // nil: poll
 
-	mu    sync.Mutex
-	run   *run                // nil while no watch exists
-	names map[string]*watched // by lock name
+	mu       sync.Mutex
+	run      *run                  // nil while no watch and no pushed session needs one
+	names    map[string]*watched   // by lock name
+	sessions map[*session]struct{} // whose losses the feed reports
 }
 
 // watched is what the hub knows of one watched lock.
 type watched struct {
 	subs    map[*watch]struct{}
 	seen    bool      // read at least once
-	version uint64    // as last read
-	live    bool      // as last read
+	version uint64    // as last read or pushed
+	live    bool      // as last read or pushed
+	holder  string    // the session it names, as last read or pushed
+	timed   bool      // the last read reported an expiry: the store's clock ends it
 	due     time.Time // when to read it again; zero: when told
 }
 
 // watch is one Watch call's channel. The hub closes ch exactly once, when
 // it removes the watch.
 type watch struct {
-	h    *hub
-	name string
-	ch   chan struct{}
-	stop func() bool // unregisters the ctx callback
+	h        *hub
+	name     string
+	releases bool // signalled only when the lock may have become free
+	ch       chan struct{}
+	stop     func() bool // unregisters the ctx callback
 }
 
 // run is one life of the hub's goroutine. ready is closed once the feed
@@ -87,20 +103,33 @@ type run struct {
 	ready  chan struct{}
 	err    error
 	wake   chan struct{} // buffer 1: look at the schedule again
+	done   chan struct{} // closed when serve (and the feed) returned
+
+	// The feed's progress (Feed.Progress), under the hub's mu.
+	seen uint64        // the last version delivered; 0: none reported
+	tick chan struct{} // closed at the next progress; nil: nobody waits
+}
+
+// startLocked starts a run if none exists; h.mu is held.
+func (h *hub) startLocked(ctx context.Context) *run {
+	if h.run == nil {
+		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		h.run = &run{ctx: rctx, cancel: cancel, ready: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{})}
+		go h.serve(h.run)
+	}
+	if h.names == nil {
+		h.names = map[string]*watched{}
+	}
+	return h.run
 }
 
 // add registers a watch on name, starting a run if none exists; fresh
 // reports that name was not watched before.
-func (h *hub) add(ctx context.Context, name string) (w *watch, r *run, fresh bool) {
+func (h *hub) add(ctx context.Context, name string, releases bool) (w *watch, r *run, fresh bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.run == nil {
-		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		h.run = &run{ctx: rctx, cancel: cancel, ready: make(chan struct{}), wake: make(chan struct{}, 1)}
-		h.names = map[string]*watched{}
-		go h.serve(h.run)
-	}
-	w = &watch{h: h, name: name, ch: make(chan struct{}, 1)}
+	r = h.startLocked(ctx)
+	w = &watch{h: h, name: name, releases: releases, ch: make(chan struct{}, 1)}
 	w.stop = context.AfterFunc(ctx, w.end)
 	n := h.names[name]
 	if n == nil {
@@ -109,11 +138,11 @@ func (h *hub) add(ctx context.Context, name string) (w *watch, r *run, fresh boo
 		fresh = true
 	}
 	n.subs[w] = struct{}{}
-	return w, h.run, fresh
+	return w, r, fresh
 }
 
-// end removes w and closes its channel, and ends the run if it was the
-// last watch. Calling it again does nothing.
+// end removes w and closes its channel, and ends the run if nothing
+// needs it any more. Calling it again does nothing.
 func (w *watch) end() {
 	h := w.h
 	h.mu.Lock() // add sets w.stop under it; a ctx already done calls end at once
@@ -130,19 +159,50 @@ func (w *watch) end() {
 	}
 	delete(n.subs, w)
 	close(w.ch)
-	if len(n.subs) > 0 {
-		return
+	if len(n.subs) == 0 {
+		delete(h.names, w.name)
 	}
-	delete(h.names, w.name)
-	if len(h.names) == 0 {
-		h.run.cancel()
-		h.run, h.names = nil, nil
+	h.idleLocked()
+}
+
+// idleLocked ends the run if no watch and no pushed session needs it,
+// and returns it (nil if it goes on or there is none).
+func (h *hub) idleLocked() *run {
+	r := h.run
+	if r == nil || len(h.names) > 0 || len(h.sessions) > 0 {
+		return nil
 	}
+	r.cancel()
+	h.run = nil
+	return r
+}
+
+// join makes the feed report ss's losses, and returns the run (started
+// if none was).
+func (h *hub) join(ctx context.Context, ss *session) *run {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sessions == nil {
+		h.sessions = map[*session]struct{}{}
+	}
+	h.sessions[ss] = struct{}{}
+	return h.startLocked(ctx)
+}
+
+// leave stops reporting ss's losses, and returns the run that ended with
+// it, if any: the caller waits for its done (a feed can take a while to
+// stop, as a client reconnecting does).
+func (h *hub) leave(ss *session) *run {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.sessions, ss)
+	return h.idleLocked()
 }
 
 // serve starts the feed (or none, to poll), then reads every watched lock
 // when it is due, until the run is cancelled or breaks.
 func (h *hub) serve(r *run) {
+	defer close(r.done)
 	var feed sync.WaitGroup
 	defer feed.Wait()
 	if h.feed == nil {
@@ -151,7 +211,7 @@ func (h *hub) serve(r *run) {
 		var once sync.Once
 		ready := func(err error) { once.Do(func() { r.err = err; close(r.ready) }) }
 		feed.Go(func() {
-			err := h.feed.Notify(r.ctx, func() { ready(nil) }, h.changed)
+			err := h.feed.Notify(r.ctx, &Feed{h: h, r: r, ready: func() { ready(nil) }})
 			if r.ctx.Err() == nil {
 				ready(err)
 				h.broken(r)
@@ -193,9 +253,10 @@ func (h *hub) observe(name string, v View) {
 	}
 	alive := live(v)
 	if n.seen && (v.Lock.Version != n.version || n.live && !alive) {
-		n.signal()
+		n.signal(!alive)
 	}
-	n.seen, n.version, n.live = true, v.Lock.Version, alive
+	n.seen, n.version, n.live, n.holder = true, v.Lock.Version, alive, v.Lock.Session
+	n.timed = !v.Lock.Expires.IsZero() || !v.HolderExpires.IsZero()
 	n.due = time.Time{}
 	if h.feed == nil {
 		n.due = time.Now().Add(h.poll)
@@ -215,16 +276,24 @@ func (h *hub) observe(name string, v View) {
 	}
 }
 
-// changed signals the watches of name and reads it again soon (for its
-// expiry); from the feed, and from this Store's own writes.
-func (h *hub) changed(name string) {
+// changed signals the watches of name after this Store's own write
+// (freed: the write freed the lock), and reads it again soon (for its
+// expiry) unless the feed reports its changes.
+func (h *hub) changed(name string, freed bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := h.names[name]
-	if n == nil {
+	if n := h.names[name]; n != nil {
+		n.signal(freed)
+		h.rereadLocked(n)
+	}
+}
+
+// rereadLocked schedules a read of n now, unless a feed reports its
+// changes and its store's clock does not end it.
+func (h *hub) rereadLocked(n *watched) {
+	if h.feed != nil && !n.timed {
 		return
 	}
-	n.signal()
 	n.due = time.Now()
 	select {
 	case h.run.wake <- struct{}{}:
@@ -232,8 +301,112 @@ func (h *hub) changed(name string) {
 	}
 }
 
-func (n *watched) signal() {
+// pushed handles a lock record's change from the feed of run r.
+func (h *hub) pushed(r *run, l Lock) {
+	h.mu.Lock()
+	if h.run != r {
+		h.mu.Unlock()
+		return
+	}
+	if n := h.names[l.Name]; n != nil {
+		freed := l.Session == "" && !l.Hold
+		n.signal(freed)
+		n.version, n.live, n.holder = l.Version, !freed, l.Session
+		h.rereadLocked(n)
+	}
+	ss := h.sessionsLocked()
+	h.mu.Unlock()
+	for _, s := range ss {
+		s.pushed(l)
+	}
+}
+
+// ended handles the end of session sid's record from the feed of run r.
+func (h *hub) ended(r *run, sid string) {
+	h.mu.Lock()
+	if h.run != r {
+		h.mu.Unlock()
+		return
+	}
+	for _, n := range h.names {
+		if n.live && n.holder == sid {
+			n.signal(true)
+			n.live = false
+		}
+	}
+	ss := h.sessionsLocked()
+	h.mu.Unlock()
+	for _, s := range ss {
+		if s.sid == sid {
+			s.ended()
+		}
+	}
+}
+
+// progress records that the feed of run r delivered every change up to
+// version.
+func (h *hub) progress(r *run, version uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r.seen = max(r.seen, version)
+	if r.tick != nil {
+		close(r.tick)
+		r.tick = nil
+	}
+}
+
+// ordered reports whether run r is the running one and its feed reports
+// progress.
+func (h *hub) ordered(r *run) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.run == r && r.seen != 0
+}
+
+// delivered waits until run r's feed delivered version, at most wait;
+// false if it did not, or r ended.
+func (h *hub) delivered(ctx context.Context, r *run, version uint64, wait time.Duration) bool {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		h.mu.Lock()
+		if h.run != r {
+			h.mu.Unlock()
+			return false
+		}
+		if r.seen >= version {
+			h.mu.Unlock()
+			return true
+		}
+		if r.tick == nil {
+			r.tick = make(chan struct{})
+		}
+		tick := r.tick
+		h.mu.Unlock()
+		select {
+		case <-tick:
+		case <-timer.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func (h *hub) sessionsLocked() []*session {
+	out := make([]*session, 0, len(h.sessions))
+	for s := range h.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// signal wakes the watches of n; those of releases only if freed.
+func (n *watched) signal(freed bool) {
 	for w := range n.subs {
+		if w.releases && !freed {
+			continue
+		}
 		select {
 		case w.ch <- struct{}{}:
 		default: // a signal is pending already
@@ -267,12 +440,13 @@ func (h *hub) nextDue() time.Time {
 	return next
 }
 
-// broken ends every watch of r, unless the hub has ended r itself.
+// broken ends every watch of r, unless the hub has ended r itself. Pushed
+// sessions stay joined: their next call starts a run again.
 func (h *hub) broken(r *run) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.run != r {
-		return // cancelled on purpose when the last watch ended
+		return // cancelled on purpose when nothing needed it
 	}
 	for _, n := range h.names {
 		for w := range n.subs {

@@ -2,6 +2,7 @@ package record_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -43,34 +44,36 @@ func (d *mapDriver) alive(sid string, now time.Time) (bool, time.Time) {
 	return true, s.expires
 }
 
-func (d *mapDriver) CreateSession(_ context.Context, s record.Session) error {
+func (d *mapDriver) CreateSession(_ context.Context, s record.Session) (uint64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.sessions[s.ID] = &mapSession{ttl: s.TTL, expires: time.Now().Add(s.TTL)}
-	return nil
+	return 0, nil
 }
 
-func (d *mapDriver) Renew(_ context.Context, sid string) (bool, []record.Lock, time.Time, error) {
+// Renew finds the session's locks itself, as an index would; it ignores
+// held.
+func (d *mapDriver) Renew(_ context.Context, rs record.Session, _ []record.Lock) (record.Renewal, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := time.Now()
-	if ok, _ := d.alive(sid, now); !ok {
-		return false, nil, now, nil
+	r := record.Renewal{Now: time.Now()}
+	if r.Alive, _ = d.alive(rs.ID, r.Now); !r.Alive {
+		return r, nil
 	}
-	s := d.sessions[sid]
-	s.expires = now.Add(s.ttl)
-	var locks []record.Lock
+	s := d.sessions[rs.ID]
+	s.expires = r.Now.Add(s.ttl)
 	for _, l := range d.locks {
-		if l.Session == sid {
-			locks = append(locks, l)
+		if l.Session == rs.ID {
+			r.Locks = append(r.Locks, l)
 		}
 	}
-	return true, locks, now, nil
+	return r, nil
 }
 
-func (d *mapDriver) DeleteSession(_ context.Context, sid string, _ []string) ([]string, error) {
+func (d *mapDriver) DeleteSession(_ context.Context, rs record.Session, _ []record.Lock) ([]string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	sid := rs.ID
 	delete(d.sessions, sid)
 	var freed []string
 	for name, l := range d.locks {
@@ -189,5 +192,113 @@ func TestNewRefusesBadInput(t *testing.T) {
 				t.Fatalf("New accepted %s", c.name)
 			}
 		})
+	}
+}
+
+// racedDriver loses every take, as a lock taken and freed by others
+// between each read and write would.
+type racedDriver struct{ *mapDriver }
+
+func (racedDriver) CreateLock(context.Context, record.Lock) (record.Lock, error) {
+	return record.Lock{}, record.ErrConflict
+}
+
+func (racedDriver) SwapLock(context.Context, record.Lock, uint64) (record.Lock, error) {
+	return record.Lock{}, record.ErrConflict
+}
+
+// TestAcquireLosingEveryRaceIsHeld: an Acquire whose every write lost a
+// race is contention (ErrHeld), not a failure of the store.
+func TestAcquireLosingEveryRaceIsHeld(t *testing.T) {
+	s, err := record.New(racedDriver{newMapDriver()}, record.Config{Name: "raced"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Open(t.Context(), "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Acquire(t.Context(), "raced", 0)
+	if !errors.Is(err, backends.ErrHeld) || errors.Is(err, backends.ErrUnavailable) {
+		t.Fatalf("Acquire losing every race: %v, want ErrHeld", err)
+	}
+}
+
+// pairedDriver answers a ReadLock only once a DeleteLock has begun: a
+// Release that reads before it removes never returns.
+type pairedDriver struct {
+	*mapDriver
+	deleting chan struct{}
+	once     sync.Once
+}
+
+func (d *pairedDriver) ReadLock(ctx context.Context, name, self string) (record.View, error) {
+	if name == "paired" {
+		select {
+		case <-d.deleting:
+		case <-ctx.Done():
+			return record.View{}, ctx.Err()
+		}
+	}
+	return d.mapDriver.ReadLock(ctx, name, self)
+}
+
+func (d *pairedDriver) DeleteLock(ctx context.Context, name string, version uint64) error {
+	d.once.Do(func() { close(d.deleting) })
+	return d.mapDriver.DeleteLock(ctx, name, version)
+}
+
+// TestReleaseIsOneRoundTrip: Release without a hold of a lock granted
+// with no lease removes its record at the version its take wrote beside
+// the read of the session's liveness, not after it.
+func TestReleaseIsOneRoundTrip(t *testing.T) {
+	d := &pairedDriver{mapDriver: newMapDriver(), deleting: make(chan struct{})}
+	s, err := record.New(d, record.Config{Name: "paired"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	a, err := s.Open(ctx, "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.once.Do(func() { close(d.deleting) }) // Acquire reads first
+	tok, err := a.Acquire(ctx, "paired", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.deleting, d.once = make(chan struct{}), sync.Once{}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := a.Release(rctx, "paired", tok, 0); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if h, err := s.Holder(ctx, "paired"); err != nil || h.ID != "" {
+		t.Fatalf("Holder after Release = %+v, %v; want free", h, err)
+	}
+}
+
+// TestLeaseAndHoldInRange: a lease or hold is a per-key TTL in some
+// stores, so it is held to a TTL's range (1ms to validate.MaxTTL).
+func TestLeaseAndHoldInRange(t *testing.T) {
+	s, err := record.New(newMapDriver(), record.Config{Name: "map"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	a, err := s.Open(ctx, "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	if _, err := a.Acquire(ctx, "long", 8*24*time.Hour); !errors.Is(err, backends.ErrInvalid) {
+		t.Fatalf("Acquire with a lease of 8 days: %v, want ErrInvalid", err)
+	}
+	tok, err := a.Acquire(ctx, "held", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx, "held", tok, time.Microsecond); !errors.Is(err, backends.ErrInvalid) {
+		t.Fatalf("Release with a hold of 1µs: %v, want ErrInvalid", err)
 	}
 }

@@ -16,8 +16,9 @@ import (
 )
 
 var (
-	_ backends.Backend = (*Store)(nil)
-	_ backends.Watcher = (*Store)(nil)
+	_ backends.Backend        = (*Store)(nil)
+	_ backends.Watcher        = (*Store)(nil)
+	_ backends.ReleaseWatcher = (*Store)(nil)
 )
 
 // Config configures a Store.
@@ -36,7 +37,8 @@ const DefaultPoll = time.Second
 // conflict: each conflict means another writer changed the record.
 const maxTries = 8
 
-// Store is a backends.Backend (and Watcher) over a Driver. Create it with
+// Store is a backends.Backend (and Watcher, ReleaseWatcher, Registry)
+// over a Driver. Create it with
 // New; it is safe for concurrent use.
 type Store struct {
 	d    Driver
@@ -78,11 +80,15 @@ func (s *Store) Open(ctx context.Context, id string, ttl time.Duration) (backend
 	var r [16]byte
 	_, _ = crand.Read(r[:]) // never fails
 	ss := &session{s: s, id: id, sid: hex.EncodeToString(r[:]), ttl: ttl}
-	err := s.call(ctx, "open", func() error {
-		return s.d.CreateSession(ctx, Session{ID: ss.sid, Candidate: id, TTL: ttl})
+	err := s.call(ctx, "open", func() (err error) {
+		ss.version, err = s.d.CreateSession(ctx, Session{ID: ss.sid, Candidate: id, TTL: ttl})
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	if s.hub.feed != nil {
+		return pushSession{ss}, nil
 	}
 	return ss, nil
 }
@@ -141,8 +147,12 @@ func (s *Store) retry(ctx context.Context, op string, try func() (done bool, err
 			return s.unavailable(ctx, op, ctx.Err())
 		}
 	}
-	return fmt.Errorf("%w: %s: %s: %d conflicting writes in a row", backends.ErrUnavailable, s.name, op, maxTries)
+	return fmt.Errorf("%w: %s: %s: %w", backends.ErrUnavailable, s.name, op, errContended)
 }
+
+// errContended is retry's error when every try conflicted: other writers
+// changed the record each time.
+var errContended = fmt.Errorf("%d conflicting writes in a row", maxTries)
 
 // unavailable wraps err in backends.ErrUnavailable, unless it is a
 // conflict or matches another sentinel of package backends already, and in ctx's
