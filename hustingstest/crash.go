@@ -5,10 +5,12 @@
 // released, and the server lets the candidate's session expire as it
 // would after a kill or a freeze. It is not a fake backend: every call
 // that goes through reaches the real one, so a test can run on any
-// backend. It imports no test code, so programs (a demo) can use it too.
+// backend. Recorder checks a test's history of terms and writes by the
+// rules the chaos suite checks. The package imports no test code, so
+// programs (a demo) can use it too.
 //
 // docs/testing.md in the repository shows a failover test of a user's
-// loop with it, in virtual time (testing/synctest).
+// loop with both, in virtual time (testing/synctest).
 package hustingstest
 
 import (
