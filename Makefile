@@ -1,20 +1,20 @@
 # make test: what CI runs (.ci/run) and what a newcomer runs first.
 # It installs the servers the backend tests start (redis-server, ZooKeeper,
 # PostgreSQL) and the browser the live page's test drives (Chromium) when
-# they are missing, builds kube-apiserver, nats-server and FerretDB and
-# installs dynalite when they are missing (once per machine: minutes the
+# they are missing, builds kube-apiserver, nats-server, FerretDB and Consul
+# and installs dynalite when they are missing (once per machine: minutes the
 # first time), then vets and runs
 # every test with the race detector, in the library, the bench/ module
 # and the controller-runtime module. No backend test is skipped.
 
 GO ?= go
 
-.PHONY: test test-busy deps kube-apiserver nats-server ferretdb dynalite vet demo chaos bench bench-quick bench-check tools-check crleader-check
+.PHONY: test test-busy deps kube-apiserver nats-server ferretdb dynalite consul vet demo chaos bench bench-quick bench-check tools-check crleader-check
 
 # The chaos suite runs after the other packages, on its own: its failover
 # bounds are about the library, not about sharing two cores with a
 # ZooKeeper JVM and another package's race-detected tests.
-test: deps kube-apiserver nats-server ferretdb dynalite vet bench-check tools-check crleader-check
+test: deps kube-apiserver nats-server ferretdb dynalite consul vet bench-check tools-check crleader-check
 	$(GO) test -race $$($(GO) list ./... | grep -v '/chaos$$')
 	$(GO) test -race ./chaos
 
@@ -91,6 +91,15 @@ ferretdb:
 # once. It needs Node.js and npm (deps installs them when missing).
 dynalite: deps
 	@./tools/dynalite/install.sh
+
+# consul builds Consul v1.14 (MPL), the server that the Consul backend's
+# tests start (backends/consul/consultest), from its own module
+# (tools/consul, so that the library's go.mod never requires Consul), into
+# ${XDG_CACHE_HOME:-$HOME/.cache}/hustings/, keyed by version: once per
+# machine, about 12 minutes (10 CPU-minutes) on 2 cores; when it is
+# there, at once.
+consul:
+	@GO=$(GO) ./tools/consul/build.sh
 
 # tools-check vets and tests the tools/kube-apiserver module: its pins are
 # Kubernetes' own (no upgrade beneath it). A second.
