@@ -31,12 +31,27 @@
 //
 // Implemented:
 //   - findOneAndUpdate with upsert on _id, returning the new document;
-//   - filters on a version field beside _id: a compare-and-swap whose
-//     version is stale fails with a duplicate-key error (E11000), the
-//     upsert's insert meeting the _id, as on MongoDB;
+//   - filters on a version field beside _id: one client's compare-and-swap
+//     whose version is stale fails with a duplicate-key error (E11000),
+//     the upsert's insert meeting the _id, as on MongoDB; but see
+//     atomicity below;
 //   - $set, and $inc (a counter counted up from nothing);
 //   - $currentDate: a field set to the server's clock, in a plain update;
-//   - unique indexes, on _id and on other fields.
+//   - unique indexes, on _id and on other fields; an insert is atomic:
+//     of clients inserting one _id at once, exactly one wins, the others
+//     get E11000 (TestConcurrentInserts).
+//
+// Not atomic: findOneAndUpdate and update (updateOne) read the matching
+// document, then write it back by _id alone (FerretDB issue 2168, over
+// SQLite and PostgreSQL alike: the handler is shared). Clients swapping
+// one version at once each win it: in TestConcurrentSwapsAreNotAtomic,
+// eight clients racing on one document win most versions several times
+// over. A compare-and-swap by findOneAndUpdate, correct on MongoDB
+// (single-document writes are atomic there), therefore grants a lock
+// twice on FerretDB. A backend that must pass its tests here takes its
+// atomic step from a unique key instead (an insert a version, or a
+// document a term), or says that these tests cannot prove its
+// findOneAndUpdate path.
 //
 // Not implemented (each refused with an error, never ignored):
 //   - update pipelines (an update given as an array of stages):
