@@ -32,6 +32,9 @@
 //     number; a failed condition is ConditionalCheckFailedException;
 //   - UpdateItem ADD on a number (a counter from nothing), with
 //     ReturnValues UPDATED_NEW.
+//   - atomic conditional writes: dynalite locks an item's key from its
+//     read to its write, so of clients swapping one version at once one
+//     wins (TestConcurrentSwaps).
 //
 // Not implemented:
 //   - transactions: TransactWriteItems and TransactGetItems answer

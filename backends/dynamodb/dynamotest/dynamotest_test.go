@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -218,4 +219,80 @@ func TestInMemoryRestartIsEmpty(t *testing.T) {
 	if err != nil || len(out.TableNames) != 0 {
 		t.Fatalf("ListTables after Restart = %v, %v; want none", out, err)
 	}
+}
+
+// TestConcurrentSwaps: conditional puts from many clients at once on one
+// item are atomic (dynalite locks an item's key for a write): at most one
+// winner a version, every loser a ConditionalCheckFailedException, and
+// the final version is the count of wins.
+func TestConcurrentSwaps(t *testing.T) {
+	s := dynamotest.Start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	createTable(ctx, t, s.Client(), "locks")
+	key := map[string]types.AttributeValue{"pk": str("lock/a")}
+	const clients, tries = 8, 40
+	wins := make(map[int]int)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for i := range clients {
+		c := s.Client()
+		wg.Go(func() {
+			for range tries {
+				got, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("locks"), Key: key, ConsistentRead: aws.Bool(true)})
+				if err != nil {
+					errs <- err
+					return
+				}
+				ver := 0
+				if n, ok := got.Item["ver"].(*types.AttributeValueMemberN); ok {
+					ver, _ = strconv.Atoi(n.Value)
+				}
+				in := &dynamodb.PutItemInput{
+					TableName: aws.String("locks"),
+					Item:      map[string]types.AttributeValue{"pk": str("lock/a"), "ver": num(strconv.Itoa(ver + 1)), "holder": str(strconv.Itoa(i))},
+				}
+				if ver == 0 {
+					in.ConditionExpression = aws.String("attribute_not_exists(pk)")
+				} else {
+					in.ConditionExpression = aws.String("ver = :v")
+					in.ExpressionAttributeValues = map[string]types.AttributeValue{":v": num(strconv.Itoa(ver))}
+				}
+				_, err = c.PutItem(ctx, in)
+				var ccf *types.ConditionalCheckFailedException
+				switch {
+				case err == nil:
+					mu.Lock()
+					wins[ver+1]++
+					mu.Unlock()
+				case errors.As(err, &ccf):
+				default:
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a swap failed otherwise than by its condition: %v", err)
+	}
+	for v, n := range wins {
+		if n != 1 {
+			t.Errorf("version %d was won %d times", v, n)
+		}
+	}
+	got, err := s.Client().GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("locks"), Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := got.Item["ver"].(*types.AttributeValueMemberN); !ok || n.Value != strconv.Itoa(len(wins)) {
+		t.Errorf("final version %v after %d wins", got.Item["ver"], len(wins))
+	}
+	if len(wins) < 2 {
+		t.Errorf("%d wins: the clients did not race", len(wins))
+	}
+	t.Logf("%d clients × %d tries: %d wins", clients, tries, len(wins))
 }
