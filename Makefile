@@ -1,19 +1,20 @@
 # make test: what CI runs (.ci/run) and what a newcomer runs first.
 # It installs the servers the backend tests start (redis-server, ZooKeeper,
 # PostgreSQL) and the browser the live page's test drives (Chromium) when
-# they are missing, builds kube-apiserver when it is
-# missing (once per machine: minutes the first time), then vets and runs
+# they are missing, builds kube-apiserver, nats-server, FerretDB and Consul
+# and installs dynalite when they are missing (once per machine: minutes the
+# first time), then vets and runs
 # every test with the race detector, in the library, the bench/ module
 # and the controller-runtime module. No backend test is skipped.
 
 GO ?= go
 
-.PHONY: test test-busy deps kube-apiserver nats-server vet demo chaos bench bench-quick bench-check tools-check crleader-check
+.PHONY: test test-busy deps kube-apiserver nats-server ferretdb dynalite consul vet demo chaos bench bench-quick bench-check tools-check crleader-check
 
 # The chaos suite runs after the other packages, on its own: its failover
 # bounds are about the library, not about sharing two cores with a
 # ZooKeeper JVM and another package's race-detected tests.
-test: deps kube-apiserver nats-server vet bench-check tools-check crleader-check
+test: deps kube-apiserver nats-server ferretdb dynalite consul vet bench-check tools-check crleader-check
 	$(GO) test -race $$($(GO) list ./... | grep -v '/chaos$$')
 	$(GO) test -race ./chaos
 
@@ -75,6 +76,31 @@ kube-apiserver:
 nats-server:
 	@GO=$(GO) ./tools/nats-server/build.sh
 
+# ferretdb builds FerretDB v1, the MongoDB stand-in that the MongoDB
+# backend's tests start (backends/mongodb/mongotest), over SQLite, from its
+# own module (tools/ferretdb), into ${XDG_CACHE_HOME:-$HOME/.cache}/hustings/,
+# keyed by version: once per machine, a few minutes; when it is there, at
+# once.
+ferretdb:
+	@GO=$(GO) ./tools/ferretdb/build.sh
+
+# dynalite installs dynalite, the DynamoDB stand-in that the DynamoDB
+# backend's tests start (backends/dynamodb/dynamotest), with npm from
+# tools/dynalite's lockfile into ${XDG_CACHE_HOME:-$HOME/.cache}/hustings/,
+# keyed by version: once per machine, about 20 s; when it is there, at
+# once. It needs Node.js and npm (deps installs them when missing).
+dynalite: deps
+	@./tools/dynalite/install.sh
+
+# consul builds Consul v1.14 (MPL), the server that the Consul backend's
+# tests start (backends/consul/consultest), from its own module
+# (tools/consul, so that the library's go.mod never requires Consul), into
+# ${XDG_CACHE_HOME:-$HOME/.cache}/hustings/, keyed by version: once per
+# machine, about 12 minutes (10 CPU-minutes) on 2 cores; when it is
+# there, at once.
+consul:
+	@GO=$(GO) ./tools/consul/build.sh
+
 # tools-check vets and tests the tools/kube-apiserver module: its pins are
 # Kubernetes' own (no upgrade beneath it). A second.
 tools-check:
@@ -87,19 +113,20 @@ tools-check:
 crleader-check: deps kube-apiserver
 	cd backends/kubernetes/controllerruntime && $(GO) vet ./... && $(GO) test -race ./...
 
-# deps installs redis-server, ZooKeeper, PostgreSQL, MariaDB and Chromium (for the
-# live page's browser test, cmd/demo/live_test.go) from Debian when
+# deps installs redis-server, ZooKeeper, PostgreSQL, MariaDB, Chromium (for the
+# live page's browser test, cmd/demo/live_test.go) and Node.js with npm (for
+# dynalite, the DynamoDB tests' server) from Debian when
 # missing (as root); elsewhere it says what to install. The PostgreSQL
 # tests make clusters of their own (backends/postgres/pgtest): the
 # package's system cluster is never used; the MariaDB tests likewise
 # start servers of their own (backends/mysql/mysqltest).
 deps:
-	@if ! command -v redis-server >/dev/null 2>&1 || [ ! -x /usr/share/zookeeper/bin/zkServer.sh ] || ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || ! command -v mariadbd >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then \
+	@if ! command -v redis-server >/dev/null 2>&1 || [ ! -x /usr/share/zookeeper/bin/zkServer.sh ] || ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || ! command -v mariadbd >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "installing redis-server, zookeeper, postgresql, mariadb-server and chromium"; \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server zookeeper postgresql mariadb-server chromium >/dev/null; \
+			echo "installing redis-server, zookeeper, postgresql, mariadb-server, chromium, nodejs and npm"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server zookeeper postgresql mariadb-server chromium nodejs npm >/dev/null; \
 		else \
-			echo "make test needs redis-server, ZooKeeper, PostgreSQL, MariaDB and Chromium; on Debian: sudo apt-get install -y redis-server zookeeper postgresql mariadb-server chromium" >&2; \
+			echo "make test needs redis-server, ZooKeeper, PostgreSQL, MariaDB, Chromium and Node.js with npm; on Debian: sudo apt-get install -y redis-server zookeeper postgresql mariadb-server chromium nodejs npm" >&2; \
 			exit 1; \
 		fi; \
 	fi

@@ -1,0 +1,262 @@
+package dynamotest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/hustings/hustings/internal/testserver"
+)
+
+// Version is the dynalite version the tests run; tools/dynalite/package.json
+// names the same.
+const Version = "4.0.0"
+
+// DirEnv names the environment variable that, when set, is the directory
+// dynalite is installed in (its node_modules/dynalite/cli.js), in place of
+// the per-machine cache.
+const DirEnv = "HUSTINGS_DYNALITE"
+
+// NodeEnv names the environment variable that, when set, is the path of
+// the node binary, in place of the one on the PATH.
+const NodeEnv = "HUSTINGS_NODE"
+
+// Region is the region clients of the server name; dynalite accepts any.
+const Region = "us-east-1"
+
+// AccessKey and SecretKey are the static credentials clients sign with;
+// dynalite checks that requests are signed, not by whom.
+const (
+	AccessKey = "hustings"
+	SecretKey = "hustings"
+)
+
+// readyTimeout bounds how long a start waits for the server to answer.
+const readyTimeout = 30 * time.Second
+
+// Server is one dynalite process on 127.0.0.1, restartable on the same
+// port (and, if Persistent, the same store).
+type Server struct {
+	dir     string
+	node    string
+	cli     string
+	port    int
+	persist bool
+
+	mu      sync.Mutex
+	proc    *testserver.Process // nil while killed or stopped
+	stopped bool
+}
+
+// Option configures a server.
+type Option func(*Server)
+
+// Persistent keeps the tables in a LevelDB store in the server's
+// temporary directory (dynalite --path), so that they survive Kill and
+// Restart. Without it they are in the process's memory, and a restarted
+// server has none.
+func Persistent() Option { return func(s *Server) { s.persist = true } }
+
+// CLI returns the path of dynalite's cli.js: under $HUSTINGS_DYNALITE if
+// set, otherwise under <user cache dir>/hustings/dynalite-<Version>/, where
+// <user cache dir> is os.UserCacheDir ($XDG_CACHE_HOME, or $HOME/.cache, on
+// Linux), as tools/dynalite/install.sh installs it. It returns an error
+// saying how to install dynalite if it is not there.
+func CLI() (string, error) {
+	dir := os.Getenv(DirEnv)
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("dynamotest: %w", err)
+		}
+		dir = filepath.Join(cache, "hustings", "dynalite-"+Version)
+	}
+	path := filepath.Join(dir, "node_modules", "dynalite", "cli.js")
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("dynamotest: dynalite %s is not installed (%w); install it once per machine "+
+			"with `make dynalite` from the repository root (tools/dynalite/install.sh, about 20 s)", Version, err)
+	}
+	return path, nil
+}
+
+// node returns the path of the node binary.
+func node() (string, error) {
+	if path := os.Getenv(NodeEnv); path != "" {
+		return path, nil
+	}
+	path, err := exec.LookPath("node")
+	if err != nil {
+		return "", fmt.Errorf("dynamotest: node not found (dynalite runs on Node.js 20 or later); on Debian: apt-get install nodejs: %w", err)
+	}
+	return path, nil
+}
+
+// Start starts a server for t and stops it when the test ends. It fails
+// the test if the server does not start, or if dynalite is not installed.
+func Start(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	s, err := StartServer(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// StartServer starts a server in a new temporary directory and waits until
+// it answers. The caller stops it with Stop.
+func StartServer(opts ...Option) (*Server, error) {
+	cli, err := CLI()
+	if err != nil {
+		return nil, err
+	}
+	bin, err := node()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "dynamotest-")
+	if err != nil {
+		return nil, fmt.Errorf("dynamotest: %w", err)
+	}
+	s := &Server{dir: dir, node: bin, cli: cli}
+	for _, o := range opts {
+		o(s)
+	}
+	for range 3 { // the free port may be taken before the server binds it
+		if s.port, err = testserver.FreePort(); err != nil {
+			break
+		}
+		if err = s.launch(); err == nil {
+			return s, nil
+		}
+	}
+	_ = os.RemoveAll(dir)
+	return nil, err
+}
+
+// launch runs the server on s's port (and store) and waits until it
+// answers; the caller holds s.mu, or s is not yet shared.
+func (s *Server) launch() error {
+	// Tables are ACTIVE at once (dynalite's default keeps them CREATING
+	// for 500 ms, as a stand-in for DynamoDB's minutes).
+	args := []string{s.cli, "--host", "127.0.0.1", "--port", strconv.Itoa(s.port),
+		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"}
+	if s.persist {
+		args = append(args, "--path", filepath.Join(s.dir, "db"))
+	}
+	p, err := testserver.Start(s.dir, s.node, args...)
+	if err != nil {
+		return fmt.Errorf("dynamotest: %w", err)
+	}
+	c := s.Client()
+	if err := p.WaitFor(readyTimeout, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := c.ListTables(ctx, &dynamodb.ListTablesInput{})
+		return err
+	}); err != nil {
+		p.Kill()
+		return fmt.Errorf("dynamotest: %w", err)
+	}
+	s.proc = p
+	return nil
+}
+
+// Addr returns the server's address, 127.0.0.1:port.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Endpoint returns the server's endpoint URL, http://127.0.0.1:port, for a
+// client's BaseEndpoint.
+func (s *Server) Endpoint() string { return "http://" + s.Addr() }
+
+// Client returns a new client of the server, as NewClient makes it.
+func (s *Server) Client(opts ...func(*dynamodb.Options)) *dynamodb.Client {
+	return NewClient(s.Endpoint(), opts...)
+}
+
+// NewClient returns a client of the server (or a link to one) at the
+// endpoint URL: Region, the static credentials AccessKey and SecretKey,
+// and no retries by the SDK (a test sees each error; pass an option to
+// change any of it). It reads no AWS configuration or environment.
+func NewClient(endpoint string, opts ...func(*dynamodb.Options)) *dynamodb.Client {
+	o := dynamodb.Options{
+		Region:           Region,
+		BaseEndpoint:     aws.String(endpoint),
+		Credentials:      credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
+		RetryMaxAttempts: 1,
+	}
+	return dynamodb.New(o, opts...)
+}
+
+// PID returns the server's process ID, or 0 while it is killed or stopped.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return 0
+	}
+	return s.proc.PID()
+}
+
+// Log returns the tail of the server's output, for failure messages.
+func (s *Server) Log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return ""
+	}
+	return s.proc.Log()
+}
+
+// Kill ends the server with SIGKILL (by PID), as a crash: clients get
+// errors until Restart. Killing a killed server does nothing.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kill()
+}
+
+// kill kills the server if it runs; the caller holds s.mu.
+func (s *Server) kill() {
+	if s.proc != nil {
+		s.proc.Kill()
+		s.proc = nil
+	}
+}
+
+// Restart kills the server if it runs, and starts it again on the same
+// port; a Persistent server keeps its tables and items, any other comes
+// back empty. It returns once the server answers.
+func (s *Server) Restart() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return fmt.Errorf("dynamotest: server on %s is stopped", s.Addr())
+	}
+	s.kill()
+	return s.launch()
+}
+
+// Stop kills the server (SIGKILL, by PID) and removes its directory.
+// Calling it again does nothing.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	s.stopped = true
+	s.kill()
+	_ = os.RemoveAll(s.dir)
+}
