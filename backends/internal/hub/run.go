@@ -15,6 +15,7 @@ type Run struct {
 	ready  chan struct{} // closed once err is set
 	err    error
 	wake   chan struct{} // buffer one: look at the schedule again
+	done   chan struct{} // closed when the run's function returned
 
 	mu        sync.Mutex
 	interrupt context.CancelFunc // ends the current Until; nil if none
@@ -31,6 +32,22 @@ func (r *Run) Ready(err error) {
 		close(r.ready)
 	})
 }
+
+// Wait waits until the feed is confirmed (nil) or failed (why), or ctx
+// ends (ctx.Err()): for a keeper (Keep) that needs the feed to cover
+// what follows.
+func (r *Run) Wait(ctx context.Context) error {
+	select {
+	case <-r.ready:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Done returns a channel closed once the run's function (Config.Open's)
+// has returned: nothing of the run's feed runs after.
+func (r *Run) Done() <-chan struct{} { return r.done }
 
 // OK reports whether the feed is confirmed, without waiting.
 func (r *Run) OK() bool {
