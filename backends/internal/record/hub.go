@@ -255,6 +255,12 @@ func (h *hub) observe(name string, v View) {
 	if n.seen && (v.Lock.Version != n.version || n.live && !alive) {
 		n.signal(!alive)
 	}
+	if !n.seen && h.run != nil {
+		select { // its Watch's read: the first due time, which serve has not seen
+		case h.run.wake <- struct{}{}:
+		default:
+		}
+	}
 	n.seen, n.version, n.live, n.holder = true, v.Lock.Version, alive, v.Lock.Session
 	n.timed = !v.Lock.Expires.IsZero() || !v.HolderExpires.IsZero()
 	n.due = time.Time{}
