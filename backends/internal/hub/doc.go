@@ -20,7 +20,9 @@
 // delivering while the next one starts. A transport that finds its feed
 // broken before its function can return ends the run at once with
 // Hub.Break; Run.Done tells when the function has returned, for a
-// caller that must outlive the feed.
+// caller that must outlive the feed. A feed whose versions are one
+// sequence reports its progress (Run.Advance), which a caller waits for
+// (Run.Reached) to know that every change up to a write was delivered.
 //
 // # Kinds of signal
 //

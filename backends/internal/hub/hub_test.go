@@ -602,3 +602,38 @@ func TestUnkeepReturnsTheRunItStopped(t *testing.T) {
 		}
 	})
 }
+
+func TestReachedWaitsForTheFeedsProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fake{}
+		h := f.newHub(hub.Config[state]{})
+		w := watch(t, t.Context(), h, "a")
+		r, brk, ended := f.run(0)
+		if r.Advanced() != 0 || r.Reached(t.Context(), 1, time.Second) {
+			t.Fatal("a feed that reported no progress reached a version")
+		}
+		go func() {
+			time.Sleep(time.Second)
+			r.Advance(5)
+			r.Advance(3) // older: nothing
+		}()
+		if !r.Reached(t.Context(), 4, time.Minute) {
+			t.Fatal("Reached missed the feed's progress")
+		}
+		if r.Advanced() != 5 {
+			t.Fatalf("Advanced %d, want 5", r.Advanced())
+		}
+		got := make(chan bool)
+		go func() { got <- r.Reached(t.Context(), 9, time.Hour) }()
+		synctest.Wait()
+		brk <- errors.New("link cut")
+		<-ended
+		if <-got {
+			t.Fatal("Reached of a broken run")
+		}
+		if r.Reached(t.Context(), 5, time.Hour) {
+			t.Fatal("a broken run reached a version it had delivered")
+		}
+		w.End()
+	})
+}

@@ -19,6 +19,8 @@ type Run struct {
 
 	mu        sync.Mutex
 	interrupt context.CancelFunc // ends the current Until; nil if none
+	seen      uint64             // the feed has delivered every change up to it (Advance)
+	advanced  chan struct{}      // closed when seen moves on; nil until Reached waits
 }
 
 // Context returns the run's context, which ends when the run does.
@@ -96,5 +98,60 @@ func (r *Run) Until(deadline time.Time) (ctx context.Context, stop func()) {
 		r.interrupt = nil
 		r.mu.Unlock()
 		cancel()
+	}
+}
+
+// Advance records that the feed has delivered every change up to v, for
+// a feed whose versions are one sequence in the order it delivers them
+// (a stream's sequence, a resourceVersion); it wakes Reached.
+func (r *Run) Advance(v uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v <= r.seen {
+		return
+	}
+	r.seen = v
+	if r.advanced != nil {
+		close(r.advanced)
+		r.advanced = nil
+	}
+}
+
+// Advanced returns the version up to which the feed has delivered every
+// change (Advance); 0 if it reported none.
+func (r *Run) Advanced() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seen
+}
+
+// Reached reports whether the feed has delivered every change up to v
+// while the run lasts, waiting for it at most wait, and while ctx lasts.
+func (r *Run) Reached(ctx context.Context, v uint64, wait time.Duration) bool {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		if r.ctx.Err() != nil {
+			return false
+		}
+		r.mu.Lock()
+		if r.seen >= v {
+			r.mu.Unlock()
+			return true
+		}
+		if r.advanced == nil {
+			r.advanced = make(chan struct{})
+		}
+		advanced := r.advanced
+		r.mu.Unlock()
+		select {
+		case <-advanced:
+		case <-r.ctx.Done():
+			return false
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return false
+		}
 	}
 }

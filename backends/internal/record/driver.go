@@ -152,7 +152,7 @@ func (f *Feed) Changed(l Lock) { f.t.pushed(f.r, l) }
 // in which Renewal.Version is too. A feed that reports it lets a pushed
 // session's KeepAlive write the renewal alone (held nil) and confirm its
 // locks once the feed delivered it.
-func (f *Feed) Progress(version uint64) { f.t.progress(f.r, version) }
+func (f *Feed) Progress(version uint64) { f.r.Advance(version) }
 
 // Ended reports that the record of session sid ended (expired or
 // deleted): the locks that name it are free.

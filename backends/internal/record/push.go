@@ -59,7 +59,7 @@ func (ss *session) feedUp(ctx context.Context) *hub.Run {
 // not deliver the renewal within feedLag. A session found expired is
 // ErrSessionLost, through the caller's renewal.
 func (ss *session) confirmedByFeed(ctx context.Context, r *hub.Run) bool {
-	if r == nil || !ss.s.hub.ordered(r) {
+	if r == nil || r.Context().Err() != nil || r.Advanced() == 0 {
 		return false
 	}
 	rec, held := ss.record()
@@ -80,7 +80,7 @@ func (ss *session) confirmedByFeed(ctx context.Context, r *hub.Run) bool {
 		return false
 	}
 	ss.renewed(rn.Version, nil, nil)
-	return ss.s.hub.delivered(ctx, r, rn.Version, feedLag)
+	return r.Reached(ctx, rn.Version, feedLag)
 }
 
 // feedLag bounds how long KeepAlive waits for the feed to deliver its

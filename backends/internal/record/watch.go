@@ -78,10 +78,6 @@ type transport struct {
 	poll time.Duration
 	feed Notifier // nil: poll
 	h    *hub.Hub[watched]
-
-	// The current run's progress (Feed.Progress), under h's lock (reset by open):
-	seen uint64        // the last version delivered; 0: none reported
-	tick chan struct{} // closed at the next progress; nil: nobody waits
 }
 
 // watched is what the hub knows of one watched lock.
@@ -105,10 +101,6 @@ func (t *transport) init(s *Store, poll time.Duration, feed Notifier) {
 
 // open starts a run; the hub's lock is held.
 func (t *transport) open(ctx context.Context, r *hub.Run) func() error {
-	if t.tick != nil {
-		close(t.tick) // the last run's waiters: it is gone
-	}
-	t.seen, t.tick = 0, nil
 	return func() error { return t.serve(ctx, r) }
 }
 
@@ -255,56 +247,5 @@ func (t *transport) ended(r *hub.Run, sid string) {
 	})
 	for _, s := range ss {
 		s.ended()
-	}
-}
-
-// progress records that the feed of run r delivered every change up to
-// version.
-func (t *transport) progress(r *hub.Run, version uint64) {
-	t.h.With(r, func(hub.View[watched]) {
-		t.seen = max(t.seen, version)
-		if t.tick != nil {
-			close(t.tick)
-			t.tick = nil
-		}
-	})
-}
-
-// ordered reports whether run r is the running one and its feed reports
-// progress.
-func (t *transport) ordered(r *hub.Run) (ok bool) {
-	t.h.With(r, func(hub.View[watched]) { ok = t.seen != 0 })
-	return ok
-}
-
-// delivered waits until run r's feed delivered version, at most wait;
-// false if it did not, or r ended.
-func (t *transport) delivered(ctx context.Context, r *hub.Run, version uint64, wait time.Duration) bool {
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	for {
-		var tick chan struct{}
-		done := false
-		if !t.h.With(r, func(hub.View[watched]) {
-			if done = t.seen >= version; done {
-				return
-			}
-			if t.tick == nil {
-				t.tick = make(chan struct{})
-			}
-			tick = t.tick
-		}) {
-			return false
-		}
-		if done {
-			return true
-		}
-		select {
-		case <-tick:
-		case <-timer.C:
-			return false
-		case <-ctx.Done():
-			return false
-		}
 	}
 }
