@@ -17,7 +17,18 @@
 // owners watch again (and poll meanwhile). The next Watch starts a new
 // run. Every method a transport calls takes its Run, and does nothing if
 // that run is no longer the Hub's: a run being stopped may still be
-// delivering while the next one starts.
+// delivering while the next one starts. A transport that finds its feed
+// broken before its function can return ends the run at once with
+// Hub.Break; Run.Done tells when the function has returned, for a
+// caller that must outlive the feed. A feed whose versions are one
+// sequence reports its progress (Run.Advance), which a caller waits for
+// (Run.Reached) to know that every change up to a write was delivered.
+//
+// # Kinds of signal
+//
+// A watch made with WatchOnly wakes only for the signals of the kinds it
+// asked for (View.SignalKinds): a waiter that cares only for a lock's
+// release, beside watches that want every change of it.
 //
 // # Per-name state
 //

@@ -68,11 +68,20 @@ type join struct {
 	err  error
 }
 
+// Kinds is a set of kinds of signal, one bit each, which the transport
+// defines: a watch wakes only for the kinds it asked for (WatchOnly), and
+// a signal names the kinds it is of (View.SignalKinds).
+type Kinds uint64
+
+// AllKinds is every kind: what Watch asks for, and what Signal is of.
+const AllKinds = ^Kinds(0)
+
 // Sub is one Watch call's channel.
 type Sub[S any] struct {
 	h     *Hub[S]
 	e     *entry[S]
 	name  string
+	kinds Kinds // of the signals it wakes for
 	ch    chan struct{}
 	join  *join       // the join its Watch waits for; nil if none
 	stop  func() bool // unregisters the ctx callback
@@ -91,16 +100,16 @@ func New[S any](cfg Config[S]) *Hub[S] {
 // ends first, or the error that made the feed (or the join) fail; the
 // watch is then removed. The Sub ends when ctx ends.
 func (h *Hub[S]) Watch(ctx context.Context, name string) (*Sub[S], error) {
-	w, r := h.add(ctx, name)
-	select {
-	case <-r.ready:
-	case <-ctx.Done():
+	return h.WatchOnly(ctx, name, AllKinds)
+}
+
+// WatchOnly is Watch for a watch that wakes only for the signals of the
+// kinds k (View.SignalKinds).
+func (h *Hub[S]) WatchOnly(ctx context.Context, name string, k Kinds) (*Sub[S], error) {
+	w, r := h.add(ctx, name, k)
+	if err := r.Wait(ctx); err != nil {
 		w.End()
-		return nil, ctx.Err()
-	}
-	if r.err != nil {
-		w.End()
-		return nil, r.err
+		return nil, err
 	}
 	if w.join != nil {
 		select {
@@ -119,12 +128,12 @@ func (h *Hub[S]) Watch(ctx context.Context, name string) (*Sub[S], error) {
 
 // add registers a watch of name in the current run, starting one if
 // needed, and joins name if it must.
-func (h *Hub[S]) add(ctx context.Context, name string) (*Sub[S], *Run) {
+func (h *Hub[S]) add(ctx context.Context, name string, k Kinds) (*Sub[S], *Run) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	r := h.start(ctx)
 	e := h.names[name]
-	w := &Sub[S]{h: h, name: name, ch: make(chan struct{}, 1), fresh: e == nil}
+	w := &Sub[S]{h: h, name: name, kinds: k, ch: make(chan struct{}, 1), fresh: e == nil}
 	if e == nil {
 		e = &entry[S]{subs: map[*Sub[S]]struct{}{}}
 		h.names[name] = e
@@ -158,7 +167,7 @@ func (h *Hub[S]) start(ctx context.Context) *Run {
 		return h.run
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &Run{ctx: rctx, cancel: cancel, ready: make(chan struct{}), wake: make(chan struct{}, 1)}
+	r := &Run{ctx: rctx, cancel: cancel, ready: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	h.run, h.names, h.keep = r, map[string]*entry[S]{}, map[any]struct{}{}
 	serve := h.cfg.Open(rctx, r)
 	go h.serve(r, serve)
@@ -168,13 +177,23 @@ func (h *Hub[S]) start(ctx context.Context) *Run {
 // serve runs one run's feed, and ends every watch of the run if the feed
 // broke while the run was still wanted.
 func (h *Hub[S]) serve(r *Run, feed func() error) {
+	defer close(r.done)
 	err := feed()
 	if r.ctx.Err() != nil {
-		return // the Hub ended the run
+		return // the Hub ended the run (or Break did)
 	}
 	if err == nil {
 		err = ErrEnded
 	}
+	h.Break(r, err)
+}
+
+// Break ends r as a feed that returned err does, at once, for a
+// transport that finds its feed broken before the run's function can
+// return (a second goroutine of its own to wind down): every watch of r
+// is closed, and r's context ends. It does nothing if r is no longer the
+// Hub's run.
+func (h *Hub[S]) Break(r *Run, err error) {
 	r.Ready(err)
 	h.broken(r, err)
 }

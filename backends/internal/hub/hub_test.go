@@ -507,3 +507,133 @@ func BenchmarkSignal(b *testing.B) {
 	cancel()
 	<-ended
 }
+
+func TestWatchOnlyWakesForItsKinds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const taken, freed hub.Kinds = 1, 2
+		f := &fake{}
+		h := f.newHub(hub.Config[state]{})
+		all := watch(t, t.Context(), h, "a")
+		only, err := h.WatchOnly(t.Context(), "a", freed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _, ended := f.run(0)
+		h.With(r, func(v hub.View[state]) { v.SignalKinds("a", taken) })
+		if s, _ := pending(all.C()); !s {
+			t.Fatal("a watch of every kind missed a signal")
+		}
+		if s, _ := pending(only.C()); s {
+			t.Fatal("a signal of another kind woke a WatchOnly")
+		}
+		h.With(r, func(v hub.View[state]) { v.SignalKinds("a", freed) })
+		if s, _ := pending(only.C()); !s {
+			t.Fatal("a signal of its kind did not wake a WatchOnly")
+		}
+		h.Signal(r, "a") // every kind
+		if s, _ := pending(only.C()); !s {
+			t.Fatal("Signal did not wake a WatchOnly")
+		}
+		all.End()
+		only.End()
+		<-ended
+	})
+}
+
+func TestBreakEndsTheRunBeforeItsFunctionReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		boom := errors.New("poll failed")
+		h := hub.New(hub.Config[state]{Open: func(ctx context.Context, r *hub.Run) func() error {
+			r.Ready(nil)
+			return func() error {
+				<-ctx.Done()
+				<-release // a second goroutine winding down
+				return nil
+			}
+		}})
+		w := watch(t, t.Context(), h, "a")
+		r := h.Current()
+		h.Break(r, boom)
+		if _, closed := pending(w.C()); !closed {
+			t.Fatal("Break did not close the run's watches")
+		}
+		if h.Current() != nil || r.Context().Err() == nil {
+			t.Fatal("Break did not end the run")
+		}
+		synctest.Wait()
+		select {
+		case <-r.Done():
+			t.Fatal("Done closed before the run's function returned")
+		default:
+		}
+		close(release)
+		<-r.Done()
+	})
+}
+
+func TestUnkeepReturnsTheRunItStopped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fake{gate: make(chan struct{})}
+		h := f.newHub(hub.Config[state]{})
+		k1, k2 := new(int), new(int)
+		r := h.Keep(k1)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if err := r.Wait(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Wait before the feed is ready, ctx ended: %v", err)
+		}
+		close(f.gate)
+		if err := r.Wait(t.Context()); err != nil {
+			t.Fatalf("Wait: %v", err)
+		}
+		h.Keep(k2)
+		if got := h.Unkeep(k1); got != nil {
+			t.Fatal("Unkeep reported a run stopped while another keeper remained")
+		}
+		_, _, ended := f.run(0)
+		if got := h.Unkeep(k2); got != r {
+			t.Fatal("Unkeep of the last keeper did not report the run it stopped")
+		}
+		<-r.Done()
+		<-ended
+		if got := h.Unkeep(k2); got != nil {
+			t.Fatal("Unkeep with no run reported one")
+		}
+	})
+}
+
+func TestReachedWaitsForTheFeedsProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fake{}
+		h := f.newHub(hub.Config[state]{})
+		w := watch(t, t.Context(), h, "a")
+		r, brk, ended := f.run(0)
+		if r.Advanced() != 0 || r.Reached(t.Context(), 1, time.Second) {
+			t.Fatal("a feed that reported no progress reached a version")
+		}
+		go func() {
+			time.Sleep(time.Second)
+			r.Advance(5)
+			r.Advance(3) // older: nothing
+		}()
+		if !r.Reached(t.Context(), 4, time.Minute) {
+			t.Fatal("Reached missed the feed's progress")
+		}
+		if r.Advanced() != 5 {
+			t.Fatalf("Advanced %d, want 5", r.Advanced())
+		}
+		got := make(chan bool)
+		go func() { got <- r.Reached(t.Context(), 9, time.Hour) }()
+		synctest.Wait()
+		brk <- errors.New("link cut")
+		<-ended
+		if <-got {
+			t.Fatal("Reached of a broken run")
+		}
+		if r.Reached(t.Context(), 5, time.Hour) {
+			t.Fatal("a broken run reached a version it had delivered")
+		}
+		w.End()
+	})
+}

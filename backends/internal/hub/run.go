@@ -15,9 +15,12 @@ type Run struct {
 	ready  chan struct{} // closed once err is set
 	err    error
 	wake   chan struct{} // buffer one: look at the schedule again
+	done   chan struct{} // closed when the run's function returned
 
 	mu        sync.Mutex
 	interrupt context.CancelFunc // ends the current Until; nil if none
+	seen      uint64             // the feed has delivered every change up to it (Advance)
+	advanced  chan struct{}      // closed when seen moves on; nil until Reached waits
 }
 
 // Context returns the run's context, which ends when the run does.
@@ -31,6 +34,22 @@ func (r *Run) Ready(err error) {
 		close(r.ready)
 	})
 }
+
+// Wait waits until the feed is confirmed (nil) or failed (why), or ctx
+// ends (ctx.Err()): for a keeper (Keep) that needs the feed to cover
+// what follows.
+func (r *Run) Wait(ctx context.Context) error {
+	select {
+	case <-r.ready:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Done returns a channel closed once the run's function (Config.Open's)
+// has returned: nothing of the run's feed runs after.
+func (r *Run) Done() <-chan struct{} { return r.done }
 
 // OK reports whether the feed is confirmed, without waiting.
 func (r *Run) OK() bool {
@@ -79,5 +98,60 @@ func (r *Run) Until(deadline time.Time) (ctx context.Context, stop func()) {
 		r.interrupt = nil
 		r.mu.Unlock()
 		cancel()
+	}
+}
+
+// Advance records that the feed has delivered every change up to v, for
+// a feed whose versions are one sequence in the order it delivers them
+// (a stream's sequence, a resourceVersion); it wakes Reached.
+func (r *Run) Advance(v uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v <= r.seen {
+		return
+	}
+	r.seen = v
+	if r.advanced != nil {
+		close(r.advanced)
+		r.advanced = nil
+	}
+}
+
+// Advanced returns the version up to which the feed has delivered every
+// change (Advance); 0 if it reported none.
+func (r *Run) Advanced() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seen
+}
+
+// Reached reports whether the feed has delivered every change up to v
+// while the run lasts, waiting for it at most wait, and while ctx lasts.
+func (r *Run) Reached(ctx context.Context, v uint64, wait time.Duration) bool {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		if r.ctx.Err() != nil {
+			return false
+		}
+		r.mu.Lock()
+		if r.seen >= v {
+			r.mu.Unlock()
+			return true
+		}
+		if r.advanced == nil {
+			r.advanced = make(chan struct{})
+		}
+		advanced := r.advanced
+		r.mu.Unlock()
+		select {
+		case <-advanced:
+		case <-r.ctx.Done():
+			return false
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return false
+		}
 	}
 }

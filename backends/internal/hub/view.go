@@ -29,9 +29,13 @@ func (v View[S]) All() iter.Seq2[string, *S] {
 }
 
 // Signal wakes every watch of name.
-func (v View[S]) Signal(name string) {
+func (v View[S]) Signal(name string) { v.SignalKinds(name, AllKinds) }
+
+// SignalKinds wakes the watches of name that asked for a kind in k
+// (WatchOnly).
+func (v View[S]) SignalKinds(name string, k Kinds) {
 	if e := v.h.names[name]; e != nil {
-		e.signal()
+		e.signal(k)
 	}
 }
 
@@ -46,9 +50,13 @@ func (v View[S]) Keepers() iter.Seq[any] {
 	}
 }
 
-// signal wakes every watch of e; a signal pending already absorbs it.
-func (e *entry[S]) signal() {
+// signal wakes the watches of e that asked for a kind in k; a signal
+// pending already absorbs it.
+func (e *entry[S]) signal(k Kinds) {
 	for w := range e.subs {
+		if w.kinds&k == 0 {
+			continue
+		}
 		select {
 		case w.ch <- struct{}{}:
 		default:
@@ -73,7 +81,7 @@ func (h *Hub[S]) Signal(r *Run, name string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if e := h.names[name]; e != nil && h.run == r {
-		e.signal()
+		e.signal(AllKinds)
 	}
 }
 
@@ -81,7 +89,7 @@ func (h *Hub[S]) Signal(r *Run, name string) {
 func (h *Hub[S]) SignalAll(r *Run) {
 	h.With(r, func(v View[S]) {
 		for _, e := range h.names {
-			e.signal()
+			e.signal(AllKinds)
 		}
 	})
 }
@@ -137,17 +145,21 @@ func (h *Hub[S]) Keep(k any) *Run {
 	return r
 }
 
-// Unkeep removes the keeper k, stopping the run if nothing else needs it.
-func (h *Hub[S]) Unkeep(k any) {
+// Unkeep removes the keeper k, stopping the run if nothing else needs
+// it; it returns the run it stopped (nil if none), whose Done a caller
+// that must outlive the feed waits for.
+func (h *Hub[S]) Unkeep(k any) (stopped *Run) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.run == nil {
-		return
+		return nil
 	}
 	delete(h.keep, k)
 	if len(h.names) == 0 && len(h.keep) == 0 {
+		stopped = h.run
 		h.stop()
 	}
+	return stopped
 }
 
 // Kept returns the current run if k keeps it and its feed is confirmed;

@@ -5,8 +5,8 @@
 // it gives the contract of package backends: sessions with an expiry,
 // locks naming their session, fencing tokens, Holder, Release with a
 // hold, the KeepAlive that renews a session and confirms its locks in one
-// round trip, Lost, and Watch and WatchReleases through one hub per
-// Store.
+// round trip, Lost, and Watch and WatchReleases through one watch hub
+// (package hub) per Store.
 //
 // # Writing a driver
 //

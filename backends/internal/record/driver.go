@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/hustings/hustings/backends/internal/hub"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/strategy"
 )
@@ -132,19 +133,18 @@ type Notifier interface {
 // Feed receives a Notifier's changes. Its methods are called from the
 // goroutine that runs Notify, never concurrently.
 type Feed struct {
-	h     *hub
-	r     *run
-	ready func()
+	t *transport
+	r *hub.Run
 }
 
 // Ready reports that the feed is confirmed: no change after it is missed.
-func (f *Feed) Ready() { f.ready() }
+func (f *Feed) Ready() { f.r.Ready(nil) }
 
 // Changed reports the lock record l.Name as written, with the write's
 // Version, which must be greater than every earlier version of the
 // record. A removal or an expiry of the record is l with no Session and
 // Hold false (and the removal's version, where the store has one).
-func (f *Feed) Changed(l Lock) { f.h.pushed(f.r, l) }
+func (f *Feed) Changed(l Lock) { f.t.pushed(f.r, l) }
 
 // Progress reports that every change of the store up to version was
 // delivered, writes of session records included: for a store whose
@@ -152,11 +152,11 @@ func (f *Feed) Changed(l Lock) { f.h.pushed(f.r, l) }
 // in which Renewal.Version is too. A feed that reports it lets a pushed
 // session's KeepAlive write the renewal alone (held nil) and confirm its
 // locks once the feed delivered it.
-func (f *Feed) Progress(version uint64) { f.h.progress(f.r, version) }
+func (f *Feed) Progress(version uint64) { f.r.Advance(version) }
 
 // Ended reports that the record of session sid ended (expired or
 // deleted): the locks that name it are free.
-func (f *Feed) Ended(sid string) { f.h.ended(f.r, sid) }
+func (f *Feed) Ended(sid string) { f.t.ended(f.r, sid) }
 
 // Registrar is implemented by drivers that keep each group's registry of
 // live candidates (for backends.Registry): entries tied to session

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/internal/hub"
 )
 
 // pushSession is a session of a Store whose driver is a Notifier: its
@@ -25,7 +26,7 @@ func (p pushSession) Losses() <-chan struct{} {
 	ss.push = true
 	ss.mu.Unlock()
 	if join {
-		ss.s.hub.join(context.Background(), ss)
+		ss.s.hub.h.Keep(ss)
 	}
 	return ss.ledger.Losses()
 }
@@ -35,22 +36,18 @@ func (p pushSession) Losses() <-chan struct{} {
 // it covers the writes after the call; it returns the feed's run, nil if
 // the losses are not pushed or the feed failed (KeepAlive then finds
 // them).
-func (ss *session) feedUp(ctx context.Context) *run {
+func (ss *session) feedUp(ctx context.Context) *hub.Run {
 	ss.mu.Lock()
 	pushed := ss.push && !ss.closed
 	ss.mu.Unlock()
 	if !pushed {
 		return nil
 	}
-	r := ss.s.hub.join(ctx, ss)
-	select {
-	case <-r.ready:
-		if r.err == nil {
-			return r
-		}
-	case <-ctx.Done():
+	r := ss.s.hub.h.Keep(ss)
+	if r.Wait(ctx) != nil {
+		return nil
 	}
-	return nil
+	return r
 }
 
 // confirmedByFeed renews the session alone, and confirms its locks by the
@@ -61,8 +58,8 @@ func (ss *session) feedUp(ctx context.Context) *run {
 // caller renews and reads the locks) if r does not cover them, or does
 // not deliver the renewal within feedLag. A session found expired is
 // ErrSessionLost, through the caller's renewal.
-func (ss *session) confirmedByFeed(ctx context.Context, r *run) bool {
-	if r == nil || !ss.s.hub.ordered(r) {
+func (ss *session) confirmedByFeed(ctx context.Context, r *hub.Run) bool {
+	if r == nil || r.Context().Err() != nil || r.Advanced() == 0 {
 		return false
 	}
 	rec, held := ss.record()
@@ -83,7 +80,7 @@ func (ss *session) confirmedByFeed(ctx context.Context, r *run) bool {
 		return false
 	}
 	ss.renewed(rn.Version, nil, nil)
-	return ss.s.hub.delivered(ctx, r, rn.Version, feedLag)
+	return r.Reached(ctx, rn.Version, feedLag)
 }
 
 // feedLag bounds how long KeepAlive waits for the feed to deliver its
@@ -92,7 +89,7 @@ const feedLag = 500 * time.Millisecond
 
 // renewed records a renewal at version, which read the held locks while
 // the feed's run r (nil: none) ran: r covers them from then on.
-func (ss *session) renewed(version uint64, r *run, held []Lock) {
+func (ss *session) renewed(version uint64, r *hub.Run, held []Lock) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.version = max(ss.version, version)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/internal/hub"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/ledger"
 	"github.com/hustings/hustings/internal/validate"
@@ -33,15 +34,15 @@ type session struct {
 // grant is what the session knows of a lock Acquire granted.
 type grant struct {
 	token   events.Token
-	version uint64 // the record's, as the take wrote it (or Acquire found it)
-	cover   *run   // the feed's run that delivers every write after it; nil: none
-	tied    bool   // no lease: it lives exactly while the session does
+	version uint64   // the record's, as the take wrote it (or Acquire found it)
+	cover   *hub.Run // the feed's run that delivers every write after it; nil: none
+	tied    bool     // no lease: it lives exactly while the session does
 }
 
 // grant records the lock l a write of Acquire returned (tied: with no
 // lease) or found, the feed's run r confirmed before the read it followed
 // (nil: none). A grant found again is kept as it was.
-func (ss *session) grant(l Lock, r *run, tied bool) {
+func (ss *session) grant(l Lock, r *hub.Run, tied bool) {
 	ss.mu.Lock()
 	if ss.granted == nil {
 		ss.granted = map[string]grant{}
@@ -270,7 +271,7 @@ func (ss *session) Close(ctx context.Context) error {
 	}
 	ss.closed = true
 	ss.mu.Unlock()
-	ended := ss.s.hub.leave(ss)
+	ended := ss.s.hub.h.Unkeep(ss)
 	rec, held := ss.record()
 	var freed []string
 	err := ss.s.call(ctx, "close", func() (err error) {
@@ -283,7 +284,7 @@ func (ss *session) Close(ctx context.Context) error {
 	if ended != nil { // wait for the feed it stopped
 		t := time.NewTimer(feedStop)
 		select {
-		case <-ended.done:
+		case <-ended.Done():
 		case <-t.C:
 		}
 		t.Stop()

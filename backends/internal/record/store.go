@@ -43,7 +43,7 @@ const maxTries = 8
 type Store struct {
 	d    Driver
 	name string
-	hub  hub
+	hub  transport
 }
 
 // New returns a Store on d. It does no I/O and starts no goroutine. A nil
@@ -59,10 +59,8 @@ func New(d Driver, c Config) (*Store, error) {
 		c.Poll = DefaultPoll
 	}
 	s := &Store{d: d, name: c.Name}
-	s.hub = hub{s: s, poll: c.Poll}
-	if n, ok := d.(Notifier); ok {
-		s.hub.feed = n
-	}
+	n, _ := d.(Notifier)
+	s.hub.init(s, c.Poll, n)
 	return s, nil
 }
 
