@@ -1,12 +1,17 @@
 package natstest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hustings/hustings/internal/testserver"
 )
@@ -33,7 +38,8 @@ func StartCluster(t testing.TB, n int) *Cluster {
 
 // StartClusterServers starts n nodes (n ≥ 1), each in a temporary
 // directory of its own, and waits until every one's JetStream answers
-// (the cluster has a meta leader). The caller stops it with Stop.
+// (the cluster has a meta leader) and a stream of n replicas can be
+// placed. The caller stops it with Stop.
 func StartClusterServers(n int) (*Cluster, error) {
 	if n < 1 {
 		return nil, errors.New("natstest: a cluster of no node")
@@ -81,7 +87,44 @@ func StartClusterServers(n int) (*Cluster, error) {
 			return nil, err
 		}
 	}
+	if err := c.placeable(n); err != nil {
+		c.Stop()
+		return nil, err
+	}
 	return c, nil
+}
+
+// placeable waits until the meta leader can place a stream of n
+// replicas: a meta leader elected before it heard from every peer
+// answers "no suitable peers for placement" (err_code 10005) for a while,
+// longer on a busy machine. It makes and deletes a small stream to know.
+func (c *Cluster) placeable(n int) error {
+	if n < 2 {
+		return nil
+	}
+	nc, err := nats.Connect(c.Servers[0].URL())
+	if err != nil {
+		return fmt.Errorf("natstest: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("natstest: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := jetstream.StreamConfig{Name: "natstest_placement", Subjects: []string{"natstest.placement"}, Replicas: n, Storage: jetstream.MemoryStorage}
+	for {
+		_, err := js.CreateStream(ctx, cfg)
+		if err == nil {
+			return js.DeleteStream(ctx, cfg.Name)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("natstest: a stream of %d replicas could not be placed: %w", n, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // URL returns the client URLs of every node, comma-separated, as
