@@ -54,6 +54,45 @@ func TestRecorderRules(t *testing.T) {
 		},
 		want: "two terms in force at once",
 	}, {
+		name: "overlap after a tamper, ended at once",
+		history: func(r *Recorder) {
+			end := elect(r, "l", "a", 1, time.Second)
+			r.Tampered("l")
+			elect(r, "l", "b", 2, time.Second)()
+			end()
+		},
+	}, {
+		name: "overlap after a tamper, ended late",
+		history: func(r *Recorder) {
+			end := elect(r, "l", "a", 1, time.Second)
+			r.Tampered("l")
+			elect(r, "l", "b", 2, time.Second)()
+			time.Sleep(Late + time.Millisecond)
+			end()
+		},
+		want: "two terms in force at once",
+	}, {
+		name: "overlap after a tamper of another lock",
+		history: func(r *Recorder) {
+			end := elect(r, "l", "a", 1, time.Second)
+			r.Tampered("m")
+			elect(r, "l", "b", 2, time.Second)()
+			end()
+		},
+		want: "two terms in force at once",
+	}, {
+		name: "stale write after a tamper",
+		history: func(r *Recorder) {
+			end := elect(r, "l", "a", 1, time.Second)
+			r.Tampered("l")
+			next := elect(r, "l", "b", 2, time.Second)
+			r.Wrote("l", 2)
+			r.Wrote("l", 1)
+			end()
+			next()
+		},
+		want: "a stale leader's write",
+	}, {
 		name: "token back",
 		history: func(r *Recorder) {
 			elect(r, "l", "a", 5, time.Second)()
