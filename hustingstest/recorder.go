@@ -77,7 +77,7 @@ func NewRecorder() *Recorder { return &Recorder{start: time.Now()} }
 // keep-alives only: give it to each campaign and run too.
 func (r *Recorder) Option() campaign.Option {
 	return elector.Opt("hustingstest.Recorder", elector.ForAll&^elector.ForObserve, func(c *elector.Config) {
-		c.Hooks = append(c.Hooks, recorderHook{r})
+		c.Hooks = append(c.Hooks, recorderHook{r: r})
 	})
 }
 
@@ -243,11 +243,11 @@ func (r *Recorder) end(t *recorded, deadline time.Time) {
 }
 
 // recorderHook hears the engine for a Recorder.
-type recorderHook struct{ r *Recorder }
+type recorderHook struct {
+	elector.NopHook
+	r *Recorder
+}
 
-func (recorderHook) Campaign(string, string)                {}
-func (recorderHook) Try(string, string, elector.Reason)     {}
-func (recorderHook) KeepAlive(string, time.Duration, error) {}
 func (h recorderHook) Run(_ context.Context, name, _, id string) elector.RunHook {
 	return &recorderRun{r: h.r, name: name, id: id}
 }

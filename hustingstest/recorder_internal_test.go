@@ -14,7 +14,7 @@ import (
 // deadline d from now, and returns its end.
 func elect(r *Recorder, name, holder string, token events.Token, d time.Duration) func() {
 	e := events.Event{Kind: events.Elected, Name: name, Holder: holder, Token: token, Time: time.Now(), Deadline: time.Now().Add(d)}
-	th := recorderHook{r}.Term(context.Background(), e, "memory", time.Second, nil, nil)
+	th := recorderHook{r: r}.Term(context.Background(), e, "memory", time.Second, nil, nil)
 	return func() {
 		end := e
 		end.Kind, end.Time = events.Revoked, time.Now()
@@ -158,7 +158,7 @@ func TestRecorderRules(t *testing.T) {
 // function's start to its return, is a term.
 func TestRecorderSeesOneShotRuns(t *testing.T) {
 	r := NewRecorder()
-	run := recorderHook{r}.Run(context.Background(), "job", "memory", "a")
+	run := recorderHook{r: r}.Run(context.Background(), "job", "memory", "a")
 	done := run.Work(0, 3, time.Now().Add(time.Minute))
 	r.Wrote("job", 3)
 	done()
