@@ -16,7 +16,11 @@
 // that servers of several tests run side by side. Kill crashes the
 // server; Restart brings it back on the same ports, empty (a dev agent
 // keeps nothing): every session and key is gone, as after the loss of a
-// whole cluster's state.
+// whole cluster's state. Pause and Resume stop and continue the process
+// (SIGSTOP, SIGCONT), as a server that hangs.
+//
+// Sessions may have TTLs from SessionTTLMin (the server's
+// session_ttl_min, 10 s unless configured).
 //
 // Start is for tests (it stops the server when the test ends); StartServer
 // and Stop are for code without a testing.TB, such as benchmarks in
@@ -31,6 +35,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,6 +43,9 @@ import (
 
 	"github.com/hustings/hustings/internal/testserver"
 )
+
+// SessionTTLMin is the shortest session TTL the server takes.
+const SessionTTLMin = 100 * time.Millisecond
 
 // Version is the Consul version the tests run; the tools module
 // (tools/consul/go.mod) requires the same.
@@ -134,9 +142,11 @@ func (s *Server) ports() error {
 }
 
 // config is the agent's configuration beyond -dev: only what the tests
-// use listens, on loopback; no update check calls home.
+// use listens, on loopback; no update check calls home; sessions may live
+// as short as 100 ms (SessionTTLMin; Consul's default minimum is 10 s).
 const config = `
 disable_update_check = true
+session_ttl_min = "100ms"
 ports {
   dns      = -1
   grpc     = -1
@@ -268,4 +278,23 @@ func (s *Server) Stop() {
 	s.stopped = true
 	s.kill()
 	_ = os.RemoveAll(s.dir)
+}
+
+// Pause stops the server (SIGSTOP): it holds its connections and answers
+// nothing until Resume. Pausing a killed server does nothing.
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return nil
+	}
+	if err := s.proc.Signal(sig); err != nil {
+		return fmt.Errorf("consultest: %w", err)
+	}
+	return nil
 }
