@@ -31,6 +31,7 @@ package consultest
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -207,10 +208,16 @@ func (s *Server) URL() string { return "http://" + s.Addr() }
 func (s *Server) Client() (*api.Client, error) { return NewClient(s.Addr()) }
 
 // NewClient returns a client of the server (or a link to one) at addr,
-// host:port of its HTTP API, over plain HTTP. What it does not set is
-// api.DefaultConfig's (a CONSUL_HTTP_TOKEN in the environment, say).
+// host:port of its HTTP API, over plain HTTP, keeping up to 128 idle
+// connections (the Go client keeps GOMAXPROCS+1 by default: a backend
+// with 64 calls in flight would open and close connections by the
+// thousand, and meet the server's limit of 200 per client address).
+// What it does not set is api.DefaultConfig's (a CONSUL_HTTP_TOKEN in
+// the environment, say).
 func NewClient(addr string) (*api.Client, error) {
-	cfg := &api.Config{Address: addr, Scheme: "http"}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 128
+	cfg := &api.Config{Address: addr, Scheme: "http", Transport: tr}
 	c, err := api.NewClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("consultest: client of %s: %w", addr, err)
