@@ -44,18 +44,18 @@ func newBackendAt(t testing.TB, addr string) *consul.Backend {
 	return b
 }
 
-// TestFaults runs the fault scenarios one after another on one server and
-// one lock name, and checks that the fencing token never went backwards
-// across those that keep the server's state (a restart of the dev agent
-// starts its raft index over: see TestServerRestart).
+// TestFaults runs the fault scenarios one after another on one durable
+// server and one lock name, and checks that the fencing token never went
+// backwards across all of them, the crashes included.
 func TestFaults(t *testing.T) {
-	srv := consultest.Start(t)
+	srv := consultest.Start(t, consultest.Durable())
 	var elected []events.Event
 	for _, f := range []struct {
 		name string
 		run  func(t *testing.T, srv *consultest.Server) []*backendtest.Recorder
 	}{
 		{"BlackholedLeader", blackholedLeader},
+		{"ServerRestart", serverRestart},
 		{"Latency", latency},
 		{"ServerPaused", serverPaused},
 	} {
@@ -158,6 +158,47 @@ func latency(t *testing.T, srv *consultest.Server) []*backendtest.Recorder {
 	b.Quiet(t, 0)
 	if s := a.C.State(); !s.Leader || s.Token != first.Token {
 		t.Fatalf("a's state after 5s of latency = %+v, want leading with token %d", s, first.Token)
+	}
+	return []*backendtest.Recorder{a, b}
+}
+
+// serverRestart: the server crashes (SIGKILL) and comes back from its
+// disk after an outage longer than the TTL, then crashes again and comes
+// back at once. Consul gives every session a fresh TTL when a server
+// becomes leader, so the sessions may live on; the campaigns, still in
+// the same process, elect a leader with a larger token, within the TTL
+// and a retry of the server's return.
+func serverRestart(t *testing.T, srv *consultest.Server) []*backendtest.Recorder {
+	const name = faultLock
+	a := backendtest.Record(t, newBackend(t, srv), name, "a", faultOpts()...)
+	b := backendtest.Record(t, newBackend(t, srv), name, "b", faultOpts()...)
+	leader, first := electedOf(t, a, b)
+
+	srv.Kill()
+	leader.Expect(t, events.Revoked, faultTTL+faultWait)
+	time.Sleep(faultTTL) // a long outage: nobody can be elected
+	for _, k := range []*backendtest.Recorder{a, b} {
+		if s := k.C.State(); s.Leader {
+			t.Fatalf("%s believes it leads while the server is down", k.ID)
+		}
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	_, second := electedOf(t, a, b)
+	if second.Token <= first.Token {
+		t.Fatalf("token after the restart = %d, want > %d", second.Token, first.Token)
+	}
+
+	if err := srv.Restart(); err != nil { // a crash, back at once
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(faultWait)
+	for !a.C.State().Leader && !b.C.State().Leader {
+		if time.Now().After(deadline) {
+			t.Fatalf("no leader %v after the quick restart", faultWait)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	return []*backendtest.Recorder{a, b}
 }
