@@ -128,3 +128,45 @@ func TestTTLOutOfServerRange(t *testing.T) {
 		}
 	}
 }
+
+// TestFenceOpInOwnTxn: FenceOp first in a transaction of the caller's own
+// writes admits them while the term lasts, and makes Consul roll them
+// back once it ended (released, then taken by another).
+func TestFenceOpInOwnTxn(t *testing.T) {
+	srv := consultest.Start(t)
+	b := newBackend(t, srv)
+	c := client(t, srv)
+	a := backendtest.Open(t, b, "a", time.Second)
+	tok := backendtest.Acquire(t, a, "job")
+	write := func(v string) bool {
+		t.Helper()
+		ok, resp, _, err := c.Txn().Txn(api.TxnOps{
+			b.FenceOp("job", tok),
+			{KV: &api.KVTxnOp{Verb: api.KVSet, Key: "app/output", Value: []byte(v)}},
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok && (len(resp.Errors) != 1 || resp.Errors[0].OpIndex != 0) {
+			t.Fatalf("rolled back for another reason than the fence: %+v", resp.Errors)
+		}
+		return ok
+	}
+	if !write("first") {
+		t.Fatal("a write under the term's fence was refused")
+	}
+	if err := a.Release(t.Context(), "job", tok, 0); err != nil {
+		t.Fatal(err)
+	}
+	o := backendtest.Open(t, b, "o", time.Second)
+	if next := backendtest.Acquire(t, o, "job"); next <= tok {
+		t.Fatalf("next token %d, want > %d", next, tok)
+	}
+	if write("stale") {
+		t.Fatal("a write under an ended term's fence was admitted")
+	}
+	kv, _, err := c.KV().Get("app/output", nil)
+	if err != nil || kv == nil || string(kv.Value) != "first" {
+		t.Fatalf("app/output = %v, %v; want the first write only", kv, err)
+	}
+}

@@ -52,6 +52,9 @@ func (d *driver) CreateSession(ctx context.Context, s record.Session) (uint64, e
 	res, err := d.txn(ctx, api.TxnOps{lockOp(d.sessionKey(s.ID), out.ID, encode(sessionValue{ID: s.Candidate}))})
 	if err != nil {
 		_, _ = d.c.Session().Destroy(out.ID, d.w(context.WithoutCancel(ctx)))
+		if errors.Is(err, record.ErrConflict) {
+			err = fmt.Errorf("%w: consul: session %s ended before its key was written", backends.ErrUnavailable, out.ID)
+		}
 		return 0, err
 	}
 	d.mu.Lock()
