@@ -170,3 +170,20 @@ func TestFenceOpInOwnTxn(t *testing.T) {
 		t.Fatalf("app/output = %v, %v; want the first write only", kv, err)
 	}
 }
+
+// TestSessionSettings: the Consul session an Open makes has the Open's
+// TTL, behavior delete, no health check, and no lock-delay (Consul's
+// default of 15 s would hold a crashed holder's locks from everyone).
+func TestSessionSettings(t *testing.T) {
+	srv := consultest.Start(t)
+	b := newBackend(t, srv)
+	backendtest.Open(t, b, "a", 1500*time.Millisecond)
+	ss, _, err := client(t, srv).Session().List(nil)
+	if err != nil || len(ss) != 1 {
+		t.Fatalf("sessions: %v, %v; want one", ss, err)
+	}
+	s := ss[0]
+	if s.TTL != "1.5s" || s.Behavior != api.SessionBehaviorDelete || s.LockDelay != 0 || len(s.NodeChecks)+len(s.ServiceChecks)+len(s.Checks) != 0 {
+		t.Fatalf("session %+v; want TTL 1.5s, behavior delete, lock-delay 0, no checks", s)
+	}
+}

@@ -74,7 +74,10 @@
 //     renewal (its timers run at 2×TTL). A holder's term ends by its own
 //     deadline, within the TTL, so this is safe; but after a crash the
 //     waiters see the lock free only when Consul invalidates the session:
-//     a failover takes up to 2×TTL.
+//     a failover takes up to 2×TTL. A KeepAlive that reaches Consul after
+//     the TTL but before the invalidation renews the session, its locks
+//     kept (nobody could take them meanwhile); the terms ended at their
+//     deadlines all the same.
 //   - Leases and holds are judged by the clients' clocks (Consul has no
 //     per-key expiry and no clock to read): clients whose clocks differ
 //     end them early or late by the skew. Locks without a lease depend on
