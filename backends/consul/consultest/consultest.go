@@ -16,7 +16,12 @@
 // that servers of several tests run side by side. Kill crashes the
 // server; Restart brings it back on the same ports, empty (a dev agent
 // keeps nothing): every session and key is gone, as after the loss of a
-// whole cluster's state.
+// whole cluster's state; a Durable server keeps its state on disk and
+// comes back with it. Pause and Resume stop and continue the process
+// (SIGSTOP, SIGCONT), as a server that hangs.
+//
+// Sessions may have TTLs from SessionTTLMin (the server's
+// session_ttl_min, 10 s unless configured).
 //
 // Start is for tests (it stops the server when the test ends); StartServer
 // and Stop are for code without a testing.TB, such as benchmarks in
@@ -27,10 +32,12 @@ package consultest
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,6 +45,9 @@ import (
 
 	"github.com/hustings/hustings/internal/testserver"
 )
+
+// SessionTTLMin is the shortest session TTL the server takes.
+const SessionTTLMin = 100 * time.Millisecond
 
 // Version is the Consul version the tests run; the tools module
 // (tools/consul/go.mod) requires the same.
@@ -53,11 +63,12 @@ const readyTimeout = 60 * time.Second
 
 // Server is one `consul agent -dev` process on 127.0.0.1.
 type Server struct {
-	dir  string
-	bin  string
-	http int
-	lan  int
-	rpc  int
+	dir     string
+	bin     string
+	durable bool
+	http    int
+	lan     int
+	rpc     int
 
 	mu      sync.Mutex
 	proc    *testserver.Process // nil while killed or stopped
@@ -87,9 +98,9 @@ func Binary() (string, error) {
 
 // Start starts a server for t and stops it when the test ends. It fails
 // the test if the server does not start, or if the binary is not built.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	s, err := StartServer()
+	s, err := StartServer(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +111,7 @@ func Start(t testing.TB) *Server {
 // StartServer starts a dev agent in a new temporary directory (its log
 // and config) and waits until it has a leader and answers a KV read. The
 // caller stops it with Stop.
-func StartServer() (*Server, error) {
+func StartServer(opts ...Option) (*Server, error) {
 	bin, err := Binary()
 	if err != nil {
 		return nil, err
@@ -110,6 +121,9 @@ func StartServer() (*Server, error) {
 		return nil, fmt.Errorf("consultest: %w", err)
 	}
 	s := &Server{dir: dir, bin: bin}
+	for _, o := range opts {
+		o(s)
+	}
 	for range 3 { // a free port may be taken before the server binds it
 		if err = s.ports(); err != nil {
 			break
@@ -134,9 +148,11 @@ func (s *Server) ports() error {
 }
 
 // config is the agent's configuration beyond -dev: only what the tests
-// use listens, on loopback; no update check calls home.
+// use listens, on loopback; no update check calls home; sessions may live
+// as short as 100 ms (SessionTTLMin; Consul's default minimum is 10 s).
 const config = `
 disable_update_check = true
+session_ttl_min = "100ms"
 ports {
   dns      = -1
   grpc     = -1
@@ -148,18 +164,39 @@ connect { enabled = false }
 peering { enabled = false }
 `
 
+// Option configures a Server.
+type Option func(*Server)
+
+// Durable runs a server that keeps its state on disk (`consul agent
+// -server -bootstrap-expect=1`, raft in its directory, each write
+// fsynced) instead of a dev agent: Restart then brings back every key,
+// session and index, as a production server's restart does. It starts
+// slower (it elects itself after a few seconds).
+func Durable() Option { return func(s *Server) { s.durable = true } }
+
+// durableConfig is what a durable server adds to config: the fastest raft
+// timings, as -dev has them.
+const durableConfig = `
+performance { raft_multiplier = 1 }
+ui_config { enabled = false }
+`
+
 // launch runs the agent on s's ports and waits until it answers; the
 // caller holds s.mu, or s is not yet shared.
 func (s *Server) launch() error {
-	args := []string{"agent", "-dev",
-		"-bind=127.0.0.1", "-client=127.0.0.1",
-		"-http-port=" + strconv.Itoa(s.http),
-		"-serf-lan-port=" + strconv.Itoa(s.lan),
-		"-server-port=" + strconv.Itoa(s.rpc),
-		"-node=consultest-" + strconv.Itoa(s.http),
-		"-log-level=warn",
-		"-hcl=" + config,
+	args := []string{"agent", "-dev"}
+	if s.durable {
+		args = []string{"agent", "-server", "-bootstrap-expect=1", "-data-dir=" + filepath.Join(s.dir, "data"), "-hcl=" + durableConfig}
 	}
+	args = append(args,
+		"-bind=127.0.0.1", "-client=127.0.0.1",
+		"-http-port="+strconv.Itoa(s.http),
+		"-serf-lan-port="+strconv.Itoa(s.lan),
+		"-server-port="+strconv.Itoa(s.rpc),
+		"-node=consultest-"+strconv.Itoa(s.http),
+		"-log-level=warn",
+		"-hcl="+config,
+	)
 	p, err := testserver.Start(s.dir, s.bin, args...)
 	if err != nil {
 		return fmt.Errorf("consultest: %w", err)
@@ -197,10 +234,16 @@ func (s *Server) URL() string { return "http://" + s.Addr() }
 func (s *Server) Client() (*api.Client, error) { return NewClient(s.Addr()) }
 
 // NewClient returns a client of the server (or a link to one) at addr,
-// host:port of its HTTP API, over plain HTTP. What it does not set is
-// api.DefaultConfig's (a CONSUL_HTTP_TOKEN in the environment, say).
+// host:port of its HTTP API, over plain HTTP, keeping up to 128 idle
+// connections (the Go client keeps GOMAXPROCS+1 by default: a backend
+// with 64 calls in flight would open and close connections by the
+// thousand, and meet the server's limit of 200 per client address).
+// What it does not set is api.DefaultConfig's (a CONSUL_HTTP_TOKEN in
+// the environment, say).
 func NewClient(addr string) (*api.Client, error) {
-	cfg := &api.Config{Address: addr, Scheme: "http"}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 128
+	cfg := &api.Config{Address: addr, Scheme: "http", Transport: tr}
 	c, err := api.NewClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("consultest: client of %s: %w", addr, err)
@@ -245,7 +288,8 @@ func (s *Server) kill() {
 }
 
 // Restart kills the server if it runs, and starts it again on the same
-// ports, empty: a dev agent keeps no state. It returns once the new
+// ports: empty for a dev agent, which keeps no state; with every key,
+// session and index for a Durable one. It returns once the new
 // server has a leader and answers.
 func (s *Server) Restart() error {
 	s.mu.Lock()
@@ -268,4 +312,23 @@ func (s *Server) Stop() {
 	s.stopped = true
 	s.kill()
 	_ = os.RemoveAll(s.dir)
+}
+
+// Pause stops the server (SIGSTOP): it holds its connections and answers
+// nothing until Resume. Pausing a killed server does nothing.
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return nil
+	}
+	if err := s.proc.Signal(sig); err != nil {
+		return fmt.Errorf("consultest: %w", err)
+	}
+	return nil
 }

@@ -118,3 +118,31 @@ func TestKillRestart(t *testing.T) {
 		t.Fatalf("after Restart: %v, %v; want no key", kv, err)
 	}
 }
+
+// TestDurableRestart: a durable server comes back from a crash with its
+// keys and its raft index.
+func TestDurableRestart(t *testing.T) {
+	s := consultest.Start(t, consultest.Durable())
+	c := client(t, s)
+	if _, err := c.KV().Put(&api.KVPair{Key: "k", Value: []byte("v")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	before, _, err := c.KV().Get("k", &api.QueryOptions{RequireConsistent: true})
+	if err != nil || before == nil {
+		t.Fatalf("get: %v, %v", before, err)
+	}
+	s.Kill()
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.KV().Put(&api.KVPair{Key: "k2", Value: []byte("v")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	kv, _, err := c.KV().Get("k2", &api.QueryOptions{RequireConsistent: true})
+	if err != nil || kv == nil || kv.ModifyIndex <= before.ModifyIndex {
+		t.Fatalf("after Restart: %v, %v; want k2 written at an index after %d", kv, err, before.ModifyIndex)
+	}
+	if kv, _, err := c.KV().Get("k", nil); err != nil || kv == nil || string(kv.Value) != "v" {
+		t.Fatalf("k after Restart: %v, %v; want it kept", kv, err)
+	}
+}

@@ -1,0 +1,36 @@
+package chaos
+
+import (
+	"context"
+	"testing"
+
+	"github.com/hustings/hustings/backends/consul"
+	_ "github.com/hustings/hustings/backends/consul/consuldial" // consul://, for the nodes too
+	"github.com/hustings/hustings/backends/consul/consultest"
+)
+
+// startConsul runs a durable Consul server (package consultest): down is
+// a crash (SIGKILL), up a restart on the same raft data.
+func startConsul(t *testing.T) server {
+	s := consultest.Start(t, consultest.Durable())
+	c, err := s.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := consul.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return server{
+		addr: s.Addr(),
+		url:  func(a string) string { return "consul://" + a },
+		down: s.Kill,
+		up:   s.Restart,
+		tamper: func(ctx context.Context, name string) error {
+			// A delete of the lock's key, as `consul kv delete` makes it:
+			// the feed pushes it to the holder and the waiters.
+			_, err := c.KV().Delete(b.LockKey(name), nil)
+			return err
+		},
+	}
+}
