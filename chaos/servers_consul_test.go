@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/hustings/hustings/backends/consul"
-	_ "github.com/hustings/hustings/backends/consul/consuldial" // consul://, for the nodes too
 	"github.com/hustings/hustings/backends/consul/consultest"
 )
 

@@ -76,6 +76,8 @@ var backendsUnderTest = []backend{
 	// Session records expire by the server's per-key TTL, in whole
 	// seconds (the TTL here is 2 s), and the expiry marker is pushed.
 	{name: "nats", start: startNATS, slack: 300 * time.Millisecond, pushed: true},
+	// Consul invalidates a session up to 2×TTL after its last renewal.
+	{name: "consul", start: startConsul, slack: 2300 * time.Millisecond, pushed: true},
 }
 
 // startRedis runs a durable redis-server: a restart loses nothing it

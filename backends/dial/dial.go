@@ -16,6 +16,8 @@
 //	                                    backends/mysql/mysqldial (mariadb:// too)
 //	nats://host:port[,host:port…][/bucket]
 //	                                    backends/nats/natsdial
+//	consul://host:port[/prefix]
+//	                                    backends/consul/consuldial
 //	k8s:///?kubeconfig=path&namespace=ns
 //	                                    backends/kubernetes/k8sdial (kubernetes:// too)
 //
@@ -70,6 +72,7 @@ var openerPackages = map[string]string{
 	"mysql":      "backends/mysql/mysqldial",
 	"mariadb":    "backends/mysql/mysqldial",
 	"nats":       "backends/nats/natsdial",
+	"consul":     "backends/consul/consuldial",
 	"k8s":        "backends/kubernetes/k8sdial",
 	"kubernetes": "backends/kubernetes/k8sdial",
 }
@@ -109,8 +112,8 @@ type Target struct {
 	Hosts []string
 	// DB is the Redis database number.
 	DB int
-	// Root is the ZooKeeper path under which locks live; empty for the
-	// backend's default.
+	// Root is the ZooKeeper path under which locks live, or Consul's KV
+	// prefix (ending in '/'); empty for the backend's default.
 	Root string
 	// Bucket is the NATS KV bucket; empty for the backend's default.
 	Bucket string

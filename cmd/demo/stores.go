@@ -10,6 +10,7 @@ import (
 	// The stores the demo opens by URL. Kubernetes is in stores_k8s.go,
 	// built with -tags k8s: client-go would more than double what the
 	// demo's first run downloads and compiles.
+	_ "github.com/hustings/hustings/backends/consul/consuldial"
 	_ "github.com/hustings/hustings/backends/etcd/etcddial"
 	_ "github.com/hustings/hustings/backends/mysql/mysqldial"
 	_ "github.com/hustings/hustings/backends/nats/natsdial"

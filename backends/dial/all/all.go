@@ -7,6 +7,7 @@
 package all
 
 import (
+	_ "github.com/hustings/hustings/backends/consul/consuldial"  // consul://
 	_ "github.com/hustings/hustings/backends/etcd/etcddial"      // etcd://
 	_ "github.com/hustings/hustings/backends/kubernetes/k8sdial" // k8s://, kubernetes://
 	_ "github.com/hustings/hustings/backends/mysql/mysqldial"    // mysql://, mariadb://
