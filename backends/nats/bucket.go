@@ -31,12 +31,6 @@ type entry struct {
 	live  bool   // false for a delete, purge or expiry marker, or no message
 }
 
-// change is one write to the bucket as the feed delivers it.
-type change struct {
-	key string
-	entry
-}
-
 // bucket is the record.Driver of the backend (driver.go, registry.go):
 // the records are keys of one KV bucket, read and written through raw
 // JetStream requests, since the KV API hides markers' revisions and
@@ -226,7 +220,7 @@ func (b *bucket) publish(ctx context.Context, m *nats.Msg, opts ...jetstream.Pub
 // after it started, in order: an ordered consumer, made again from the
 // next sequence after a gap, a missed heartbeat or a reconnect. Closed is
 // closed once it delivers no more (after Stop, or the connection closed).
-func (b *bucket) watchAll(ctx context.Context, fn func(change)) (jetstream.ConsumeContext, error) {
+func (b *bucket) watchAll(ctx context.Context, fn func(key string, e entry)) (jetstream.ConsumeContext, error) {
 	cons, err := b.js.OrderedConsumer(ctx, b.stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{b.subj + ">"},
 		DeliverPolicy:  jetstream.DeliverNewPolicy,
@@ -236,7 +230,7 @@ func (b *bucket) watchAll(ctx context.Context, fn func(change)) (jetstream.Consu
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		if meta, err := m.Metadata(); err == nil {
-			fn(change{strings.TrimPrefix(m.Subject(), b.subj), entry{m.Data(), meta.Sequence.Stream, live(m.Headers())}})
+			fn(strings.TrimPrefix(m.Subject(), b.subj), entry{m.Data(), meta.Sequence.Stream, live(m.Headers())})
 		}
 	}, jetstream.PullHeartbeat(feedHeartbeat))
 	return cc, b.failed(err)

@@ -201,8 +201,12 @@ func TestFeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := newBucket(js, "b")
+	type change struct {
+		key string
+		entry
+	}
 	changes := make(chan change, 100)
-	f, err := b.watchAll(ctx, func(c change) { changes <- c })
+	f, err := b.watchAll(ctx, func(key string, e entry) { changes <- change{key, e} })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -183,16 +183,16 @@ func (b *bucket) DeleteLock(ctx context.Context, name string, version uint64) er
 // Notify runs the bucket's feed: the writes to lock records, and the
 // markers of session records.
 func (b *bucket) Notify(ctx context.Context, f *record.Feed) error {
-	fd, err := b.watchAll(ctx, func(c change) {
+	fd, err := b.watchAll(ctx, func(key string, e entry) {
 		switch {
-		case strings.HasPrefix(c.key, lockPrefix):
-			if name, ok := unkey(strings.TrimPrefix(c.key, lockPrefix)); ok {
-				f.Changed(decodeLock(name, c.entry))
+		case strings.HasPrefix(key, lockPrefix):
+			if name, ok := unkey(strings.TrimPrefix(key, lockPrefix)); ok {
+				f.Changed(decodeLock(name, e))
 			}
-		case strings.HasPrefix(c.key, sessionPrefix) && !c.live:
-			f.Ended(strings.TrimPrefix(c.key, sessionPrefix))
+		case strings.HasPrefix(key, sessionPrefix) && !e.live:
+			f.Ended(strings.TrimPrefix(key, sessionPrefix))
 		}
-		f.Progress(c.rev)
+		f.Progress(e.rev)
 	})
 	if err != nil {
 		return err
