@@ -1,9 +1,6 @@
 package kubernetes
 
 import (
-	"context"
-	"time"
-
 	coordv1 "k8s.io/api/coordination/v1"
 	kwatch "k8s.io/apimachinery/pkg/watch"
 
@@ -95,56 +92,10 @@ func lockNames(items []coordv1.Lease) map[string]bool {
 // losses and the run has made its first LIST; else nil.
 func (f *feed) listening(s *session) *hub.Run { return f.h.Kept(s) }
 
-// reached reports whether r, still the hub's run, has delivered every
-// change up to the resourceVersion rv, waiting for it at most limit, and
-// while ctx lasts.
-func (f *feed) reached(ctx context.Context, r *hub.Run, rv events.Token, limit time.Duration) bool {
-	timer := time.NewTimer(limit)
-	defer timer.Stop()
-	for {
-		var advanced chan struct{}
-		done := false
-		if !f.h.With(r, func(hub.View[watched]) {
-			if done = f.seen >= rv; done {
-				return
-			}
-			if f.advanced == nil {
-				f.advanced = make(chan struct{})
-			}
-			advanced = f.advanced
-		}) {
-			return false
-		}
-		if done {
-			return true
-		}
-		select {
-		case <-advanced:
-		case <-r.Context().Done():
-			return false
-		case <-ctx.Done():
-			return false
-		case <-timer.C:
-			return false
-		}
-	}
-}
-
 // advance records that r has delivered every change up to the
-// resourceVersion rv, and wakes reached.
-func (f *feed) advance(r *hub.Run, rv string) {
-	v, err := tokenOf(rv)
-	if err != nil {
-		return
+// resourceVersion rv, for Run.Reached.
+func advance(r *hub.Run, rv string) {
+	if v, err := tokenOf(rv); err == nil {
+		r.Advance(uint64(v))
 	}
-	f.h.With(r, func(hub.View[watched]) {
-		if v <= f.seen {
-			return
-		}
-		f.seen = v
-		if f.advanced != nil {
-			close(f.advanced)
-			f.advanced = nil
-		}
-	})
 }

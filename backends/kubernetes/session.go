@@ -127,7 +127,7 @@ func (s *session) KeepAlive(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if rv == 0 || !s.b.hub.reached(ctx, r, rv, s.ttl/4) {
+		if rv == 0 || !r.Reached(ctx, uint64(rv), s.ttl/4) {
 			if found, err = s.locks(ctx); err != nil {
 				return err
 			}

@@ -80,7 +80,7 @@ func (f *feed) list(ctx context.Context, r *hub.Run) (string, error) {
 	if rv, err := tokenOf(list.ResourceVersion); err == nil {
 		f.h.With(r, func(v hub.View[watched]) { f.sawList(v, lockNames(list.Items), rv) })
 	}
-	f.advance(r, list.ResourceVersion)
+	advance(r, list.ResourceVersion)
 	return list.ResourceVersion, nil
 }
 
@@ -130,7 +130,7 @@ func (f *feed) follow(ctx context.Context, r *hub.Run, rv string) (string, error
 			if ev.Type != kwatch.Bookmark {
 				f.deliver(ctx, r, ev.Type, l)
 			}
-			f.advance(r, rv) // after deliver: a loss is in the ledger before a keep-alive hears of it
+			advance(r, rv) // after deliver: a loss is in the ledger before a keep-alive hears of it
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/internal/hub"
-	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/validate"
 )
 
@@ -59,8 +58,6 @@ type feed struct {
 
 	// Of the current run, guarded by h's lock (reset by open):
 	sessions map[string]time.Time // when each session seen would end, by Lease name
-	seen     events.Token         // the resourceVersion up to which the run has delivered every change
-	advanced chan struct{}        // closed when seen moves on; nil until reached waits for it
 }
 
 // watched is what the hub knows of one watched lock.
@@ -97,7 +94,7 @@ func (f *feed) init(b *Backend) {
 
 // open starts a run; the hub's lock is held.
 func (f *feed) open(ctx context.Context, r *hub.Run) func() error {
-	f.sessions, f.seen, f.advanced = map[string]time.Time{}, 0, nil
+	f.sessions = map[string]time.Time{}
 	return func() error { return f.serve(ctx, r) }
 }
 

@@ -6,96 +6,63 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/backends/internal/record"
 )
 
-// Errors of the bucket's conditional writes, before the backend
-// translates them.
-var (
-	// errChanged: the key's last revision was not the one the write was
-	// conditioned on (JetStream's "wrong last sequence").
-	errChanged = errors.New("nats: key changed")
-	// errNoBucket: no stream answers for the bucket.
-	errNoBucket = errors.New("nats: no such bucket")
-)
-
-// Headers of the server's status answers (nats.go keeps its names
-// unexported).
 const (
-	statusHdr = "Status"
-	descrHdr  = "Description"
+	maxMulti      = 1024            // keys the server answers in one multi-key get
+	busyTries     = 20              // sends of a write a replicated stream refused unchecked
+	feedHeartbeat = 2 * time.Second // from the server to an idle feed; two missed, the client remakes it
 )
-
-// maxMulti is how many keys the server answers in one multi-key get.
-const maxMulti = 1024
 
 // entry is the last message of a key in the bucket.
 type entry struct {
 	value []byte
-	// rev is the message's stream sequence: the key's revision, or the
-	// revision of the marker that removed it; 0 if the key has no message.
-	rev uint64
-	// live is false for a delete, purge or expiry marker, or no message.
-	live bool
+	rev   uint64 // its stream sequence (a marker's too); 0: the key has no message
+	live  bool   // false for a delete, purge or expiry marker, or no message
 }
 
-// bucket reads and writes the keys of one KV bucket through raw JetStream
-// requests: direct gets that return markers with their revision (the KV
-// API hides it), and publishes that carry both a revision condition and
-// a TTL (Update sends no TTL).
+// bucket is the record.Driver of the backend (driver.go, registry.go):
+// the records are keys of one KV bucket, read and written through raw
+// JetStream requests, since the KV API hides markers' revisions and
+// sends no TTL with a conditioned write. Its errors are translated.
 type bucket struct {
 	js     jetstream.JetStream
 	nc     *nats.Conn
-	name   string
 	stream string // KV_<bucket>
 	subj   string // $KV.<bucket>.
 	api    string // $JS.API. or the domain's prefix
 }
 
 func newBucket(js jetstream.JetStream, name string) *bucket {
-	o := js.Options()
-	api := "$JS.API."
+	o, api := js.Options(), "$JS.API."
 	switch {
 	case o.Domain != "":
 		api = "$JS." + o.Domain + ".API."
 	case o.APIPrefix != "":
 		api = strings.TrimSuffix(o.APIPrefix, ".") + "."
 	}
-	return &bucket{js: js, nc: js.Conn(), name: name, stream: "KV_" + name, subj: "$KV." + name + ".", api: api}
+	return &bucket{js: js, nc: js.Conn(), stream: "KV_" + name, subj: "$KV." + name + ".", api: api}
 }
 
-// get returns the last message of key.
-func (b *bucket) get(ctx context.Context, key string) (entry, error) {
-	m, err := b.nc.RequestWithContext(ctx, b.api+"DIRECT.GET."+b.stream+"."+b.subj+key, nil)
-	if err != nil {
-		return entry{}, b.failed(err)
-	}
-	if status := m.Header.Get(statusHdr); status != "" {
-		if status == "404" {
-			return entry{}, nil
-		}
-		return entry{}, fmt.Errorf("nats: get %s: status %s %s", key, status, m.Header.Get(descrHdr))
-	}
-	return parse(m)
+// live reports whether a message's headers are a value's, not a marker's.
+func live(h nats.Header) bool {
+	return h.Get("KV-Operation") == "" && h.Get(jetstream.MarkerReasonHeader) == ""
 }
 
 // getLeader is get answered by the stream's leader, never by a replica
-// that may lag behind it (direct gets may be answered by any replica):
-// for a judgement that a write will rely on, such as "the holder's
-// session is gone".
+// that may lag behind it: for a verdict a write relies on.
 func (b *bucket) getLeader(ctx context.Context, key string) (entry, error) {
-	req, err := json.Marshal(struct {
-		Last string `json:"last_by_subj"`
-	}{b.subj + key})
-	if err != nil {
-		return entry{}, err
-	}
+	req := encode(map[string]string{"last_by_subj": b.subj + key})
 	m, err := b.nc.RequestWithContext(ctx, b.api+"STREAM.MSG.GET."+b.stream, req)
 	if err != nil {
 		return entry{}, b.failed(err)
@@ -108,10 +75,9 @@ func (b *bucket) getLeader(ctx context.Context, key string) (entry, error) {
 			Data   []byte `json:"data"`
 		} `json:"message"`
 	}
-	if err := json.Unmarshal(m.Data, &resp); err != nil {
+	switch err := json.Unmarshal(m.Data, &resp); {
+	case err != nil:
 		return entry{}, fmt.Errorf("nats: get %s: %w", key, err)
-	}
-	switch {
 	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
 		return entry{}, nil
 	case resp.Error != nil:
@@ -119,97 +85,91 @@ func (b *bucket) getLeader(ctx context.Context, key string) (entry, error) {
 	case resp.Msg == nil:
 		return entry{}, fmt.Errorf("nats: get %s: empty answer", key)
 	}
-	e := entry{value: resp.Msg.Data, rev: resp.Msg.Seq, live: true}
+	h := nats.Header{}
 	if len(resp.Msg.Header) > 0 {
-		h, err := nats.DecodeHeadersMsg(resp.Msg.Header)
-		if err != nil {
+		if h, err = nats.DecodeHeadersMsg(resp.Msg.Header); err != nil {
 			return entry{}, fmt.Errorf("nats: get %s: %w", key, err)
 		}
-		e.live = h.Get("KV-Operation") == "" && h.Get(jetstream.MarkerReasonHeader) == ""
 	}
-	return e, nil
+	return entry{value: resp.Msg.Data, rev: resp.Msg.Seq, live: live(h)}, nil
 }
 
-// getMany returns the last message of every key (a key with no message
-// is missing from the map; a key may be a wildcard), in one round trip:
-// one multi-key get per maxMulti keys, sent together.
+// getMany returns the last message of every key (or wildcard) that has
+// one, from any replica, in one round trip: a multi-key get per maxMulti
+// keys, sent together, answered to one inbox, each batch ending with EOB.
 func (b *bucket) getMany(ctx context.Context, keys []string) (map[string]entry, error) {
 	out := make(map[string]entry, len(keys))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	errs := make([]error, (len(keys)+maxMulti-1)/maxMulti)
-	for i := range errs {
-		chunk := keys[i*maxMulti : min(len(keys), (i+1)*maxMulti)]
-		wg.Go(func() {
-			errs[i] = b.multi(ctx, chunk, func(key string, e entry) {
-				mu.Lock()
-				out[key] = e
-				mu.Unlock()
-			})
-		})
-	}
-	wg.Wait()
-	return out, errors.Join(errs...)
-}
-
-// multi asks for the last messages of keys (at most maxMulti) in one
-// request, whose answers stream to an inbox and end with an EOB status.
-func (b *bucket) multi(ctx context.Context, keys []string, found func(string, entry)) error {
-	subjects := make([]string, len(keys))
-	for i, k := range keys {
-		subjects[i] = b.subj + k
-	}
-	req, err := json.Marshal(struct {
-		Multi []string `json:"multi_last"`
-	}{subjects})
-	if err != nil {
-		return err
+	if len(keys) == 0 {
+		return out, nil
 	}
 	inbox := b.nc.NewRespInbox()
 	sub, err := b.nc.SubscribeSync(inbox)
 	if err != nil {
-		return b.failed(err)
+		return nil, b.failed(err)
 	}
 	defer sub.Unsubscribe()
-	if err := b.nc.PublishRequest(b.api+"DIRECT.GET."+b.stream, inbox, req); err != nil {
-		return b.failed(err)
+	batches := 0
+	for chunk := range slices.Chunk(keys, maxMulti) {
+		subjects := make([]string, len(chunk))
+		for i, k := range chunk {
+			subjects[i] = b.subj + k
+		}
+		req := encode(map[string][]string{"multi_last": subjects})
+		if err := b.nc.PublishRequest(b.api+"DIRECT.GET."+b.stream, inbox, req); err != nil {
+			return nil, b.failed(err)
+		}
+		batches++
 	}
-	for {
+	for batches > 0 {
 		m, err := sub.NextMsgWithContext(ctx)
 		if err != nil {
-			return b.failed(err)
+			return nil, b.failed(err)
 		}
-		switch status := m.Header.Get(statusHdr); status {
-		case "":
-			e, err := parse(m)
-			if err != nil {
-				return err
-			}
-			found(strings.TrimPrefix(m.Header.Get(jetstream.SubjectHeader), b.subj), e)
-		case "204", "404": // end of the batch; no key has a message
-			return nil
-		case "503":
-			return errNoBucket
+		switch key, e, err := b.parse(m); {
+		case err != nil:
+			return nil, err
+		case key == "": // the end of a batch
+			batches--
 		default:
-			return fmt.Errorf("nats: get: status %s %s", status, m.Header.Get(descrHdr))
+			out[key] = e
 		}
 	}
+	return out, nil
 }
 
-// parse reads a direct get's answer.
-func parse(m *nats.Msg) (entry, error) {
-	rev, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+// get returns the last message of key, as any replica has it.
+func (b *bucket) get(ctx context.Context, key string) (entry, error) {
+	m, err := b.nc.RequestWithContext(ctx, b.api+"DIRECT.GET."+b.stream+"."+b.subj+key, nil)
 	if err != nil {
-		return entry{}, fmt.Errorf("nats: get: bad sequence header: %w", err)
+		return entry{}, b.failed(err)
 	}
-	live := m.Header.Get("KV-Operation") == "" && m.Header.Get(jetstream.MarkerReasonHeader) == ""
-	return entry{value: m.Data, rev: rev, live: live}, nil
+	_, e, err := b.parse(m)
+	return e, err
 }
 
-// write stores value under key if the key's last revision is last (0: it
-// has no message), and returns the new revision. With ttl > 0 the server
-// removes the key ttl after the write, rounded up to whole seconds (the
-// server's unit; it would truncate), leaving an expiry marker.
+// parse reads an answer to a direct get: a key's last message, or a
+// status and no key: no message (404), the end of a multi-key get (204),
+// or no stream (503).
+func (b *bucket) parse(m *nats.Msg) (string, entry, error) {
+	status := m.Header.Get("Status")
+	switch status {
+	case "":
+		rev, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		if err != nil {
+			return "", entry{}, fmt.Errorf("nats: get: bad sequence header: %w", err)
+		}
+		return strings.TrimPrefix(m.Header.Get(jetstream.SubjectHeader), b.subj), entry{m.Data, rev, live(m.Header)}, nil
+	case "204", "404":
+		return "", entry{}, nil
+	case "503":
+		return "", entry{}, b.failed(nats.ErrNoResponders)
+	}
+	return "", entry{}, fmt.Errorf("nats: get: status %s %s", status, m.Header.Get("Description"))
+}
+
+// write stores value under key if its last revision is last (0: no
+// message), and returns the new revision; with ttl > 0 the server removes
+// it ttl (rounded up to whole seconds, its unit) after, leaving a marker.
 func (b *bucket) write(ctx context.Context, key string, value []byte, last uint64, ttl time.Duration) (uint64, error) {
 	m := &nats.Msg{Subject: b.subj + key, Data: value, Header: nats.Header{}}
 	opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(last)}
@@ -220,7 +180,7 @@ func (b *bucket) write(ctx context.Context, key string, value []byte, last uint6
 }
 
 // remove purges key if its last revision is last (0: whatever it is),
-// leaving a marker that the server removes markerTTL later.
+// leaving a marker kept markerTTL.
 func (b *bucket) remove(ctx context.Context, key string, last uint64) error {
 	m := &nats.Msg{Subject: b.subj + key, Header: nats.Header{}}
 	m.Header.Set("KV-Operation", "PURGE")
@@ -233,15 +193,9 @@ func (b *bucket) remove(ctx context.Context, key string, last uint64) error {
 	return err
 }
 
-// busyTries bounds how often publish sends a write that a replicated
-// stream refused unchecked.
-const busyTries = 20
-
-// publish sends a conditioned write and returns its revision. A
-// replicated stream refuses a write whose condition names a subject
-// another conditioned write in flight checks or writes, without checking
-// it (error 10164, "wrong last sequence" like a failed check's 10071):
-// nothing was written, so it sends it again after a short pause.
+// publish sends a conditioned write and returns its revision. A write a
+// replicated stream refused unchecked (10164, see the package doc) is
+// sent again after a short pause.
 func (b *bucket) publish(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (uint64, error) {
 	for try := 1; ; try++ {
 		ack, err := b.js.PublishMsg(ctx, m, opts...)
@@ -262,19 +216,41 @@ func (b *bucket) publish(ctx context.Context, m *nats.Msg, opts ...jetstream.Pub
 	}
 }
 
-// failed translates a driver error: a failed revision condition is
-// errChanged, a missing stream errNoBucket; others pass as they are (a
-// replicated stream's refusal of an unchecked write among them: see
-// publish).
+// watchAll calls fn, on one goroutine, with every write to the bucket
+// after it started, in order: an ordered consumer, made again from the
+// next sequence after a gap, a missed heartbeat or a reconnect. Closed is
+// closed once it delivers no more (after Stop, or the connection closed).
+func (b *bucket) watchAll(ctx context.Context, fn func(key string, e entry)) (jetstream.ConsumeContext, error) {
+	cons, err := b.js.OrderedConsumer(ctx, b.stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{b.subj + ">"},
+		DeliverPolicy:  jetstream.DeliverNewPolicy,
+	})
+	if err != nil {
+		return nil, b.failed(err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if meta, err := m.Metadata(); err == nil {
+			fn(strings.TrimPrefix(m.Subject(), b.subj), entry{m.Data(), meta.Sequence.Stream, live(m.Headers())})
+		}
+	}, jetstream.PullHeartbeat(feedHeartbeat))
+	return cc, b.failed(err)
+}
+
+// failed translates a client error: a failed revision condition is
+// record.ErrConflict, a closed connection ErrInvalid, a missing bucket
+// ErrUnavailable naming CreateBucket.
 func (b *bucket) failed(err error) error {
 	var api *jetstream.APIError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence:
-		return errChanged
-	case errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, jetstream.ErrNoStreamResponse):
-		return fmt.Errorf("%w %s: %w", errNoBucket, b.stream, err)
+		return record.ErrConflict
+	case errors.Is(err, nats.ErrConnectionClosed):
+		return fmt.Errorf("%w: nats: the connection is closed", backends.ErrInvalid)
+	case errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders):
+		return fmt.Errorf("%w: nats: no stream %s answers (was CreateBucket run? is JetStream up?): %w",
+			backends.ErrUnavailable, b.stream, err)
 	}
 	return err
 }

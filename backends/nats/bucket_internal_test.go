@@ -37,11 +37,11 @@ func TestBucketWriteGetRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.write(ctx, "k", []byte("b"), 0, 0); !errors.Is(err, errChanged) {
-		t.Fatalf("write on revision 0 of a live key: %v, want errChanged", err)
+	if _, err := b.write(ctx, "k", []byte("b"), 0, 0); !errors.Is(err, record.ErrConflict) {
+		t.Fatalf("write on revision 0 of a live key: %v, want record.ErrConflict", err)
 	}
-	if _, err := b.write(ctx, "k", []byte("b"), r1+1, 0); !errors.Is(err, errChanged) {
-		t.Fatalf("write on a wrong revision: %v, want errChanged", err)
+	if _, err := b.write(ctx, "k", []byte("b"), r1+1, 0); !errors.Is(err, record.ErrConflict) {
+		t.Fatalf("write on a wrong revision: %v, want record.ErrConflict", err)
 	}
 	r2, err := b.write(ctx, "k", []byte("b"), r1, time.Hour)
 	if err != nil || r2 <= r1 {
@@ -56,8 +56,8 @@ func TestBucketWriteGetRemove(t *testing.T) {
 	if e, err := b.getLeader(ctx, "never"); err != nil || e.rev != 0 || e.live {
 		t.Fatalf("getLeader of a key never written = %+v, %v; want no message", e, err)
 	}
-	if err := b.remove(ctx, "k", r1); !errors.Is(err, errChanged) {
-		t.Fatalf("remove on a stale revision: %v, want errChanged", err)
+	if err := b.remove(ctx, "k", r1); !errors.Is(err, record.ErrConflict) {
+		t.Fatalf("remove on a stale revision: %v, want record.ErrConflict", err)
 	}
 	if err := b.remove(ctx, "k", r2); err != nil {
 		t.Fatal(err)
@@ -69,8 +69,8 @@ func TestBucketWriteGetRemove(t *testing.T) {
 	if l, err := b.getLeader(ctx, "k"); err != nil || l.live || l.rev != e.rev {
 		t.Fatalf("getLeader after remove = %+v, %v; want the marker at %d", l, err, e.rev)
 	}
-	if _, err := b.write(ctx, "k", []byte("c"), 0, 0); !errors.Is(err, errChanged) {
-		t.Fatalf("write on revision 0 over a marker: %v, want errChanged", err)
+	if _, err := b.write(ctx, "k", []byte("c"), 0, 0); !errors.Is(err, record.ErrConflict) {
+		t.Fatalf("write on revision 0 over a marker: %v, want record.ErrConflict", err)
 	}
 	r3, err := b.write(ctx, "k", []byte("c"), e.rev, 0)
 	if err != nil || r3 <= e.rev {
@@ -84,7 +84,7 @@ func TestBucketWriteGetRemove(t *testing.T) {
 // every take is a record or record.ErrConflict, never another error, and
 // the takes that won never overlap.
 func TestDriverTakesRacingRemovals(t *testing.T) {
-	d := &driver{b: testBucket(t)}
+	d := testBucket(t)
 	ctx := t.Context()
 	take := func() (record.Lock, error) {
 		v, err := d.ReadLock(ctx, "k", "")
@@ -201,8 +201,12 @@ func TestFeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := newBucket(js, "b")
+	type change struct {
+		key string
+		entry
+	}
 	changes := make(chan change, 100)
-	f, err := b.watchAll(ctx, func(c change) { changes <- c })
+	f, err := b.watchAll(ctx, func(key string, e entry) { changes <- change{key, e} })
 	if err != nil {
 		t.Fatal(err)
 	}

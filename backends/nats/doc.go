@@ -8,60 +8,50 @@
 //
 // # The bucket
 //
-// CreateBucket makes the bucket (WithBucket, default "hustings"): one
-// value per key, no bucket-wide TTL, per-key TTLs whose expiry leaves a
-// marker kept 10 s. It is idempotent; New never creates anything, and a
-// backend whose bucket is missing fails with backends.ErrUnavailable
-// naming CreateBucket. Every record is a key of it:
+// CreateBucket makes the bucket (WithBucket, default "hustings"); New
+// creates nothing, and a backend whose bucket is missing fails with
+// backends.ErrUnavailable naming CreateBucket. Every record is a key:
 //
-//   - session.<session ID>: one per Open, written with the session's TTL
-//     as its per-key TTL (whole seconds, rounded up). The server removes
-//     it that long after its last write, by its own clock, leaving a
-//     marker. KeepAlive writes it again, conditioned on its last
-//     revision, so a session whose record expired is never brought back.
-//   - lock.<name>: the holding session's ID and the candidate's. It is
-//     held while that session's record lives. A lease is the record's own
-//     TTL; a release with a hold writes it again as held by nobody alive,
-//     with the hold as its TTL.
+//   - session.<session ID>: one per Open, with the session's TTL as its
+//     per-key TTL (whole seconds, rounded up): the server removes it that
+//     long after its last write, by its own clock, leaving a marker.
+//     KeepAlive writes it again on its last revision, so a session whose
+//     record expired is never brought back.
+//   - lock.<name>: the holding session's ID and the candidate's, held
+//     while that session's record lives. A lease is the record's own TTL;
+//     a release with a hold writes it again as held by nobody alive, with
+//     the hold as its TTL.
 //   - member.<group>.<session ID>: a registry entry, listed while its
 //     session lives, removed by Members once it is gone.
 //
 // Names are escaped into keys (LockKey): letters, digits, '-' and '_'
 // stay, every other byte becomes =XX.
 //
-// # Writes, reads and fencing
+// # Writes, reads and the feed
 //
-// Every write is a JetStream publish conditioned on the key's last
-// revision (Nats-Expected-Last-Subject-Sequence): the compare-and-swap of
-// every record. A take over a marker is conditioned on the marker's
-// revision; a delete in between (nats-server #5162) is a conflict, and
-// the lock is read again. A replicated stream refuses a conditioned
-// write, unchecked, while another on the same subject is in flight
-// (error 10164); it is sent again after a short pause, up to 20 times.
-// The lock record a write is conditioned on is read from the stream's
-// leader; a session record is read by a direct get (any replica) and,
-// if that finds it gone, from the leader, since a take relies on it.
+// Every write is a publish conditioned on the key's last revision
+// (Nats-Expected-Last-Subject-Sequence). A take over a marker is
+// conditioned on the marker's revision; a delete in between
+// (nats-server #5162) is a conflict, and the lock is read again. A
+// replicated stream refuses a conditioned write, unchecked, while another
+// on the same subject is in flight (error 10164): it is sent again after
+// a short pause, up to 20 times. What a write relies on (the lock record
+// it is conditioned on, a session record found gone, Holder) is read from
+// the stream's leader; other reads from any replica. A lock's token is
+// the revision of the write that took it: strictly increasing per bucket,
+// across holders, restarts and expiries. Fence writes a key only if the
+// lock's record is still the one its term's take wrote, in the same step.
 //
-// A lock's token is the revision (stream sequence) of the write that took
-// it: strictly increasing per bucket, across holders, restarts and
-// expiries. Fence writes a key of the bucket only if the lock's record
-// is still the one its term's take wrote, in the same step.
-//
-// KeepAlive writes the session record and, in the same round trip, reads
-// the held locks' records (one multi-key get per 1,024). A session whose
-// losses are pushed (Losses) writes the renewal alone once the feed has
-// covered its locks: when the feed has delivered the renewal, it has
-// delivered every earlier write to them.
-//
-// # The feed
-//
-// Watch, WatchReleases and the sessions' Losses share one feed per
-// Backend: an ordered consumer of every write to the bucket, made again
-// by the client from the sequence after the last it delivered when it
-// reconnects. A write to a lock record wakes its watchers and reports a
-// write after a take to the holding session; the marker of a session
-// record that expired or was removed wakes the watchers of its locks (a
-// crashed holder is pushed, not polled) and loses the session's locks.
+// KeepAlive writes the session record beside a read of the held locks'
+// records (one multi-key get per 1,024), or alone for a session whose
+// losses are pushed (Losses) once the feed covered its locks: when the
+// feed delivered the renewal, it delivered every earlier write to them.
+// Watch, WatchReleases and Losses share one feed per Backend, an ordered
+// consumer of every write to the bucket, made again from the next
+// sequence when the client reconnects: a write to a lock record wakes its
+// watchers and is a loss to a session that took it earlier; the marker of
+// a session record that expired or was removed wakes the watchers of its
+// locks (a crashed holder is pushed, not polled) and loses its locks.
 //
 // # What it cannot promise
 //

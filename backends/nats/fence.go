@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/nats-io/nats.go"
@@ -35,46 +36,27 @@ func (b *Backend) Fence(ctx context.Context, name string, token events.Token, ke
 	if err := validate.Name(name); err != nil {
 		return 0, err
 	}
-	for _, p := range []string{sessionPrefix, lockPrefix, memberPrefix} {
-		if strings.HasPrefix(key, p) {
-			return 0, fmt.Errorf("%w: nats: fence: key %q is the backend's own", backends.ErrInvalid, key)
-		}
-	}
-	if !validKey(key) {
+	switch {
+	case strings.HasPrefix(key, sessionPrefix), strings.HasPrefix(key, lockPrefix), strings.HasPrefix(key, memberPrefix):
+		return 0, fmt.Errorf("%w: nats: fence: key %q is the backend's own", backends.ErrInvalid, key)
+	case !validKey(key):
 		return 0, fmt.Errorf("%w: nats: fence: %q is not a valid key", backends.ErrInvalid, key)
-	}
-	if token == 0 {
+	case token == 0:
 		return 0, fmt.Errorf("%w: nats: %q under token 0", backends.ErrNotHeld, name)
+	case ctx.Err() != nil:
+		return 0, fmt.Errorf("%w: nats: fence: %w", backends.ErrUnavailable, ctx.Err())
 	}
-	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("%w: nats: fence: %w", backends.ErrUnavailable, err)
-	}
-	bk := b.d.b
-	m := &nats.Msg{Subject: bk.subj + key, Data: value, Header: nats.Header{}}
-	rev, err := bk.publish(ctx, m,
-		jetstream.WithExpectLastSequenceForSubject(uint64(token), bk.subj+LockKey(name)))
-	switch err = b.d.failed(err); {
+	m := &nats.Msg{Subject: b.b.subj + key, Data: value, Header: nats.Header{}}
+	rev, err := b.b.publish(ctx, m, jetstream.WithExpectLastSequenceForSubject(uint64(token), b.b.subj+LockKey(name)))
+	switch {
 	case errors.Is(err, record.ErrConflict):
 		return 0, fmt.Errorf("%w: nats: %q under token %d", backends.ErrNotHeld, name, token)
-	case errors.Is(err, backends.ErrInvalid), errors.Is(err, backends.ErrUnavailable):
-		return 0, err
-	case err != nil:
+	case err != nil && !errors.Is(err, backends.ErrInvalid) && !errors.Is(err, backends.ErrUnavailable):
 		return 0, fmt.Errorf("%w: nats: fence: %w", backends.ErrUnavailable, err)
 	}
-	return rev, nil
+	return rev, err
 }
 
-// validKey reports whether key is a KV key: tokens of [-/_=A-Za-z0-9]
-// separated by single dots.
-func validKey(key string) bool {
-	if key == "" || key[0] == '.' || key[len(key)-1] == '.' || strings.Contains(key, "..") {
-		return false
-	}
-	for i := range len(key) {
-		c := key[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-/_=.", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
+// validKey matches a KV key: tokens of [-/_=A-Za-z0-9] separated by
+// single dots.
+var validKey = regexp.MustCompile(`^[-/_=A-Za-z0-9]+(\.[-/_=A-Za-z0-9]+)*$`).MatchString

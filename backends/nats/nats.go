@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"reflect"
@@ -23,10 +24,8 @@ var (
 // WithBucket says otherwise.
 const DefaultBucket = "hustings"
 
-// markerTTL is how long the server keeps the marker a removal or an
-// expiry leaves (the bucket's LimitMarkerTTL): long enough for every
-// watch to see it, short enough that a churn of sessions does not pile
-// them up.
+// markerTTL is how long the server keeps the marker of a removal or an
+// expiry (LimitMarkerTTL): long enough for every watch to see it.
 const markerTTL = 10 * time.Second
 
 // Option configures a Backend and CreateBucket.
@@ -52,25 +51,29 @@ func WithBucket(name string) Option { return optionFunc(func(c *config) { c.buck
 // JetStream cluster (1 to 5). Default 1. It applies to CreateBucket only:
 // New refuses it with backends.ErrInvalid.
 func WithReplicas(n int) Option {
-	return optionFunc(func(c *config) {
-		if c.replicas = n; n == 0 {
-			c.replicas = -1 // given, and out of range
-		}
-	})
+	return optionFunc(func(c *config) { c.replicas = cmp.Or(n, -1) }) // 0 given: out of range
 }
 
-func configure(opts []Option) (config, error) {
+// configure applies opts; bad ones, and a nil js or one whose connection
+// is closed, are ErrInvalid.
+func configure(js jetstream.JetStream, opts []Option) (config, error) {
 	c := config{bucket: DefaultBucket}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
 		}
 	}
-	if c.bucket == "" || len(c.bucket) > 64 || keyOf(c.bucket) != c.bucket { // keyOf keeps [-_A-Za-z0-9]
+	switch v := reflect.ValueOf(js); {
+	case c.bucket == "" || len(c.bucket) > 64 || keyOf(c.bucket) != c.bucket: // keyOf keeps [-_A-Za-z0-9]
 		return c, fmt.Errorf("%w: nats: bucket name %q: 1 to 64 letters, digits, '-' or '_'", backends.ErrInvalid, c.bucket)
-	}
-	if c.replicas < 0 || c.replicas > 5 {
+	case c.replicas < 0 || c.replicas > 5:
 		return c, fmt.Errorf("%w: nats: %d replicas, want 1 to 5", backends.ErrInvalid, c.replicas)
+	case js == nil || v.Kind() == reflect.Pointer && v.IsNil():
+		return c, fmt.Errorf("%w: nats: nil JetStream", backends.ErrInvalid)
+	case js.Conn() == nil:
+		return c, fmt.Errorf("%w: nats: JetStream without a connection", backends.ErrInvalid)
+	case js.Conn().IsClosed():
+		return c, fmt.Errorf("%w: nats: the connection is closed", backends.ErrInvalid)
 	}
 	return c, nil
 }
@@ -81,11 +84,8 @@ func configure(opts []Option) (config, error) {
 // nats-server 2.11 or later), file storage, WithReplicas copies. It is
 // idempotent. Run it once before New, as a deployment step or at start.
 func CreateBucket(ctx context.Context, js jetstream.JetStream, opts ...Option) error {
-	c, err := configure(opts)
+	c, err := configure(js, opts)
 	if err != nil {
-		return err
-	}
-	if err := usable(js); err != nil {
 		return err
 	}
 	_, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -102,30 +102,12 @@ func CreateBucket(ctx context.Context, js jetstream.JetStream, opts ...Option) e
 	return nil
 }
 
-// usable refuses a nil or typed-nil JetStream, and one whose connection
-// is closed.
-func usable(js jetstream.JetStream) error {
-	if js == nil {
-		return fmt.Errorf("%w: nats: nil JetStream", backends.ErrInvalid)
-	}
-	if v := reflect.ValueOf(js); v.Kind() == reflect.Pointer && v.IsNil() {
-		return fmt.Errorf("%w: nats: nil JetStream", backends.ErrInvalid)
-	}
-	if js.Conn() == nil {
-		return fmt.Errorf("%w: nats: JetStream without a connection", backends.ErrInvalid)
-	}
-	if js.Conn().IsClosed() {
-		return fmt.Errorf("%w: nats: the connection is closed", backends.ErrInvalid)
-	}
-	return nil
-}
-
 // Backend keeps locks in a JetStream KV bucket (see CreateBucket). Create
 // it with New; the zero value is not usable. It is safe for concurrent
 // use.
 type Backend struct {
 	*record.Store
-	d *driver
+	b *bucket
 }
 
 // New returns a Backend on js and its connection. It does no I/O, starts
@@ -134,20 +116,17 @@ type Backend struct {
 // run CreateBucket. A nil or typed-nil js, one whose connection is
 // closed, and bad options return an error matching backends.ErrInvalid.
 func New(js jetstream.JetStream, opts ...Option) (*Backend, error) {
-	c, err := configure(opts)
-	if err != nil {
+	c, err := configure(js, opts)
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if c.replicas != 0 {
+	case c.replicas != 0:
 		return nil, fmt.Errorf("%w: nats: WithReplicas is an option of CreateBucket, not of New", backends.ErrInvalid)
 	}
-	if err := usable(js); err != nil {
-		return nil, err
-	}
-	d := &driver{b: newBucket(js, c.bucket)}
-	s, err := record.New(d, record.Config{Name: "nats"})
+	b := newBucket(js, c.bucket)
+	s, err := record.New(b, record.Config{Name: "nats"})
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{Store: s, d: d}, nil
+	return &Backend{Store: s, b: b}, nil
 }

@@ -6,42 +6,38 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/hustings/hustings/backends/internal/record"
 	"github.com/hustings/hustings/strategy"
 )
 
-func memberKey(group, sid string) string { return memberPrefix + keyOf(group) + "." + sid }
-
-// Register writes session sid's entry in group (member.<group>.<sid>),
-// keeping the order of its first write: it reads the entry and the
-// session record together, then writes the entry on the revision read.
-func (d *driver) Register(ctx context.Context, group, sid string, c strategy.Candidate) (uint64, bool, error) {
+// Register writes session sid's entry in group, keeping the order of its
+// first write: it reads the entry (from the stream's leader) beside the
+// session record, then writes the entry on the revision read.
+func (b *bucket) Register(ctx context.Context, group, sid string, c strategy.Candidate) (uint64, bool, error) {
 	key := memberKey(group, sid)
 	for range 3 {
-		var (
-			e, se     entry
-			err, serr error
-			wg        sync.WaitGroup
-		)
-		wg.Go(func() { se, serr = d.session(ctx, sid) })
-		e, err = d.b.getLeader(ctx, key)
-		wg.Wait()
+		var e, se entry
+		err := together(func() (err error) {
+			se, err = b.session(ctx, sid)
+			return err
+		}, func() (err error) {
+			e, err = b.getLeader(ctx, key)
+			return err
+		})
 		var s sessionRecord
-		if err = errors.Join(err, serr); err != nil || !se.live || json.Unmarshal(se.value, &s) != nil {
-			return 0, false, d.failed(err)
+		if err != nil || !se.live || json.Unmarshal(se.value, &s) != nil {
+			return 0, false, err
 		}
 		r := memberRecord{ID: s.ID, Score: c.Score, Weight: c.Weight, Meta: c.Meta}
 		var old memberRecord
 		if e.live && json.Unmarshal(e.value, &old) == nil {
 			r.Order = order(old, e.rev)
 		}
-		rev, err := d.b.write(ctx, key, encode(r), e.rev, 0)
-		if err = d.failed(err); !errors.Is(err, record.ErrConflict) {
+		rev, err := b.write(ctx, key, encode(r), e.rev, 0)
+		if !errors.Is(err, record.ErrConflict) {
 			return order(r, rev), err == nil, err
 		}
 	}
@@ -49,19 +45,18 @@ func (d *driver) Register(ctx context.Context, group, sid string, c strategy.Can
 }
 
 // Deregister removes session sid's entry from group: one removal.
-func (d *driver) Deregister(ctx context.Context, group, sid string) error {
-	return d.failed(d.b.remove(ctx, memberKey(group, sid), 0))
+func (b *bucket) Deregister(ctx context.Context, group, sid string) error {
+	return b.remove(ctx, memberKey(group, sid), 0)
 }
 
-// Members lists the entries of group whose sessions live, in order: one
-// multi-key get of the group's entries (at most 1,024), one of their
-// sessions' records, and for each session found gone a read of it by the
-// stream's leader and a removal of its entry.
-func (d *driver) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
+// Members lists the entries of group whose sessions live, in order: a
+// multi-key get of the entries, one of their sessions, and for each
+// session found gone a read by the leader and a removal of its entry.
+func (b *bucket) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
 	prefix := memberPrefix + keyOf(group) + "."
-	entries, err := d.b.getMany(ctx, []string{prefix + "*"})
+	entries, err := b.getMany(ctx, []string{prefix + "*"})
 	if err != nil {
-		return nil, d.failed(err)
+		return nil, err
 	}
 	sessions := make([]string, 0, len(entries))
 	for key, e := range entries {
@@ -69,25 +64,22 @@ func (d *driver) Members(ctx context.Context, group string) ([]strategy.Candidat
 			sessions = append(sessions, sessionPrefix+strings.TrimPrefix(key, prefix))
 		}
 	}
-	alive, err := d.b.getMany(ctx, sessions)
+	alive, err := b.getMany(ctx, sessions)
 	if err != nil {
-		return nil, d.failed(err)
+		return nil, err
 	}
 	var out []strategy.Candidate
-	for _, key := range slices.Sorted(maps.Keys(entries)) {
-		e := entries[key]
+	for key, e := range entries {
 		var r memberRecord
 		if !e.live || json.Unmarshal(e.value, &r) != nil {
 			continue
 		}
 		if sk := sessionPrefix + strings.TrimPrefix(key, prefix); !alive[sk].live {
 			// Gone as a replica said; the leader may have its last write.
-			se, err := d.b.getLeader(ctx, sk)
-			if err != nil {
-				return nil, d.failed(err)
-			}
-			if !se.live {
-				_ = d.b.remove(ctx, key, e.rev) // a session record never comes back
+			if se, err := b.getLeader(ctx, sk); err != nil {
+				return nil, err
+			} else if !se.live {
+				_ = b.remove(ctx, key, e.rev) // a session record never comes back
 				continue
 			}
 		}

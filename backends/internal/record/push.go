@@ -22,14 +22,35 @@ var _ backends.LossNotifier = pushSession{}
 func (p pushSession) Losses() <-chan struct{} {
 	ss := p.session
 	ss.mu.Lock()
-	join := !ss.push && !ss.closed
+	first := !ss.push
 	ss.push = true
 	ss.mu.Unlock()
-	if join {
-		ss.s.hub.h.Keep(ss)
+	if first {
+		ss.keep()
 	}
 	return ss.ledger.Losses()
 }
+
+// keep joins the session to the Store's feed (starting it if none runs)
+// if its losses are pushed and it is not closed, and returns the feed's
+// run; nil if it did not join. It holds ss.mu throughout, so that Close,
+// which sets closed before it leaves the feed (Unkeep), cannot overtake
+// it: a join after Close left would hold the feed for a closed session,
+// for good. The hub's lock, which Keep takes, is never held while ss.mu
+// is taken.
+func (ss *session) keep() *hub.Run {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if !ss.push || ss.closed {
+		return nil
+	}
+	keepHook(ss)
+	return ss.s.hub.h.Keep(ss)
+}
+
+// keepHook runs in keep between its check and the Keep; tests set it to
+// interleave a Close there.
+var keepHook = func(*session) {}
 
 // feedUp starts the Store's feed if the session's losses are pushed and
 // none runs, and waits (bounded by ctx) until it is confirmed, so that
@@ -37,14 +58,8 @@ func (p pushSession) Losses() <-chan struct{} {
 // the losses are not pushed or the feed failed (KeepAlive then finds
 // them).
 func (ss *session) feedUp(ctx context.Context) *hub.Run {
-	ss.mu.Lock()
-	pushed := ss.push && !ss.closed
-	ss.mu.Unlock()
-	if !pushed {
-		return nil
-	}
-	r := ss.s.hub.h.Keep(ss)
-	if r.Wait(ctx) != nil {
+	r := ss.keep()
+	if r == nil || r.Wait(ctx) != nil {
 		return nil
 	}
 	return r
