@@ -16,6 +16,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/backends/zookeeper/zkdial"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -154,7 +155,7 @@ func TestWatchMemory(t *testing.T) {
 
 // whoShowsHolder checks who on the store at url, which b reaches too.
 func whoShowsHolder(t *testing.T, open opener, b backends.Backend, url string) {
-	ttl := 10 * time.Second
+	ttl := ttlFor(url)
 	s, err := b.Open(t.Context(), "alpha", ttl)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +169,7 @@ func whoShowsHolder(t *testing.T, open opener, b backends.Backend, url string) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	r := runCmd(t, open, "who", "--backend", url, "billing/reconcile", "billing/free")
+	r := runCmd(t, open, "who", "--backend", url, "--dial-timeout", "30s", "billing/reconcile", "billing/free")
 	if r.code != exitOK || r.stderr != "" {
 		t.Fatalf("who: exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -187,7 +188,7 @@ func whoShowsHolder(t *testing.T, open opener, b backends.Backend, url string) {
 		t.Fatalf("who printed %q: want session %s", lines[0], h.Session)
 	}
 
-	r = runCmd(t, open, "who", "--json", "--slots", "2", "--backend", url, "rollups")
+	r = runCmd(t, open, "who", "--json", "--slots", "2", "--backend", url, "--dial-timeout", "30s", "rollups")
 	var got []line
 	for _, l := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {
 		var x line
@@ -207,7 +208,7 @@ func whoShowsHolder(t *testing.T, open opener, b backends.Backend, url string) {
 
 // listLists checks list on the store at url, which b reaches too.
 func listLists(t *testing.T, open opener, b backends.Backend, url string) {
-	s, err := b.Open(t.Context(), "alpha", 10*time.Second)
+	s, err := b.Open(t.Context(), "alpha", ttlFor(url))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,11 +225,11 @@ func listLists(t *testing.T, open opener, b backends.Backend, url string) {
 			}
 		}
 	}
-	r := runCmd(t, open, "list", "--backend", url, prefix)
+	r := runCmd(t, open, "list", "--backend", url, "--dial-timeout", "30s", prefix)
 	if want := prefix + "a\n" + prefix + "b\n"; r.code != exitOK || r.stdout != want {
 		t.Fatalf("list %s: exit %d, stdout %q, stderr %q; want %q", prefix, r.code, r.stdout, r.stderr, want)
 	}
-	r = runCmd(t, open, "list", "--backend", url, prefix+"none")
+	r = runCmd(t, open, "list", "--backend", url, "--dial-timeout", "30s", prefix+"none")
 	if r.code != exitOK || r.stdout != "" {
 		t.Fatalf("list %snone: exit %d, stdout %q, stderr %q; want nothing", prefix, r.code, r.stdout, r.stderr)
 	}
@@ -237,8 +238,11 @@ func listLists(t *testing.T, open opener, b backends.Backend, url string) {
 // watchSeesTakeOver checks that watch prints a line when a second
 // candidate takes the lock over, on the store at url that b reaches too.
 func watchSeesTakeOver(t *testing.T, open opener, b backends.Backend, url string) {
+	if open == nil {
+		open = dialOpen
+	}
 	name := "watch-" + itoa(uint64(time.Now().UnixNano()))
-	a, err := b.Open(t.Context(), "alpha", 10*time.Second)
+	a, err := b.Open(t.Context(), "alpha", ttlFor(url))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,13 +255,15 @@ func watchSeesTakeOver(t *testing.T, open opener, b backends.Backend, url string
 	defer stop()
 	var stdout, stderr buffer
 	done := make(chan int, 1)
-	go func() { done <- runWith(ctx, []string{"watch", "--backend", url, name}, &stdout, &stderr, open) }()
+	go func() {
+		done <- runWith(ctx, []string{"watch", "--backend", url, "--dial-timeout", "30s", name}, &stdout, &stderr, open)
+	}()
 	waitFor(t, &stdout, done, name+"  held by alpha  token "+itoa(tok))
 
 	if err := a.Release(t.Context(), name, tok, 0); err != nil {
 		t.Fatal(err)
 	}
-	bravo, err := b.Open(t.Context(), "bravo", 10*time.Second)
+	bravo, err := b.Open(t.Context(), "bravo", ttlFor(url))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,6 +287,15 @@ func watchSeesTakeOver(t *testing.T, open opener, b backends.Backend, url string
 			t.Fatalf("watch printed %q: it does not start with the time: %v", l, err)
 		}
 	}
+}
+
+// ttlFor is the TTL of the test's sessions on the store at url: long,
+// but within ZooKeeper's session timeout.
+func ttlFor(url string) time.Duration {
+	if strings.HasPrefix(url, "zk://") {
+		return zkdial.SessionTimeout
+	}
+	return 10 * time.Second
 }
 
 // waitFor waits until out has a line containing want, or fails the test
@@ -317,7 +332,7 @@ func TestUnreachableFailsInOneLine(t *testing.T) {
 	port := closedPort(t)
 	for _, url := range []string{"redis://" + port, "postgres://u@" + port + "/db", "etcd://" + port, "zk://" + port, "mysql://u@" + port + "/db", "nats://" + port} {
 		for _, cmd := range [][]string{{"who", "x"}, {"watch", "x"}, {"list"}} {
-			args := append([]string{cmd[0], "--backend", url, "--dial-timeout", "2s"}, cmd[1:]...)
+			args := append([]string{cmd[0], "--backend", url, "--dial-timeout", "30s", "--dial-timeout", "2s"}, cmd[1:]...)
 			r := runCmd(t, nil, args...)
 			if r.code != exitFailure || r.stdout != "" || r.took > 2*time.Second+10*time.Second {
 				t.Errorf("%q: exit %d after %v, stdout %q, stderr %q; want 1, nothing, within 12s", args, r.code, r.took, r.stdout, r.stderr)
