@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -319,11 +321,24 @@ func TestListCannotList(t *testing.T) {
 	open := func(context.Context, string, time.Duration, *slog.Logger) (backends.Backend, func(), error) {
 		return struct{ backends.Backend }{memory.New()}, func() {}, nil // a Backend and nothing more
 	}
-	r := runCmd(t, open, "list", "--backend", "memory")
-	if r.code != exitFailure || !strings.Contains(r.stderr, "cannot list") {
-		t.Fatalf("list on a store without List: exit %d, stderr %q; want 1 and a line saying it cannot list", r.code, r.stderr)
+	unsupported := func(context.Context, string, time.Duration, *slog.Logger) (backends.Backend, func(), error) {
+		return cannotList{memory.New()}, func() {}, nil // a Lister whose store turns out unable to list
 	}
-	oneLine(t, "list", r.stderr)
+	for what, open := range map[string]opener{"no Lister": open, "ErrUnsupported": unsupported} {
+		r := runCmd(t, open, "list", "--backend", "memory")
+		if r.code != exitFailure || r.stdout != "" || !strings.Contains(r.stderr, "cannot list") {
+			t.Fatalf("list on a store that cannot (%s): exit %d, stderr %q; want 1 and a line saying it cannot list", what, r.code, r.stderr)
+		}
+		oneLine(t, "list", r.stderr)
+	}
+}
+
+// cannotList is a Lister whose store cannot list, as a record store on a
+// driver that cannot.
+type cannotList struct{ backends.Backend }
+
+func (cannotList) List(context.Context, string) ([]string, error) {
+	return nil, fmt.Errorf("test: %w: this store cannot list its locks", errors.ErrUnsupported)
 }
 
 // TestUnreachableFailsInOneLine: a store nobody answers for fails each

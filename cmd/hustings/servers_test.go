@@ -15,46 +15,35 @@ import (
 	"github.com/hustings/hustings/backends/zookeeper/zktest"
 )
 
-// onServer runs who, list (where the store can) and watch against the
+// onServer runs who, list and watch against the
 // real server at raw, whose candidates the test runs through a backend of
 // its own opened by URL.
-func onServer(t *testing.T, raw string, canList bool) {
+func onServer(t *testing.T, raw string) {
 	b, closeStore, err := dial.Open(t.Context(), raw, dial.WithTimeout(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeStore()
 	t.Run("who", func(t *testing.T) { whoShowsHolder(t, nil, b, raw) })
-	if canList {
-		t.Run("list", func(t *testing.T) { listLists(t, nil, b, raw) })
-	} else {
-		t.Run("list", func(t *testing.T) {
-			r := runCmd(t, nil, "list", "--backend", raw, "--dial-timeout", "30s")
-			if r.code != exitFailure || r.stdout != "" {
-				t.Fatalf("list: exit %d, stdout %q; want 1 and nothing", r.code, r.stdout)
-			}
-			oneLine(t, "list", r.stderr)
-		})
-	}
+	t.Run("list", func(t *testing.T) { listLists(t, nil, b, raw) })
 	t.Run("watch", func(t *testing.T) { watchSeesTakeOver(t, nil, b, raw) })
 }
 
-func TestRedis(t *testing.T) { onServer(t, "redis://"+redistest.Start(t).Addr(), true) }
+func TestRedis(t *testing.T) { onServer(t, "redis://"+redistest.Start(t).Addr()) }
 
-func TestPostgres(t *testing.T) { onServer(t, pgtest.DSN(pgtest.Start(t).Addr()), true) }
+func TestPostgres(t *testing.T) { onServer(t, pgtest.DSN(pgtest.Start(t).Addr())) }
 
-func TestEtcd(t *testing.T) { onServer(t, "etcd://"+etcdtest.Start(t).Addr(), true) }
+func TestEtcd(t *testing.T) { onServer(t, "etcd://"+etcdtest.Start(t).Addr()) }
 
-func TestZooKeeper(t *testing.T) { onServer(t, "zk://"+zktest.Start(t).Addr()+"/cli-test", true) }
+func TestZooKeeper(t *testing.T) { onServer(t, "zk://"+zktest.Start(t).Addr()+"/cli-test") }
 
 func TestMySQL(t *testing.T) {
-	onServer(t, "mysql://root@"+mysqltest.Start(t).Addr()+"/"+mysqltest.Database, true)
+	onServer(t, "mysql://root@"+mysqltest.Start(t).Addr()+"/"+mysqltest.Database)
 }
 
-// TestNATS: its record driver does not list (yet), so list says so.
-func TestNATS(t *testing.T) { onServer(t, natstest.Start(t).URL(), false) }
+func TestNATS(t *testing.T) { onServer(t, natstest.Start(t).URL()) }
 
 func TestKubernetes(t *testing.T) {
 	srv := kubetest.Start(t)
-	onServer(t, "k8s:///?"+url.Values{"kubeconfig": {srv.Kubeconfig()}, "namespace": {"default"}, "prefix": {"clitest"}, "qps": {"-1"}}.Encode(), true)
+	onServer(t, "k8s:///?"+url.Values{"kubeconfig": {srv.Kubeconfig()}, "namespace": {"default"}, "prefix": {"clitest"}, "qps": {"-1"}}.Encode())
 }
