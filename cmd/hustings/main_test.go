@@ -373,3 +373,56 @@ func closedPort(t *testing.T) string {
 
 // itoa formats a token or a number for the lines the tests look for.
 func itoa[T ~uint64](n T) string { return strconv.FormatUint(uint64(n), 10) }
+
+// TestSilentStoreFailsWithinTheDefaultTimeout: a server that accepts
+// connections and never answers fails each command within the default
+// dial timeout, 5 s (plus a generous margin for a busy machine), with one
+// line.
+func TestSilentStoreFailsWithinTheDefaultTimeout(t *testing.T) {
+	addr := silent(t)
+	for _, url := range []string{"redis://" + addr, "postgres://u@" + addr + "/db", "etcd://" + addr, "mysql://u@" + addr + "/db"} {
+		t.Run(strings.Split(url, ":")[0], func(t *testing.T) {
+			t.Parallel()
+			r := runCmd(t, nil, "who", "--backend", url, "x")
+			if r.code != exitFailure || r.stdout != "" || r.took > defaultTimeout+5*time.Second {
+				t.Fatalf("who on a silent %s: exit %d after %v, stdout %q, stderr %q; want 1, nothing, within %v", url, r.code, r.took, r.stdout, r.stderr, defaultTimeout+5*time.Second)
+			}
+			oneLine(t, url, r.stderr)
+		})
+	}
+}
+
+// silent returns host:port of a loopback listener that accepts
+// connections and never writes to them; the test's cleanup closes it all.
+func silent(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		wg    sync.WaitGroup
+	)
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		_ = l.Close()
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return l.Addr().String()
+}
