@@ -91,10 +91,10 @@ func New(client clientset.Interface, namespace string, opts ...Option) (*Backend
 // the Backend's namespace), for kubectl and for operators.
 func (b *Backend) LockLease(name string) string { return leaseName(b.prefix, kindLock, name) }
 
-// Holder reports who holds the lock name: one GET of its Lease, and one
-// of its holder's session Lease, two if the Backend's watch did not
-// deliver that within its TTL (one judges the session, one reads its
-// renewTime for Expires). A lock is held while its session lives
+// Holder reports who holds the lock name: one GET of its Lease, and two
+// of its holder's session Lease unless the Backend's watch delivered it
+// within its TTL (one judges the session, one reads its renewTime for
+// Expires: see expiry). A lock is held while its session lives
 // as this process judges it (see the package doc: by its own clock,
 // since it first saw the session's current record); a lock released
 // with a hold reports the releasing candidate until the hold ends.
@@ -121,38 +121,7 @@ func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, err
 	if err != nil || !live {
 		return backends.Holder{}, err
 	}
-	return b.expiry(ctx, l, t)
-}
-
-// expiry returns the Holder of the live term t of lock Lease l, with when
-// it ends unless renewed, as its Leases say on the clocks of the
-// candidates that wrote them: a hold's renewTime + the hold; else the
-// session Lease's renewTime + its TTL (one GET), or the lock's
-// acquireTime + its lease if that comes first.
-func (b *Backend) expiry(ctx context.Context, l *coordv1.Lease, t term) (backends.Holder, error) {
-	h := backends.Holder{ID: t.candidate, Token: t.token, Session: t.session}
-	if t.hold > 0 {
-		if r := l.Spec.RenewTime; r != nil {
-			h.Expires = r.Add(t.hold)
-		}
-		return h, nil
-	}
-	sl, err := b.leases.Get(ctx, t.session, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return backends.Holder{}, nil // it ended since the lock was judged
-	case err != nil:
-		return backends.Holder{}, translate(ctx, "read session", err)
-	}
-	if r := sl.Spec.RenewTime; r != nil && ttlOf(sl) > 0 {
-		h.Expires = r.Add(ttlOf(sl))
-	}
-	if a := l.Spec.AcquireTime; a != nil && t.lease > 0 {
-		if end := a.Add(t.lease); h.Expires.IsZero() || end.Before(h.Expires) {
-			h.Expires = end
-		}
-	}
-	return h, nil
+	return b.expiry(ctx, l, t, start)
 }
 
 // term reads a lock Lease, checking that it is name's (not a hash
