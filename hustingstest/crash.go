@@ -3,11 +3,13 @@
 // wraps a real backend for that candidate, and after Crash every call
 // hangs until its context ends, so nothing is renewed and nothing
 // released, and the server lets the candidate's session expire as it
-// would after a kill or a freeze. It is not a fake backend: every call
-// that goes through reaches the real one, so a test can run on any
-// backend. Recorder checks a test's history of terms and writes by the
-// rules the chaos suite checks. The package imports no test code, so
-// programs (a demo) can use it too.
+// would after a kill or a freeze; Slow delays every call instead. It is
+// not a fake backend: every call that goes through reaches the real one,
+// so a test can run on any backend. Recorder checks a test's history of
+// terms and writes by the rules the chaos suite checks (Tampered excuses
+// the overlap a lock deleted behind its holder makes, as with
+// memory.Backend's Delete and Expire). The package imports no test code,
+// so programs (a demo) can use it too.
 //
 // docs/testing.md in the repository shows a failover test of a user's
 // loop with both, in virtual time (testing/synctest).
@@ -32,7 +34,8 @@ type Crashable struct {
 
 	mu      sync.Mutex
 	crashed bool
-	closed  bool // refused is closed
+	closed  bool          // refused is closed
+	slow    time.Duration // added to every call, see Slow
 }
 
 var _ backends.Backend = (*Crashable)(nil)
@@ -67,12 +70,35 @@ func (c *Crashable) Refuse() {
 	}
 }
 
-// gate returns nil unless crashed; crashed, it blocks until ctx ends or
-// Refuse.
+// Slow makes every call from now on wait d before it goes through, as
+// calls over a congested network or to an overloaded server do; 0 makes
+// them fast again. A call whose context ends while it waits fails with
+// backends.ErrUnavailable and never reaches the backend. Inside a
+// testing/synctest bubble the wait passes in virtual time. A negative d
+// counts as 0.
+func (c *Crashable) Slow(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.slow = max(d, 0)
+}
+
+// gate returns nil unless crashed, after the delay of Slow; crashed, it
+// blocks until ctx ends or Refuse.
 func (c *Crashable) gate(ctx context.Context) error {
 	c.mu.Lock()
-	crashed := c.crashed
+	crashed, slow := c.crashed, c.slow
 	c.mu.Unlock()
+	if !crashed && slow > 0 {
+		t := time.NewTimer(slow)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: slow: %w", backends.ErrUnavailable, ctx.Err())
+		case <-c.refused:
+			return fmt.Errorf("%w: crashed, and its calls refused", backends.ErrUnavailable)
+		case <-t.C:
+		}
+	}
 	if !crashed {
 		return nil
 	}
@@ -133,6 +159,16 @@ func (c *Crashable) Members(ctx context.Context, group string) ([]strategy.Candi
 type session struct {
 	backends.Session
 	c *Crashable
+}
+
+// Losses passes on the real session's pushed losses (see
+// backends.LossNotifier); a session that pushes none gives a nil channel,
+// which never receives.
+func (s *session) Losses() <-chan struct{} {
+	if n, ok := s.Session.(backends.LossNotifier); ok {
+		return n.Losses()
+	}
+	return nil
 }
 
 func (s *session) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {

@@ -14,7 +14,7 @@ import (
 // deadline d from now, and returns its end.
 func elect(r *Recorder, name, holder string, token events.Token, d time.Duration) func() {
 	e := events.Event{Kind: events.Elected, Name: name, Holder: holder, Token: token, Time: time.Now(), Deadline: time.Now().Add(d)}
-	th := recorderHook{r}.Term(context.Background(), e, "memory", time.Second, nil, nil)
+	th := recorderHook{r: r}.Term(context.Background(), e, "memory", time.Second, nil, nil)
 	return func() {
 		end := e
 		end.Kind, end.Time = events.Revoked, time.Now()
@@ -53,6 +53,45 @@ func TestRecorderRules(t *testing.T) {
 			end()
 		},
 		want: "two terms in force at once",
+	}, {
+		name: "overlap after a tamper, ended at once",
+		history: func(r *Recorder) {
+			end := elect(r, "l", "a", 1, time.Second)
+			r.Tampered("l")
+			elect(r, "l", "b", 2, time.Second)()
+			end()
+		},
+	}, {
+		name: "overlap after a tamper, ended late",
+		history: func(r *Recorder) {
+			end := elect(r, "l", "a", 1, time.Second)
+			r.Tampered("l")
+			elect(r, "l", "b", 2, time.Second)()
+			time.Sleep(Late + time.Millisecond)
+			end()
+		},
+		want: "two terms in force at once",
+	}, {
+		name: "overlap after a tamper of another lock",
+		history: func(r *Recorder) {
+			end := elect(r, "l", "a", 1, time.Second)
+			r.Tampered("m")
+			elect(r, "l", "b", 2, time.Second)()
+			end()
+		},
+		want: "two terms in force at once",
+	}, {
+		name: "stale write after a tamper",
+		history: func(r *Recorder) {
+			end := elect(r, "l", "a", 1, time.Second)
+			r.Tampered("l")
+			next := elect(r, "l", "b", 2, time.Second)
+			r.Wrote("l", 2)
+			r.Wrote("l", 1)
+			end()
+			next()
+		},
+		want: "a stale leader's write",
 	}, {
 		name: "token back",
 		history: func(r *Recorder) {
@@ -119,7 +158,7 @@ func TestRecorderRules(t *testing.T) {
 // function's start to its return, is a term.
 func TestRecorderSeesOneShotRuns(t *testing.T) {
 	r := NewRecorder()
-	run := recorderHook{r}.Run(context.Background(), "job", "memory", "a")
+	run := recorderHook{r: r}.Run(context.Background(), "job", "memory", "a")
 	done := run.Work(0, 3, time.Now().Add(time.Minute))
 	r.Wrote("job", 3)
 	done()

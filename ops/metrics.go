@@ -77,7 +77,7 @@ func WithMetrics(m *Metrics) campaign.Option {
 
 // metricsHook feeds Metrics from the engine.
 type metricsHook struct {
-	nopHook
+	elector.NopHook
 	m *Metrics
 }
 

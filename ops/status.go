@@ -80,7 +80,7 @@ func (m *MasterStatus) add(name string, n int) {
 
 // statusHook feeds a MasterStatus from the engine.
 type statusHook struct {
-	nopHook
+	elector.NopHook
 	m *MasterStatus
 }
 

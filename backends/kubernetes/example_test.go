@@ -44,9 +44,15 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	alice, _ := b.Open(ctx, "alice", 10*time.Second)
+	alice, err := b.Open(ctx, "alice", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer alice.Close(ctx)
-	bob, _ := b.Open(ctx, "bob", 10*time.Second)
+	bob, err := b.Open(ctx, "bob", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer bob.Close(ctx)
 
 	first, _ := alice.Acquire(ctx, "nightly-settlement", 0)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/hustings/hustings/backends"
@@ -17,15 +18,21 @@ func Example() {
 	ctx := context.Background()
 	b := memory.New()
 
-	alice, _ := b.Open(ctx, "alice", 10*time.Second)
+	alice, err := b.Open(ctx, "alice", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer alice.Close(ctx)
-	bob, _ := b.Open(ctx, "bob", 10*time.Second)
+	bob, err := b.Open(ctx, "bob", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer bob.Close(ctx)
 
 	tok, _ := alice.Acquire(ctx, "nightly-settlement", 0)
 	fmt.Println("alice holds it with token", tok)
 
-	_, err := bob.Acquire(ctx, "nightly-settlement", 0)
+	_, err = bob.Acquire(ctx, "nightly-settlement", 0)
 	fmt.Println("bob skips:", errors.Is(err, backends.ErrHeld))
 
 	_ = alice.Release(ctx, "nightly-settlement", tok, 0)
@@ -43,12 +50,15 @@ func Example() {
 func ExampleBackend_Partition() {
 	ctx := context.Background()
 	b := memory.New()
-	alice, _ := b.Open(ctx, "alice", 10*time.Second)
+	alice, err := b.Open(ctx, "alice", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer alice.Close(ctx)
 
 	b.Partition("alice")
 	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
-	err := alice.KeepAlive(short)
+	err = alice.KeepAlive(short)
 	cancel()
 	fmt.Println(errors.Is(err, backends.ErrUnavailable), errors.Is(err, context.DeadlineExceeded))
 

@@ -65,6 +65,8 @@ type Backend struct {
 	watches map[string]map[chan struct{}]struct{}
 	cut     map[string]chan struct{} // partitioned IDs; closed on Heal
 	cutAll  chan struct{}            // non-nil while partitioned; closed on HealAll
+	open    map[*session]struct{}    // sessions not known ended, for Expire
+	pruned  int                      // len(open) after its last prune
 	groups  map[string]map[*session]strategy.Candidate
 	orders  map[string]uint64 // last registration order per group; never reset
 }
@@ -92,6 +94,7 @@ func New(opts ...Option) *Backend {
 		locks:   make(map[string]*lock),
 		watches: make(map[string]map[chan struct{}]struct{}),
 		cut:     make(map[string]chan struct{}),
+		open:    make(map[*session]struct{}),
 		groups:  make(map[string]map[*session]strategy.Candidate),
 		orders:  make(map[string]uint64),
 	}
@@ -121,8 +124,26 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 		ttl:   ttl,
 		locks: make(map[string]*lock),
 	}
-	s.expires = b.clock.Now().Add(ttl)
+	now := b.clock.Now()
+	s.expires = now.Add(ttl)
+	b.track(s, now)
 	return s, nil
+}
+
+// track adds s to the open sessions. Sessions that expired unseen (no
+// call found them dead) are dropped once the set has doubled since the
+// last look, so that it costs O(1) per Open over time. b.mu must be held.
+func (b *Backend) track(s *session, now time.Time) {
+	b.open[s] = struct{}{}
+	if len(b.open) < 2*b.pruned+64 {
+		return
+	}
+	for o := range b.open {
+		if !o.alive(now) {
+			delete(b.open, o) // its locks are found dead by lookup
+		}
+	}
+	b.pruned = len(b.open)
 }
 
 // Holder reports who holds the lock name; a zero Holder means it is free.

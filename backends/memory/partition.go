@@ -103,3 +103,26 @@ func (b *Backend) Delete(name string) {
 		b.remove(name, l)
 	}
 }
+
+// Expire ends every session of candidate id now, as a server ends a
+// session whose TTL ran out without a renewal: its locks are freed (a
+// lock it released with a hold stays held until the hold ends) and their
+// waiters woken, its registry entries vanish, its holder hears of the
+// lost locks at once in Lost (as a watch on its own keys would tell it),
+// and its next call fails with backends.ErrSessionLost. The candidate
+// itself is not cut off: it may open a new session. An id with no live
+// session does nothing.
+func (b *Backend) Expire(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.open {
+		if s.id != id {
+			continue
+		}
+		for name, l := range s.locks {
+			s.ledger.Gone(name, l.token)
+		}
+		s.expires = b.clock.Now()
+		s.end()
+	}
+}

@@ -180,6 +180,7 @@ func (s *session) check(now time.Time) error {
 // b.mu must be held.
 func (s *session) end() {
 	s.ended = true
+	delete(s.b.open, s)
 	for name, l := range s.locks {
 		s.b.remove(name, l)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"time"
 
@@ -39,9 +40,15 @@ func Example() {
 		return
 	}
 	ctx := context.Background()
-	alice, _ := b.Open(ctx, "alice", 10*time.Second)
+	alice, err := b.Open(ctx, "alice", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer alice.Close(ctx)
-	bob, _ := b.Open(ctx, "bob", 10*time.Second)
+	bob, err := b.Open(ctx, "bob", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer bob.Close(ctx)
 
 	tok, _ := alice.Acquire(ctx, "nightly-settlement", 0)
@@ -80,11 +87,20 @@ func ExampleBackend_Fence() {
 	defer srv.Stop()
 	client := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	defer client.Close()
-	b, _ := redis.New(client)
+	b, err := redis.New(client)
+	if err != nil {
+		log.Fatal(err)
+	}
 	ctx := context.Background()
-	alice, _ := b.Open(ctx, "alice", 10*time.Second)
+	alice, err := b.Open(ctx, "alice", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer alice.Close(ctx)
-	bob, _ := b.Open(ctx, "bob", 10*time.Second)
+	bob, err := b.Open(ctx, "bob", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer bob.Close(ctx)
 
 	const deposit = `return redis.call('INCRBY', KEYS[1], ARGV[1])`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -34,9 +35,15 @@ func Example() {
 		return
 	}
 
-	alice, _ := b.Open(ctx, "alice", 3*time.Second)
+	alice, err := b.Open(ctx, "alice", 3*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer alice.Close(ctx)
-	bob, _ := b.Open(ctx, "bob", 3*time.Second)
+	bob, err := b.Open(ctx, "bob", 3*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer bob.Close(ctx)
 
 	first, _ := alice.Acquire(ctx, "svc/nightly-settlement", 0)
@@ -75,9 +82,15 @@ func ExampleBackend_Fence() {
 		fmt.Println(err)
 		return
 	}
-	alice, _ := b.Open(ctx, "alice", 3*time.Second)
+	alice, err := b.Open(ctx, "alice", 3*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer alice.Close(ctx)
-	bob, _ := b.Open(ctx, "bob", 3*time.Second)
+	bob, err := b.Open(ctx, "bob", 3*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer bob.Close(ctx)
 	report := root + "-report"
 	if _, err := conn.Create(report, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {

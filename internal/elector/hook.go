@@ -67,6 +67,35 @@ type RunHook interface {
 	Ended(outcome string, err error)
 }
 
+// NopHook is the part of a Hook a hook does not need: embedded, it
+// hears Campaign, Try and KeepAlive and does nothing, and its Run hears
+// nothing of the run (NopRun). The embedding type writes Term.
+type NopHook struct{}
+
+// Campaign does nothing.
+func (NopHook) Campaign(string, string) {}
+
+// Try does nothing.
+func (NopHook) Try(string, string, Reason) {}
+
+// KeepAlive does nothing.
+func (NopHook) KeepAlive(string, time.Duration, error) {}
+
+// Run returns NopRun.
+func (NopHook) Run(context.Context, string, string, string) RunHook { return NopRun{} }
+
+// NopRun is a RunHook that hears nothing.
+type NopRun struct{}
+
+// Context returns ctx.
+func (NopRun) Context(ctx context.Context) context.Context { return ctx }
+
+// Work returns a done that does nothing.
+func (NopRun) Work(int, events.Token, time.Time) func() { return func() {} }
+
+// Ended does nothing.
+func (NopRun) Ended(string, error) {}
+
 // Hooks is the Config's list of hooks, called in order; a nil list costs
 // nothing.
 type Hooks []Hook
