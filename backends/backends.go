@@ -130,12 +130,37 @@ type LossNotifier interface {
 	Losses() <-chan struct{}
 }
 
-// Holder describes who holds a lock.
+// Holder describes who holds a lock, and what the store says of the term.
+// Expires moves on with every renewal: to tell one term from another,
+// compare ID and Token.
 type Holder struct {
 	// ID is the holding candidate's ID; empty when the lock is free.
 	ID string
 	// Token is the fencing token of the holder's term.
 	Token events.Token
+	// Expires is when the term ends unless its session is renewed: the
+	// end of the session, or of the lock's own lease or hold if that comes
+	// first, on the store's clock (a store that counts a remaining time
+	// down gives the reader's clock plus it); zero if the store does not
+	// say.
+	Expires time.Time
+	// Session is the store's name of the holding session (an etcd lease
+	// ID in hex, a session node, key, row, record or Lease); "" for a
+	// lock released with a hold, or a store that has none.
+	Session string
+}
+
+// Lister is implemented by backends that can list the locks they hold,
+// for operators' tools. Listing changes no lock's holder (it tidies what
+// it finds dead only where Holder does too).
+type Lister interface {
+	// List returns the names of the locks held now (by a live session,
+	// or released with a hold that lasts) that start with prefix ("" for
+	// all), sorted by their bytes; nil if none. Its cost grows with the
+	// number of lock records under prefix; each backend's doc says how. A
+	// backend whose store turns out unable to list returns an error
+	// matching errors.ErrUnsupported.
+	List(ctx context.Context, prefix string) ([]string, error)
 }
 
 // Dequeuer is implemented by the sessions of backends that queue waiters

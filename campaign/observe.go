@@ -85,7 +85,7 @@ func (o *observer) look() {
 		}
 		return
 	}
-	if o.seen && h == o.last {
+	if o.seen && h.ID == o.last.ID && h.Token == o.last.Token { // Expires moves with each renewal
 		return
 	}
 	o.last, o.seen = h, true

@@ -72,6 +72,7 @@ const (
 	always         power = iota
 	releaseWatcher       // the Backend is a backends.ReleaseWatcher
 	dequeuer             // its Sessions are backends.Dequeuers
+	lister               // the Backend is a backends.Lister whose store can list
 )
 
 // checks is the whole suite, in the order it runs.
@@ -101,6 +102,9 @@ var checks = []check{
 	{name: "ReleaseWatchClosedWithContext", run: releaseWatchClosedWithContext, power: releaseWatcher},
 	{name: "DequeueLeavesLine", run: dequeueLeavesLine, power: dequeuer},
 	{name: "DequeueReleasesUntoldHold", run: dequeueReleasesUntoldHold, power: dequeuer},
+	{name: "HolderDescribesTerm", run: holderDescribesTerm},
+	{name: "HolderOfHoldHasNoSession", run: holderOfHold},
+	{name: "ListFindsHeldLocks", run: listFindsHeldLocks, power: lister},
 	{name: "InvalidInput", run: invalidInput},
 	{name: "CanceledContext", run: canceledContext},
 }
@@ -212,9 +216,8 @@ func (e *env) holder(name string) backends.Holder {
 // wantHolder fails the check unless name is held by id under tok.
 func (e *env) wantHolder(name, id string, tok events.Token) {
 	e.t.Helper()
-	want := backends.Holder{ID: id, Token: tok}
-	if got := e.holder(name); got != want {
-		e.t.Fatalf("Holder(%q) = %+v, want %+v", name, got, want)
+	if got := e.holder(name); got.ID != id || got.Token != tok {
+		e.t.Fatalf("Holder(%q) = %+v, want ID %q, Token %d", name, got, id, tok)
 	}
 }
 
@@ -283,5 +286,5 @@ func powers(t *testing.T, h Harness) map[power]bool {
 	defer s.Close(context.Background())
 	_, rw := b.(backends.ReleaseWatcher)
 	_, dq := s.(backends.Dequeuer)
-	return map[power]bool{always: true, releaseWatcher: rw, dequeuer: dq}
+	return map[power]bool{always: true, releaseWatcher: rw, dequeuer: dq, lister: canList(t, b)}
 }

@@ -73,7 +73,10 @@ func New(client *clientv3.Client, opts ...Option) (*Backend, error) {
 
 // Holder reports who holds the lock name; a zero Holder means it is free.
 // A lock released with a hold reports the releasing candidate until the
-// hold ends. It takes one round trip, two for a lock acquired with a lease.
+// hold ends. It takes two round trips (the key, its lease's TTL), one
+// more for a lock acquired with a lease (its guard). Expires is this
+// process's clock plus the shortest remaining TTL, in whole seconds as
+// etcd counts them.
 func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, error) {
 	if err := validate.Name(name); err != nil {
 		return backends.Holder{}, err
@@ -81,6 +84,7 @@ func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, err
 	if err := ctxErr(ctx, "holder"); err != nil {
 		return backends.Holder{}, err
 	}
+	start := time.Now()
 	resp, err := b.client.Get(ctx, b.lockKey(name))
 	if err != nil {
 		return backends.Holder{}, translate(ctx, "holder", err)
@@ -92,7 +96,26 @@ func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, err
 	if err != nil || !l.alive {
 		return backends.Holder{}, err
 	}
-	return backends.Holder{ID: l.v.ID, Token: l.token}, nil
+	h := backends.Holder{ID: l.v.ID, Token: l.token}
+	if l.v.Session != 0 {
+		h.Session = strconv.FormatInt(int64(l.v.Session), 16)
+	}
+	for _, lease := range []clientv3.LeaseID{clientv3.LeaseID(resp.Kvs[0].Lease), l.v.Guard} {
+		if lease == clientv3.NoLease {
+			continue
+		}
+		ttl, err := b.client.TimeToLive(ctx, lease)
+		if err != nil {
+			return backends.Holder{}, translate(ctx, "holder's lease", err)
+		}
+		if ttl.TTL < 0 {
+			return backends.Holder{}, nil // it expired since the read
+		}
+		if end := start.Add(time.Duration(ttl.TTL) * time.Second); h.Expires.IsZero() || end.Before(h.Expires) {
+			h.Expires = end
+		}
+	}
+	return h, nil
 }
 
 // value is what a lock key holds: who holds it, and how it is bound.

@@ -67,7 +67,7 @@ func TestFirstAcquireOpensTheSession(t *testing.T) {
 	if key.CreateRevision != int64(tok) {
 		t.Errorf("session key created at revision %d, want %d, the lock's token", key.CreateRevision, tok)
 	}
-	if h, err := b.Holder(t.Context(), "job"); err != nil || h != (backends.Holder{ID: "a", Token: tok}) {
+	if h, err := b.Holder(t.Context(), "job"); err != nil || h.ID != "a" || h.Token != tok {
 		t.Fatalf("Holder = %+v, %v; want a, %d", h, err, tok)
 	}
 	rival := open(t, b, "rival", time.Minute)

@@ -91,9 +91,10 @@ func New(client clientset.Interface, namespace string, opts ...Option) (*Backend
 // the Backend's namespace), for kubectl and for operators.
 func (b *Backend) LockLease(name string) string { return leaseName(b.prefix, kindLock, name) }
 
-// Holder reports who holds the lock name: one GET of its Lease, and one
+// Holder reports who holds the lock name: one GET of its Lease, and two
 // of its holder's session Lease unless the Backend's watch delivered it
-// within its TTL. A lock is held while its session lives
+// within its TTL (one judges the session, one reads its renewTime for
+// Expires: see expiry). A lock is held while its session lives
 // as this process judges it (see the package doc: by its own clock,
 // since it first saw the session's current record); a lock released
 // with a hold reports the releasing candidate until the hold ends.
@@ -120,7 +121,7 @@ func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, err
 	if err != nil || !live {
 		return backends.Holder{}, err
 	}
-	return backends.Holder{ID: t.candidate, Token: t.token}, nil
+	return b.expiry(ctx, l, t, start)
 }
 
 // term reads a lock Lease, checking that it is name's (not a hash

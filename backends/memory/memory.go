@@ -3,6 +3,8 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 var (
 	_ backends.Backend   = (*Backend)(nil)
 	_ backends.Watcher   = (*Backend)(nil)
+	_ backends.Lister    = (*Backend)(nil)
 	_ backends.Registry  = (*Backend)(nil)
 	_ backends.Registrar = (*session)(nil)
 )
@@ -159,7 +162,31 @@ func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, err
 	if l == nil {
 		return backends.Holder{}, nil
 	}
-	return backends.Holder{ID: l.id, Token: l.token}, nil
+	h := backends.Holder{ID: l.id, Token: l.token, Expires: l.until}
+	if l.sess != nil && (h.Expires.IsZero() || l.sess.expires.Before(h.Expires)) {
+		h.Expires = l.sess.expires
+	}
+	return h, nil
+}
+
+// List returns the names of the live locks that start with prefix,
+// sorted: one pass over every lock the Backend keeps.
+func (b *Backend) List(ctx context.Context, prefix string) ([]string, error) {
+	if err := b.reach(ctx, ""); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var names []string
+	for name := range b.locks {
+		if strings.HasPrefix(name, prefix) {
+			names = append(names, name)
+		}
+	}
+	now := b.clock.Now()
+	names = slices.DeleteFunc(names, func(name string) bool { return b.lookup(name, now) == nil })
+	slices.Sort(names)
+	return names, nil
 }
 
 // lookup returns the live lock name, or nil if it is free. A lock found

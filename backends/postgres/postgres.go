@@ -21,6 +21,7 @@ import (
 var (
 	_ backends.Backend = (*Backend)(nil)
 	_ backends.Watcher = (*Backend)(nil)
+	_ backends.Lister  = (*Backend)(nil)
 )
 
 // DefaultSchema holds the backend's tables unless WithSchema says
@@ -113,7 +114,7 @@ func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, err
 	}
 	var h backends.Holder
 	err := b.run(ctx, "holder", func() error {
-		err := b.pool.QueryRow(ctx, b.t.expand(holderSQL), name).Scan(&h.ID, &h.Token)
+		err := b.pool.QueryRow(ctx, b.t.expand(holderSQL), name).Scan(&h.ID, &h.Token, &h.Expires, &h.Session)
 		if errors.Is(err, pgx.ErrNoRows) {
 			h = backends.Holder{}
 			return nil
@@ -129,8 +130,36 @@ func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, err
 const liveSQL = `l.expires_at > clock_timestamp() AND (l.hold OR EXISTS (
   SELECT 1 FROM {sessions} ls WHERE ls.id = l.session_id AND ls.expires_at > clock_timestamp()))`
 
-// holderSQL reads the holder of a live lock row.
-const holderSQL = `SELECT l.candidate, l.token FROM {locks} l WHERE l.name = $1 AND ` + liveSQL
+// holderSQL reads the holder of a live lock row, when its term ends
+// unless renewed (a session's expires_at is never infinite, a hold's
+// never is either), and its session ("" for a hold).
+const holderSQL = `SELECT l.candidate, l.token,
+  CASE WHEN l.hold THEN l.expires_at
+    ELSE LEAST(l.expires_at, (SELECT s.expires_at FROM {sessions} s WHERE s.id = l.session_id)) END,
+  CASE WHEN l.hold THEN '' ELSE l.session_id END
+FROM {locks} l WHERE l.name = $1 AND ` + liveSQL
+
+// listSQL reads the names of the live lock rows that start with $1.
+const listSQL = `SELECT l.name FROM {locks} l WHERE left(l.name, length($1)) = $1 AND ` + liveSQL + ` ORDER BY l.name COLLATE "C"`
+
+// List returns the names of the locks held now that start with prefix,
+// sorted by their bytes: one SELECT, which reads every lock row under
+// prefix (a scan of the locks table).
+func (b *Backend) List(ctx context.Context, prefix string) ([]string, error) {
+	var names []string
+	err := b.run(ctx, "list", func() error {
+		rows, err := b.pool.Query(ctx, b.t.expand(listSQL), prefix)
+		if err != nil {
+			return err
+		}
+		names, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if len(names) == 0 {
+		names = nil
+	}
+	return names, err
+}
 
 // maxTries bounds how often one call runs a statement that failed with a
 // serialization failure (40001) or a deadlock (40P01): both mean the

@@ -17,6 +17,7 @@ var (
 	_ backends.Backend        = (*Backend)(nil)
 	_ backends.Watcher        = (*Backend)(nil)
 	_ backends.ReleaseWatcher = (*Backend)(nil)
+	_ backends.Lister         = (*Backend)(nil)
 )
 
 // DefaultPrefix starts every key and channel name unless WithPrefix says
@@ -109,9 +110,11 @@ func (b *Backend) Open(ctx context.Context, id string, ttl time.Duration) (backe
 	return s, nil
 }
 
-// Holder reports who holds the lock name: two reads, the lock key and then
-// its holder's session key. A lock whose session expired is free; a lock
-// released with a hold reports the releasing candidate until the hold ends.
+// Holder reports who holds the lock name: two round trips, the lock key
+// with its PTTL and then its holder's session key's PTTL. A lock whose
+// session expired is free; a lock released with a hold reports the
+// releasing candidate until the hold ends. Expires is this process's
+// clock plus the shorter of the PTTLs.
 func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, error) {
 	if err := validate.Name(name); err != nil {
 		return backends.Holder{}, err
@@ -119,7 +122,12 @@ func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, err
 	if err := ctx.Err(); err != nil {
 		return backends.Holder{}, unavailable(ctx, "holder", err)
 	}
-	raw, err := b.client.Get(ctx, b.keys(name).lock).Result()
+	start := time.Now()
+	key := b.keys(name).lock
+	pipe := b.client.Pipeline()
+	get, lockTTL := pipe.Get(ctx, key), pipe.PTTL(ctx, key)
+	_, _ = pipe.Exec(ctx) // the commands' own errors say it
+	raw, err := get.Result()
 	if err == goredis.Nil {
 		return backends.Holder{}, nil
 	}
@@ -130,16 +138,25 @@ func (b *Backend) Holder(ctx context.Context, name string) (backends.Holder, err
 	if err != nil {
 		return backends.Holder{}, unavailable(ctx, "holder", err)
 	}
+	ttl := lockTTL.Val()
+	h := backends.Holder{ID: v.id(), Token: v.token}
 	if !v.held {
-		n, err := b.client.Exists(ctx, b.sessionKey(v.sid)).Result()
+		sttl, err := b.client.PTTL(ctx, b.sessionKey(v.sid)).Result()
 		if err != nil {
 			return backends.Holder{}, unavailable(ctx, "holder", err)
 		}
-		if n == 0 {
+		if sttl == -2 {
 			return backends.Holder{}, nil // its session expired
 		}
+		if sttl > 0 && (ttl <= 0 || sttl < ttl) {
+			ttl = sttl
+		}
+		h.Session = v.sid
 	}
-	return backends.Holder{ID: v.id(), Token: v.token}, nil
+	if ttl > 0 {
+		h.Expires = start.Add(ttl)
+	}
+	return h, nil
 }
 
 // lockKeys are the names of one lock's keys and channel. They share the

@@ -121,7 +121,7 @@ func TestKeepAliveFindsDeletedLocksInEveryBatch(t *testing.T) {
 // wantHolder fails the test unless b reports name held by id under tok.
 func wantHolder(t *testing.T, b backends.Backend, name, id string, tok events.Token) {
 	t.Helper()
-	if h, err := b.Holder(t.Context(), name); err != nil || h != (backends.Holder{ID: id, Token: tok}) {
+	if h, err := b.Holder(t.Context(), name); err != nil || h.ID != id || h.Token != tok {
 		t.Fatalf("Holder(%q) = %+v, %v; want %s under %d", name, h, err, id, tok)
 	}
 }

@@ -45,7 +45,7 @@ func TestOneShotIsTwoWrites(t *testing.T) {
 	if got := sessionNodes(t, conn); len(got) != 2 {
 		t.Errorf("session nodes after the first Acquire: %q, want two", got)
 	}
-	if h, err := b.Holder(t.Context(), "job"); err != nil || h != (backends.Holder{ID: "once", Token: tok}) {
+	if h, err := b.Holder(t.Context(), "job"); err != nil || h.ID != "once" || h.Token != tok {
 		t.Fatalf("Holder = %+v, %v; want once, %d", h, err, tok)
 	}
 	calls.Store(0)
@@ -104,7 +104,7 @@ func TestFirstCallsOpenTheSession(t *testing.T) {
 			t.Fatalf("Lost() after %s = %v, want nil", what, lost)
 		}
 	}
-	if h, err := b.Holder(t.Context(), "job"); err != nil || h != (backends.Holder{ID: "holder", Token: tok}) {
+	if h, err := b.Holder(t.Context(), "job"); err != nil || h.ID != "holder" || h.Token != tok {
 		t.Fatalf("Holder = %+v, %v; want holder, %d", h, err, tok)
 	}
 	got, err := b.Members(t.Context(), "group")

@@ -143,7 +143,7 @@ func (b *Backend) checkHold(ctx context.Context, parent string, now *int64) (ver
 		return verdict{}, err
 	}
 	if *now < st.Ctime+d.Hold {
-		return verdict{kind: held, holder: backends.Holder{ID: d.ID, Token: events.Token(d.Token)}}, nil
+		return verdict{kind: held, holder: backends.Holder{ID: d.ID, Token: events.Token(d.Token), Expires: time.UnixMilli(st.Ctime + d.Hold)}}, nil
 	}
 	return b.deleted(b.deleteNode(ctx, p, st.Version))
 }
@@ -226,7 +226,9 @@ func holder(n seenChild, sn seenSession) live {
 	if n.data.Lease > 0 {
 		until = min(until, n.ctime+n.data.Lease)
 	}
-	return live{verdict{kind: held, holder: backends.Holder{ID: n.data.ID, Token: events.Token(n.czxid)}}, until}
+	c, _ := parseChild(n.name)
+	h := backends.Holder{ID: n.data.ID, Token: events.Token(n.czxid), Expires: time.UnixMilli(until), Session: c.sid}
+	return live{verdict{kind: held, holder: h}, until}
 }
 
 // deleted is the verdict after deleting a dead node: free to go on if the

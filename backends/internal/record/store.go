@@ -105,7 +105,21 @@ func (s *Store) Holder(ctx context.Context, name string) (backends.Holder, error
 	if err != nil || !live(v) {
 		return backends.Holder{}, err
 	}
-	return backends.Holder{ID: v.Lock.Candidate, Token: v.Lock.Token}, nil
+	return holderOf(v), nil
+}
+
+// holderOf is the Holder of the live lock of v: its Expires is the
+// lock's own (a lease, a hold) or its session's, whichever comes first.
+func holderOf(v View) backends.Holder {
+	h := backends.Holder{ID: v.Lock.Candidate, Token: v.Lock.Token, Expires: v.Lock.Expires}
+	if v.Lock.Hold {
+		return h
+	}
+	h.Session = v.Lock.Session
+	if e := v.HolderExpires; !e.IsZero() && (h.Expires.IsZero() || e.Before(h.Expires)) {
+		h.Expires = e
+	}
+	return h
 }
 
 // live reports whether v's lock is held: a record, not past its Expires,
