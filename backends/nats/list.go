@@ -7,16 +7,16 @@ import (
 	"github.com/hustings/hustings/backends/internal/record"
 )
 
-var _ record.Lister = (*driver)(nil)
+var _ record.Lister = (*bucket)(nil)
 
 // ListLocks reads the names of the bucket's lock records that start with
 // prefix: one multi-key get of every lock key (a subject wildcard matches
 // whole tokens, so the prefix is applied here). A bucket of more lock
 // records than the server answers in one multi-key get fails it.
-func (d *driver) ListLocks(ctx context.Context, prefix string) ([]string, error) {
-	entries, err := d.b.getMany(ctx, []string{lockPrefix + "*"})
+func (b *bucket) ListLocks(ctx context.Context, prefix string) ([]string, error) {
+	entries, err := b.getMany(ctx, []string{lockPrefix + "*"})
 	if err != nil {
-		return nil, d.failed(err)
+		return nil, b.failed(err)
 	}
 	var names []string
 	for key, e := range entries {
