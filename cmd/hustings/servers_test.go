@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hustings/hustings/backends/consul/consultest"
 	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
 	"github.com/hustings/hustings/backends/kubernetes/kubetest"
@@ -47,3 +48,5 @@ func TestKubernetes(t *testing.T) {
 	srv := kubetest.Start(t)
 	onServer(t, "k8s:///?"+url.Values{"kubeconfig": {srv.Kubeconfig()}, "namespace": {"default"}, "prefix": {"clitest"}, "qps": {"-1"}}.Encode())
 }
+
+func TestConsul(t *testing.T) { onServer(t, "consul://"+consultest.Start(t).Addr()) }
