@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hustings/hustings/backends/consul/consultest"
 	"github.com/hustings/hustings/backends/redis/redistest"
 	"github.com/hustings/hustings/events"
 )
@@ -158,11 +159,22 @@ func waitNodes(t *testing.T, what string, cond func() bool) {
 // new leader appears and tokens only grow; then stops the new leader with
 // SIGTERM and checks it resigned (reason "resigned", not "canceled").
 func TestNodesFailOverOnRedis(t *testing.T) {
-	srv := redistest.Start(t)
+	nodesFailOver(t, "redis://"+redistest.Start(t).Addr(), "1s")
+}
+
+// TestNodesFailOverOnConsul is TestNodesFailOverOnRedis on a real Consul
+// server (its sessions' TTL at least the test server's minimum).
+func TestNodesFailOverOnConsul(t *testing.T) {
+	nodesFailOver(t, "consul://"+consultest.Start(t).Addr(), "1s")
+}
+
+// nodesFailOver runs the failover of three node processes on the store
+// at url, with sessions of ttl.
+func nodesFailOver(t *testing.T, url, ttl string) {
 	name := fmt.Sprintf("demo-nodes-%x", time.Now().UnixNano())
 	var nodes []*nodeProc
 	for _, id := range []string{"n1", "n2", "n3"} {
-		nodes = append(nodes, startNode(t, "--backend", "redis://"+srv.Addr(), "--name", name, "--ttl", "1s", "--work", "50ms", "--id", id))
+		nodes = append(nodes, startNode(t, "--backend", url, "--name", name, "--ttl", ttl, "--work", "50ms", "--id", id))
 	}
 	// leader returns a live node whose last line is an election.
 	leader := func(dead *nodeProc) *nodeProc {
