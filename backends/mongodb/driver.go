@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -27,18 +26,30 @@ const closeWrites = 16
 // driver is the record.Driver of the backend. See the package doc for
 // the documents and why every compare-and-swap is an insert.
 type driver struct {
-	db                                *mongo.Database
-	sessions, locks, members, counter *mongo.Collection
-
-	mu    sync.Mutex
-	nonce map[string]seen // by lock name: the last state document seen
+	db                       *mongo.Database
+	sessions, locks, members *mongo.Collection
+	gate                     chan struct{} // the lock reads and writes in flight
 }
 
-// seen is a state document's version and nonce.
-type seen struct {
-	ver uint64
-	w   int64
+// maxCalls bounds the lock reads and writes a driver has in flight at
+// once: a server that serializes writes (FerretDB's SQLite, one writer
+// at a time behind a busy wait that backs off to 100 ms) loses most of
+// its throughput to many writers at once, and the client's pool opens
+// connections two at a time: a storm of calls all at once would time out
+// all together. Renewals are not held back.
+const maxCalls = 16
+
+// enter waits for a place among the calls in flight; leave gives it back.
+func (d *driver) enter(ctx context.Context) error {
+	select {
+	case d.gate <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
+
+func (d *driver) leave() { <-d.gate }
 
 var (
 	_ record.Driver    = (*driver)(nil)
@@ -52,8 +63,7 @@ func newDriver(c *mongo.Client, db, prefix string) *driver {
 		sessions: d.Collection(prefix + "sessions"),
 		locks:    d.Collection(prefix + "locks"),
 		members:  d.Collection(prefix + "members"),
-		counter:  d.Collection(prefix + "counters"),
-		nonce:    map[string]seen{},
+		gate:     make(chan struct{}, maxCalls),
 	}
 }
 
@@ -78,7 +88,6 @@ type lockDoc struct {
 	Ver   int64      `bson:"ver"`
 	Root  bool       `bson:"root,omitempty"`
 	Epoch int64      `bson:"epoch,omitempty"`
-	W     int64      `bson:"w,omitempty"`
 	Sid   string     `bson:"sid,omitempty"`
 	Cand  string     `bson:"cand,omitempty"`
 	Tok   int64      `bson:"tok,omitempty"`
@@ -117,23 +126,6 @@ func head(docs []lockDoc) (lockDoc, bool) {
 		}
 	}
 	return h, ok
-}
-
-// remember keeps the nonce of name's state document at version ver.
-func (d *driver) remember(name string, ver uint64, w int64) {
-	d.mu.Lock()
-	if s, ok := d.nonce[name]; !ok || s.ver <= ver {
-		d.nonce[name] = seen{ver, w}
-	}
-	d.mu.Unlock()
-}
-
-// nonceOf returns the nonce of name's state document at ver, if known.
-func (d *driver) nonceOf(name string, ver uint64) (int64, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s, ok := d.nonce[name]
-	return s.w, ok && s.ver == ver
 }
 
 // now reads the server's clock (hello's localTime).
@@ -308,6 +300,10 @@ func (d *driver) DeleteSession(ctx context.Context, s record.Session, held []rec
 // reading session's document at once; then, for a lock another session
 // holds, that session's document.
 func (d *driver) ReadLock(ctx context.Context, name, self string) (record.View, error) {
+	if err := d.enter(ctx); err != nil {
+		return record.View{}, unavailable(ctx, "read", err)
+	}
+	defer d.leave()
 	var (
 		docs       []lockDoc
 		now        time.Time
@@ -329,7 +325,6 @@ func (d *driver) ReadLock(ctx context.Context, name, self string) (record.View, 
 	if !ok {
 		return v, nil
 	}
-	d.remember(name, uint64(h.Ver), h.W)
 	v.Lock = h.lock()
 	holder := me
 	if h.Sid != "" && h.Sid != self {
@@ -343,51 +338,57 @@ func (d *driver) ReadLock(ctx context.Context, name, self string) (record.View, 
 	return v, nil
 }
 
-// CreateLock makes the lock's chain where it has no state: it inserts the
-// root, in a new epoch (the counter's next value), then the free state
-// that begins the epoch, and returns ErrConflict: the core reads again,
-// and takes the free state by SwapLock. A root there already (a creator
-// that stopped between the two inserts, or a race) lends its epoch.
+// CreateLock makes the lock's chain where it has no state, and takes it:
+// one insert of the root (epoch 1) and the free state that begins the
+// epoch, then the take over that state (write). A root there already (a
+// race, an operator's delete of the states, a creator that stopped
+// between its inserts) is ErrConflict, unless no state of its epoch or a
+// later one is left: then the root moves to the next epoch (a write that
+// every writer that finds the chain so makes alike) and the free state
+// that begins it is inserted; the core reads again. States of an older
+// epoch (versions below epoch<<32) are ignored by every read, so that a
+// writer that read a state before the operator's delete, whose insert
+// meets a key freed by it, writes below the chain.
 func (d *driver) CreateLock(ctx context.Context, l record.Lock) (record.Lock, error) {
-	epoch, err := d.next(ctx, "epoch")
+	if err := d.enter(ctx); err != nil {
+		return record.Lock{}, unavailable(ctx, "create", err)
+	}
+	defer d.leave()
+	ver := uint64(1) << 32
+	_, err := d.locks.InsertMany(ctx, []any{
+		lockDoc{ID: rootKey(l.Name), Name: l.Name, Ver: -1, Root: true, Epoch: 1},
+		lockDoc{ID: stateKey(l.Name, ver), Name: l.Name, Ver: int64(ver)},
+	}, options.InsertMany().SetOrdered(true))
+	if err == nil {
+		got, err := d.chain(ctx, l, ver)
+		return got, unavailable(ctx, "create", err)
+	}
+	if !mongo.IsDuplicateKeyError(err) {
+		return record.Lock{}, unavailable(ctx, "create", err)
+	}
+	docs, err := d.findLocks(ctx, bson.D{{Key: "name", Value: l.Name}})
 	if err != nil {
 		return record.Lock{}, unavailable(ctx, "create", err)
 	}
-	_, err = d.locks.InsertOne(ctx, lockDoc{ID: rootKey(l.Name), Name: l.Name, Ver: -1, Root: true, Epoch: epoch})
-	if mongo.IsDuplicateKeyError(err) {
-		var root lockDoc
-		err = d.locks.FindOne(ctx, bson.D{{Key: "_id", Value: rootKey(l.Name)}}).Decode(&root)
-		epoch = root.Epoch
-		if errors.Is(err, mongo.ErrNoDocuments) { // deleted meanwhile
-			return record.Lock{}, record.ErrConflict
+	var root *lockDoc
+	for i := range docs {
+		if docs[i].Root {
+			root = &docs[i]
 		}
 	}
-	if err != nil {
+	if _, ok := head(docs); ok || root == nil {
+		return record.Lock{}, record.ErrConflict
+	}
+	next := root.Epoch + 1
+	if _, err := d.locks.UpdateOne(ctx, bson.D{{Key: "_id", Value: root.ID}},
+		bson.D{{Key: "$max", Value: bson.D{{Key: "epoch", Value: next}}}}); err != nil {
 		return record.Lock{}, unavailable(ctx, "create", err)
 	}
-	ver := uint64(epoch) << 32
-	_, err = d.locks.InsertOne(ctx, lockDoc{ID: stateKey(l.Name, ver), Name: l.Name, Ver: int64(ver), W: nonce()})
+	_, err = d.locks.InsertOne(ctx, lockDoc{ID: stateKey(l.Name, uint64(next)<<32), Name: l.Name, Ver: next << 32})
 	if err != nil && !mongo.IsDuplicateKeyError(err) {
 		return record.Lock{}, unavailable(ctx, "create", err)
 	}
 	return record.Lock{}, record.ErrConflict
-}
-
-// next returns counter id's next value ($inc, upserted).
-func (d *driver) next(ctx context.Context, id string) (int64, error) {
-	var c struct {
-		N int64 `bson:"n"`
-	}
-	var err error
-	for range 3 { // two first upserts at once: one meets the other's _id
-		err = d.counter.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: id}},
-			bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: int64(1)}}}},
-			options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)).Decode(&c)
-		if !mongo.IsDuplicateKeyError(err) {
-			break
-		}
-	}
-	return c.N, err
 }
 
 // SwapLock writes l as the state after version (see write).
@@ -404,13 +405,24 @@ func (d *driver) DeleteLock(ctx context.Context, name string, version uint64) er
 
 // write is the compare-and-swap of every lock write: it inserts l as the
 // state document at version+1 (a duplicate key: another writer's is
-// there, ErrConflict), then deletes the state at version, filtered on its
-// nonce where this driver saw it. Only one writer ever deletes a
-// document: a writer that read version long ago, whose insert met a key
-// freed since by the chain's progress, finds it gone, deletes its own
-// insert, and gets ErrConflict. A take (Token 0) gets its version as its
-// token.
+// there, ErrConflict), then, at once, deletes the state at version (the
+// chain's cleanup) and looks for a state above its own. A key is freed
+// only by the writer of the state after it, which it inserted first, and
+// the highest state is never deleted: a writer that read version long
+// ago, whose insert met a key freed since by the chain's progress, finds
+// a state above its own, deletes its insert, and gets ErrConflict. A take
+// (Token 0) gets its version as its token; a write with no session is a
+// free state.
 func (d *driver) write(ctx context.Context, l record.Lock, version uint64) (record.Lock, error) {
+	if err := d.enter(ctx); err != nil {
+		return record.Lock{}, err
+	}
+	defer d.leave()
+	return d.chain(ctx, l, version)
+}
+
+// chain is write for a caller that entered.
+func (d *driver) chain(ctx context.Context, l record.Lock, version uint64) (record.Lock, error) {
 	ver := version + 1
 	if l.Token == 0 && l.Session != "" {
 		l.Token = events.Token(ver)
@@ -418,7 +430,7 @@ func (d *driver) write(ctx context.Context, l record.Lock, version uint64) (reco
 	if l.Session == "" {
 		l.Token, l.Candidate, l.Hold, l.Expires = 0, "", false, time.Time{}
 	}
-	doc := lockDoc{ID: stateKey(l.Name, ver), Name: l.Name, Ver: int64(ver), W: nonce(),
+	doc := lockDoc{ID: stateKey(l.Name, ver), Name: l.Name, Ver: int64(ver),
 		Sid: l.Session, Cand: l.Candidate, Tok: int64(l.Token), Hold: l.Hold}
 	if !l.Expires.IsZero() {
 		exp := l.Expires.UTC()
@@ -430,25 +442,27 @@ func (d *driver) write(ctx context.Context, l record.Lock, version uint64) (reco
 		}
 		return record.Lock{}, err
 	}
-	prev := bson.D{{Key: "_id", Value: stateKey(l.Name, version)}}
-	if w, ok := d.nonceOf(l.Name, version); ok {
-		prev = append(prev, bson.E{Key: "w", Value: w})
-	}
-	res, err := d.locks.DeleteOne(ctx, prev)
-	if err != nil {
-		return record.Lock{}, err
-	}
-	if res.DeletedCount != 1 {
-		_, err := d.locks.DeleteOne(ctx, bson.D{{Key: "_id", Value: doc.ID}, {Key: "w", Value: doc.W}})
+	var (
+		derr  error
+		wg    sync.WaitGroup
+		above lockDoc
+	)
+	wg.Go(func() { _, derr = d.locks.DeleteOne(ctx, bson.D{{Key: "_id", Value: stateKey(l.Name, version)}}) })
+	err := d.locks.FindOne(ctx, bson.D{{Key: "name", Value: l.Name}, {Key: "ver", Value: bson.D{{Key: "$gt", Value: int64(ver)}}},
+		{Key: "root", Value: bson.D{{Key: "$ne", Value: true}}}}).Decode(&above)
+	wg.Wait()
+	switch {
+	case err == nil: // a state above: this insert met a key the chain had freed
+		_, err := d.locks.DeleteOne(ctx, bson.D{{Key: "_id", Value: doc.ID}})
 		return record.Lock{}, errors.Join(record.ErrConflict, err)
+	case !errors.Is(err, mongo.ErrNoDocuments):
+		return record.Lock{}, err
+	case derr != nil:
+		return record.Lock{}, derr
 	}
-	d.remember(l.Name, ver, doc.W)
 	l.Version, l.TTL = ver, 0
 	if doc.Exp != nil {
 		l.Expires = *doc.Exp
 	}
 	return l, nil
 }
-
-// nonce returns a random nonzero nonce for a state document.
-func nonce() int64 { return rand.Int64N(1<<62) + 1 }
