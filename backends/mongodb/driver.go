@@ -29,6 +29,7 @@ type driver struct {
 	db                       *mongo.Database
 	sessions, locks, members *mongo.Collection
 	gate                     chan struct{} // the lock reads and writes in flight
+	writes                   chan struct{} // the lock writes in flight
 }
 
 // maxCalls bounds the lock reads and writes a driver has in flight at
@@ -39,17 +40,39 @@ type driver struct {
 // all together. Renewals are not held back.
 const maxCalls = 16
 
+// maxWrites bounds the lock writes in flight among them: each waits on
+// FerretDB's SQLite for the one before, and a renewal waits behind them
+// all.
+const maxWrites = 4
+
 // enter waits for a place among the calls in flight; leave gives it back.
-func (d *driver) enter(ctx context.Context) error {
+func (d *driver) enter(ctx context.Context) error { return take(ctx, d.gate) }
+
+func (d *driver) leave() { <-d.gate }
+
+// enterWrite waits for a place among the writes in flight (and the
+// calls); leaveWrite gives them back.
+func (d *driver) enterWrite(ctx context.Context) error {
+	if err := take(ctx, d.gate); err != nil {
+		return err
+	}
+	if err := take(ctx, d.writes); err != nil {
+		<-d.gate
+		return err
+	}
+	return nil
+}
+
+func (d *driver) leaveWrite() { <-d.writes; <-d.gate }
+
+func take(ctx context.Context, gate chan struct{}) error {
 	select {
-	case d.gate <- struct{}{}:
+	case gate <- struct{}{}:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
-
-func (d *driver) leave() { <-d.gate }
 
 var (
 	_ record.Driver    = (*driver)(nil)
@@ -64,6 +87,7 @@ func newDriver(c *mongo.Client, db, prefix string) *driver {
 		locks:    d.Collection(prefix + "locks"),
 		members:  d.Collection(prefix + "members"),
 		gate:     make(chan struct{}, maxCalls),
+		writes:   make(chan struct{}, maxWrites),
 	}
 }
 
@@ -350,10 +374,10 @@ func (d *driver) ReadLock(ctx context.Context, name, self string) (record.View, 
 // writer that read a state before the operator's delete, whose insert
 // meets a key freed by it, writes below the chain.
 func (d *driver) CreateLock(ctx context.Context, l record.Lock) (record.Lock, error) {
-	if err := d.enter(ctx); err != nil {
+	if err := d.enterWrite(ctx); err != nil {
 		return record.Lock{}, unavailable(ctx, "create", err)
 	}
-	defer d.leave()
+	defer d.leaveWrite()
 	ver := uint64(1) << 32
 	_, err := d.locks.InsertMany(ctx, []any{
 		lockDoc{ID: rootKey(l.Name), Name: l.Name, Ver: -1, Root: true, Epoch: 1},
@@ -414,10 +438,10 @@ func (d *driver) DeleteLock(ctx context.Context, name string, version uint64) er
 // (Token 0) gets its version as its token; a write with no session is a
 // free state.
 func (d *driver) write(ctx context.Context, l record.Lock, version uint64) (record.Lock, error) {
-	if err := d.enter(ctx); err != nil {
+	if err := d.enterWrite(ctx); err != nil {
 		return record.Lock{}, err
 	}
-	defer d.leave()
+	defer d.leaveWrite()
 	return d.chain(ctx, l, version)
 }
 

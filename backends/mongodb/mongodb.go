@@ -139,7 +139,7 @@ func (b *Backend) Locks() *mongo.Collection { return b.d.locks }
 
 // EnsureIndexes creates the backend's indexes in database db (the
 // collections are made by their first write): the lock documents by name
-// and version, and by session; the registry's entries by group; and a TTL
+// and version; the registry's entries by group; and a TTL
 // index on the sessions' renewal times that deletes the documents of
 // sessions a week and a day after their last renewal (MaxTTL is a week),
 // as cleanup only: no lease relies on it. A server that has no TTL
@@ -158,16 +158,19 @@ func EnsureIndexes(ctx context.Context, client *mongo.Client, db string, opts ..
 		return err
 	}
 	d := newDriver(client, db, c.prefix)
-	if _, err := d.locks.Indexes().CreateMany(ctx, []mongo.IndexModel{
-		{Keys: bson.D{{Key: "name", Value: 1}, {Key: "ver", Value: -1}}},
-		{Keys: bson.D{{Key: "sid", Value: 1}}},
-	}); err != nil {
-		return unavailable(ctx, "indexes", err)
-	}
-	if _, err := d.members.Indexes().CreateOne(ctx, mongo.IndexModel{
-		Keys: bson.D{{Key: "grp", Value: 1}, {Key: "ord", Value: 1}},
-	}); err != nil {
-		return unavailable(ctx, "indexes", err)
+	// One index per command: FerretDB v1.24.2 drops the connection (a
+	// panic it recovers from) when a createIndexes of several meets them
+	// made already.
+	for _, ix := range []struct {
+		c    *mongo.Collection
+		keys bson.D
+	}{
+		{d.locks, bson.D{{Key: "name", Value: 1}, {Key: "ver", Value: -1}}},
+		{d.members, bson.D{{Key: "grp", Value: 1}, {Key: "ord", Value: 1}}},
+	} {
+		if _, err := ix.c.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: ix.keys}); err != nil {
+			return unavailable(ctx, "indexes", err)
+		}
 	}
 	_, err = d.sessions.Indexes().CreateOne(ctx, mongo.IndexModel{
 		Keys:    bson.D{{Key: "at", Value: 1}},
