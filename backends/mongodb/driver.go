@@ -1,0 +1,492 @@
+package mongodb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/hustings/hustings/backends/internal/record"
+	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/validate"
+)
+
+// sweepAfter is how long after its last renewal a session's document is
+// deleted by cleanup (the TTL index, or Close): beyond the longest TTL.
+const sweepAfter = validate.MaxTTL + 24*time.Hour
+
+// closeWrites bounds the lock writes DeleteSession has in flight at once.
+const closeWrites = 16
+
+// driver is the record.Driver of the backend. See the package doc for
+// the documents and why every compare-and-swap is an insert.
+type driver struct {
+	db                       *mongo.Database
+	sessions, locks, members *mongo.Collection
+	gate                     chan struct{} // the lock reads and writes in flight
+	writes                   chan struct{} // the lock writes in flight
+}
+
+// maxCalls bounds the lock reads and writes a driver has in flight at
+// once: a server that serializes writes (FerretDB's SQLite, one writer
+// at a time behind a busy wait that backs off to 100 ms) loses most of
+// its throughput to many writers at once, and the client's pool opens
+// connections two at a time: a storm of calls all at once would time out
+// all together. Renewals are not held back.
+const maxCalls = 16
+
+// maxWrites bounds the lock writes in flight among them: each waits on
+// FerretDB's SQLite for the one before, and a renewal waits behind them
+// all.
+const maxWrites = 4
+
+// enter waits for a place among the calls in flight; leave gives it back.
+func (d *driver) enter(ctx context.Context) error { return take(ctx, d.gate) }
+
+func (d *driver) leave() { <-d.gate }
+
+// enterWrite waits for a place among the writes in flight (and the
+// calls); leaveWrite gives them back.
+func (d *driver) enterWrite(ctx context.Context) error {
+	if err := take(ctx, d.gate); err != nil {
+		return err
+	}
+	if err := take(ctx, d.writes); err != nil {
+		<-d.gate
+		return err
+	}
+	return nil
+}
+
+func (d *driver) leaveWrite() { <-d.writes; <-d.gate }
+
+func take(ctx context.Context, gate chan struct{}) error {
+	select {
+	case gate <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var (
+	_ record.Driver    = (*driver)(nil)
+	_ record.Registrar = (*driver)(nil)
+)
+
+func newDriver(c *mongo.Client, db, prefix string) *driver {
+	d := c.Database(db)
+	return &driver{
+		db:       d,
+		sessions: d.Collection(prefix + "sessions"),
+		locks:    d.Collection(prefix + "locks"),
+		members:  d.Collection(prefix + "members"),
+		gate:     make(chan struct{}, maxCalls),
+		writes:   make(chan struct{}, maxWrites),
+	}
+}
+
+// sessionDoc is a session's document.
+type sessionDoc struct {
+	ID   string    `bson:"_id"`
+	Cand string    `bson:"cand"`
+	TTL  int64     `bson:"ttl"` // microseconds
+	At   time.Time `bson:"at"`  // the server's clock at the last renewal
+	Dead bool      `bson:"dead,omitempty"`
+}
+
+func (s sessionDoc) expires() time.Time { return s.At.Add(time.Duration(s.TTL) * time.Microsecond) }
+
+func (s sessionDoc) alive(now time.Time) bool { return s.ID != "" && !s.Dead && s.expires().After(now) }
+
+// lockDoc is a document of a lock's chain: its root (Root, Epoch), or a
+// state (every other field) at version Ver.
+type lockDoc struct {
+	ID    string     `bson:"_id"`
+	Name  string     `bson:"name"`
+	Ver   int64      `bson:"ver"`
+	Root  bool       `bson:"root,omitempty"`
+	Epoch int64      `bson:"epoch,omitempty"`
+	Sid   string     `bson:"sid,omitempty"`
+	Cand  string     `bson:"cand,omitempty"`
+	Tok   int64      `bson:"tok,omitempty"`
+	Exp   *time.Time `bson:"exp,omitempty"`
+	Hold  bool       `bson:"hold,omitempty"`
+}
+
+func stateKey(name string, ver uint64) string { return fmt.Sprintf("%s#%016x", name, ver) }
+
+func rootKey(name string) string { return name + "#root" }
+
+func (l lockDoc) lock() record.Lock {
+	r := record.Lock{Name: l.Name, Session: l.Sid, Candidate: l.Cand, Token: events.Token(l.Tok), Hold: l.Hold, Version: uint64(l.Ver)}
+	if l.Exp != nil {
+		r.Expires = *l.Exp
+	}
+	return r
+}
+
+// head returns the state of a lock from its documents: the state of the
+// highest version in the root's epoch or after (states of an older epoch
+// are strays of writers that read the lock before an operator deleted
+// it); ok false if there is none.
+func head(docs []lockDoc) (lockDoc, bool) {
+	var epoch int64
+	for _, d := range docs {
+		if d.Root {
+			epoch = d.Epoch
+		}
+	}
+	var h lockDoc
+	ok := false
+	for _, d := range docs {
+		if !d.Root && d.Ver>>32 >= epoch && (!ok || d.Ver > h.Ver) {
+			h, ok = d, true
+		}
+	}
+	return h, ok
+}
+
+// now reads the server's clock (hello's localTime).
+func (d *driver) now(ctx context.Context) (time.Time, error) {
+	raw, err := d.db.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Raw()
+	if err != nil {
+		return time.Time{}, err
+	}
+	v, err := raw.LookupErr("localTime")
+	if err != nil {
+		return time.Time{}, fmt.Errorf("mongodb: hello has no localTime: %w", err)
+	}
+	dt, ok := v.DateTimeOK()
+	if !ok {
+		return time.Time{}, fmt.Errorf("mongodb: hello's localTime is a %s", v.Type)
+	}
+	return time.UnixMilli(dt).UTC(), nil
+}
+
+// findSession reads session sid's document; a zero sessionDoc if none.
+func (d *driver) findSession(ctx context.Context, sid string) (sessionDoc, error) {
+	var s sessionDoc
+	err := d.sessions.FindOne(ctx, bson.D{{Key: "_id", Value: sid}}).Decode(&s)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return sessionDoc{}, nil
+	}
+	return s, err
+}
+
+// CreateSession upserts the session's document, its time the server's:
+// one findOneAndUpdate. The version is that time in milliseconds.
+func (d *driver) CreateSession(ctx context.Context, s record.Session) (uint64, error) {
+	var doc sessionDoc
+	err := d.sessions.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: s.ID}},
+		bson.D{
+			{Key: "$setOnInsert", Value: bson.D{{Key: "cand", Value: s.Candidate}, {Key: "ttl", Value: s.TTL.Microseconds()}}},
+			{Key: "$currentDate", Value: bson.D{{Key: "at", Value: true}}},
+		},
+		options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)).Decode(&doc)
+	if err != nil {
+		return 0, unavailable(ctx, "open", err)
+	}
+	return uint64(doc.At.UnixMilli()), nil
+}
+
+// renewAt sets the session's time to the server's, if its document is
+// still at time at and not dead; ok false if not.
+func (d *driver) renewAt(ctx context.Context, sid string, at time.Time) (sessionDoc, bool, error) {
+	var doc sessionDoc
+	err := d.sessions.FindOneAndUpdate(ctx,
+		bson.D{{Key: "_id", Value: sid}, {Key: "at", Value: at}, {Key: "dead", Value: bson.D{{Key: "$ne", Value: true}}}},
+		bson.D{{Key: "$currentDate", Value: bson.D{{Key: "at", Value: true}}}},
+		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return doc, false, nil
+	}
+	return doc, err == nil, err
+}
+
+// renew renews session s: a findOneAndUpdate conditioned on the time its
+// last renewal wrote (s.Version), which then returns the server's time
+// of this one; a renewal that came after the session's expiry marks the
+// document dead (the session never lives again). A document found at
+// another time (a renewal applied whose answer was lost) is renewed from
+// that time, once.
+func (d *driver) renew(ctx context.Context, s record.Session) (sessionDoc, bool, error) {
+	at := time.UnixMilli(int64(s.Version)).UTC()
+	for range 2 {
+		doc, ok, err := d.renewAt(ctx, s.ID, at)
+		if err != nil {
+			return doc, false, err
+		}
+		if ok {
+			if doc.At.Before(at.Add(time.Duration(doc.TTL) * time.Microsecond)) {
+				return doc, true, nil
+			}
+			_, err := d.sessions.UpdateOne(ctx, bson.D{{Key: "_id", Value: s.ID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "dead", Value: true}}}})
+			return doc, false, err
+		}
+		cur, err := d.findSession(ctx, s.ID)
+		if err != nil || cur.ID == "" || cur.Dead || cur.Cand != s.Candidate || cur.At.Equal(at) {
+			return doc, false, err
+		}
+		at = cur.At
+	}
+	return sessionDoc{}, false, nil
+}
+
+// Renew renews the session's document and, beside it (one round trip),
+// reads the documents of the locks held, by name through their index.
+func (d *driver) Renew(ctx context.Context, s record.Session, held []record.Lock) (record.Renewal, error) {
+	var (
+		docs []lockDoc
+		ferr error
+		wg   sync.WaitGroup
+	)
+	if len(held) > 0 {
+		names := make([]string, len(held))
+		for i, l := range held {
+			names[i] = l.Name
+		}
+		wg.Go(func() {
+			docs, ferr = d.findLocks(ctx, bson.D{{Key: "name", Value: bson.D{{Key: "$in", Value: names}}}})
+		})
+	}
+	doc, alive, err := d.renew(ctx, s)
+	wg.Wait()
+	if err = errors.Join(err, ferr); err != nil {
+		return record.Renewal{}, unavailable(ctx, "keep-alive", err)
+	}
+	byName := map[string][]lockDoc{}
+	for _, l := range docs {
+		byName[l.Name] = append(byName[l.Name], l)
+	}
+	r := record.Renewal{Alive: alive, Version: uint64(doc.At.UnixMilli()), Now: doc.At}
+	for _, ds := range byName {
+		if h, ok := head(ds); ok && h.Sid == s.ID {
+			r.Locks = append(r.Locks, h.lock())
+		}
+	}
+	return r, nil
+}
+
+// findLocks reads the lock documents filter matches.
+func (d *driver) findLocks(ctx context.Context, filter bson.D) ([]lockDoc, error) {
+	cur, err := d.locks.Find(ctx, filter)
+	if err != nil {
+		return nil, err
+	}
+	var docs []lockDoc
+	err = cur.All(ctx, &docs)
+	return docs, err
+}
+
+// DeleteSession frees the held locks (a free state after each one's
+// version, as DeleteLock), and deletes the session's document and
+// registry entries, all at once; then the documents of sessions renewed
+// last sweepAfter ago, which nothing renews (for servers with no TTL
+// index).
+func (d *driver) DeleteSession(ctx context.Context, s record.Session, held []record.Lock) ([]string, error) {
+	errs := make([]error, len(held))
+	sem := make(chan struct{}, closeWrites)
+	var wg sync.WaitGroup
+	for i, l := range held {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			_, errs[i] = d.write(ctx, record.Lock{Name: l.Name}, l.Version)
+		})
+	}
+	var merr error
+	wg.Go(func() { _, merr = d.members.DeleteMany(ctx, bson.D{{Key: "sid", Value: s.ID}}) })
+	_, err := d.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: s.ID}})
+	wg.Wait()
+	err = errors.Join(err, merr)
+	var freed []string
+	for i, e := range errs {
+		switch {
+		case e == nil:
+			freed = append(freed, held[i].Name)
+		case !errors.Is(e, record.ErrConflict):
+			err = errors.Join(err, e)
+		}
+	}
+	if err == nil {
+		_, err = d.sessions.DeleteMany(ctx, bson.D{{Key: "at", Value: bson.D{{Key: "$lt", Value: time.Now().Add(-sweepAfter)}}}})
+	}
+	return freed, unavailable(ctx, "close", err)
+}
+
+// ReadLock reads the lock's documents, the server's clock and the
+// reading session's document at once; then, for a lock another session
+// holds, that session's document.
+func (d *driver) ReadLock(ctx context.Context, name, self string) (record.View, error) {
+	if err := d.enter(ctx); err != nil {
+		return record.View{}, unavailable(ctx, "read", err)
+	}
+	defer d.leave()
+	var (
+		docs       []lockDoc
+		now        time.Time
+		me         sessionDoc
+		nerr, serr error
+		wg         sync.WaitGroup
+	)
+	wg.Go(func() { now, nerr = d.now(ctx) })
+	if self != "" {
+		wg.Go(func() { me, serr = d.findSession(ctx, self) })
+	}
+	docs, err := d.findLocks(ctx, bson.D{{Key: "name", Value: name}})
+	wg.Wait()
+	if err = errors.Join(err, nerr, serr); err != nil {
+		return record.View{}, unavailable(ctx, "read", err)
+	}
+	v := record.View{Now: now, SelfAlive: me.alive(now)}
+	h, ok := head(docs)
+	if !ok {
+		return v, nil
+	}
+	v.Lock = h.lock()
+	holder := me
+	if h.Sid != "" && h.Sid != self {
+		if holder, err = d.findSession(ctx, h.Sid); err != nil {
+			return record.View{}, unavailable(ctx, "read", err)
+		}
+	}
+	if h.Sid != "" && holder.alive(now) {
+		v.HolderAlive, v.HolderExpires = true, holder.expires()
+	}
+	return v, nil
+}
+
+// CreateLock makes the lock's chain where it has no state, and takes it:
+// one insert of the root (epoch 1) and the free state that begins the
+// epoch, then the take over that state (write). A root there already (a
+// race, an operator's delete of the states, a creator that stopped
+// between its inserts) is ErrConflict, unless no state of its epoch or a
+// later one is left: then the root moves to the next epoch (a write that
+// every writer that finds the chain so makes alike) and the free state
+// that begins it is inserted; the core reads again. States of an older
+// epoch (versions below epoch<<32) are ignored by every read, so that a
+// writer that read a state before the operator's delete, whose insert
+// meets a key freed by it, writes below the chain.
+func (d *driver) CreateLock(ctx context.Context, l record.Lock) (record.Lock, error) {
+	if err := d.enterWrite(ctx); err != nil {
+		return record.Lock{}, unavailable(ctx, "create", err)
+	}
+	defer d.leaveWrite()
+	ver := uint64(1) << 32
+	_, err := d.locks.InsertMany(ctx, []any{
+		lockDoc{ID: rootKey(l.Name), Name: l.Name, Ver: -1, Root: true, Epoch: 1},
+		lockDoc{ID: stateKey(l.Name, ver), Name: l.Name, Ver: int64(ver)},
+	}, options.InsertMany().SetOrdered(true))
+	if err == nil {
+		got, err := d.chain(ctx, l, ver)
+		return got, unavailable(ctx, "create", err)
+	}
+	if !mongo.IsDuplicateKeyError(err) {
+		return record.Lock{}, unavailable(ctx, "create", err)
+	}
+	docs, err := d.findLocks(ctx, bson.D{{Key: "name", Value: l.Name}})
+	if err != nil {
+		return record.Lock{}, unavailable(ctx, "create", err)
+	}
+	var root *lockDoc
+	for i := range docs {
+		if docs[i].Root {
+			root = &docs[i]
+		}
+	}
+	if _, ok := head(docs); ok || root == nil {
+		return record.Lock{}, record.ErrConflict
+	}
+	next := root.Epoch + 1
+	if _, err := d.locks.UpdateOne(ctx, bson.D{{Key: "_id", Value: root.ID}},
+		bson.D{{Key: "$max", Value: bson.D{{Key: "epoch", Value: next}}}}); err != nil {
+		return record.Lock{}, unavailable(ctx, "create", err)
+	}
+	_, err = d.locks.InsertOne(ctx, lockDoc{ID: stateKey(l.Name, uint64(next)<<32), Name: l.Name, Ver: next << 32})
+	if err != nil && !mongo.IsDuplicateKeyError(err) {
+		return record.Lock{}, unavailable(ctx, "create", err)
+	}
+	return record.Lock{}, record.ErrConflict
+}
+
+// SwapLock writes l as the state after version (see write).
+func (d *driver) SwapLock(ctx context.Context, l record.Lock, version uint64) (record.Lock, error) {
+	got, err := d.write(ctx, l, version)
+	return got, unavailable(ctx, "write", err)
+}
+
+// DeleteLock writes a free state after version (see write).
+func (d *driver) DeleteLock(ctx context.Context, name string, version uint64) error {
+	_, err := d.write(ctx, record.Lock{Name: name}, version)
+	return unavailable(ctx, "delete", err)
+}
+
+// write is the compare-and-swap of every lock write: it inserts l as the
+// state document at version+1 (a duplicate key: another writer's is
+// there, ErrConflict), then, at once, deletes the state at version (the
+// chain's cleanup) and looks for a state above its own. A key is freed
+// only by the writer of the state after it, which it inserted first, and
+// the highest state is never deleted: a writer that read version long
+// ago, whose insert met a key freed since by the chain's progress, finds
+// a state above its own, deletes its insert, and gets ErrConflict. A take
+// (Token 0) gets its version as its token; a write with no session is a
+// free state.
+func (d *driver) write(ctx context.Context, l record.Lock, version uint64) (record.Lock, error) {
+	if err := d.enterWrite(ctx); err != nil {
+		return record.Lock{}, err
+	}
+	defer d.leaveWrite()
+	return d.chain(ctx, l, version)
+}
+
+// chain is write for a caller that entered.
+func (d *driver) chain(ctx context.Context, l record.Lock, version uint64) (record.Lock, error) {
+	ver := version + 1
+	if l.Token == 0 && l.Session != "" {
+		l.Token = events.Token(ver)
+	}
+	if l.Session == "" {
+		l.Token, l.Candidate, l.Hold, l.Expires = 0, "", false, time.Time{}
+	}
+	doc := lockDoc{ID: stateKey(l.Name, ver), Name: l.Name, Ver: int64(ver),
+		Sid: l.Session, Cand: l.Candidate, Tok: int64(l.Token), Hold: l.Hold}
+	if !l.Expires.IsZero() {
+		exp := l.Expires.UTC()
+		doc.Exp = &exp
+	}
+	if _, err := d.locks.InsertOne(ctx, doc); err != nil {
+		if mongo.IsDuplicateKeyError(err) {
+			return record.Lock{}, record.ErrConflict
+		}
+		return record.Lock{}, err
+	}
+	var (
+		derr  error
+		wg    sync.WaitGroup
+		above lockDoc
+	)
+	wg.Go(func() { _, derr = d.locks.DeleteOne(ctx, bson.D{{Key: "_id", Value: stateKey(l.Name, version)}}) })
+	err := d.locks.FindOne(ctx, bson.D{{Key: "name", Value: l.Name}, {Key: "ver", Value: bson.D{{Key: "$gt", Value: int64(ver)}}},
+		{Key: "root", Value: bson.D{{Key: "$ne", Value: true}}}}).Decode(&above)
+	wg.Wait()
+	switch {
+	case err == nil: // a state above: this insert met a key the chain had freed
+		_, err := d.locks.DeleteOne(ctx, bson.D{{Key: "_id", Value: doc.ID}})
+		return record.Lock{}, errors.Join(record.ErrConflict, err)
+	case !errors.Is(err, mongo.ErrNoDocuments):
+		return record.Lock{}, err
+	case derr != nil:
+		return record.Lock{}, derr
+	}
+	l.Version, l.TTL = ver, 0
+	if doc.Exp != nil {
+		l.Expires = *doc.Exp
+	}
+	return l, nil
+}
