@@ -8,7 +8,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/hustings/hustings/backends/mongodb"
-	_ "github.com/hustings/hustings/backends/mongodb/mongodial" // mongodb:// for the nodes
 	"github.com/hustings/hustings/backends/mongodb/mongotest"
 )
 

@@ -18,6 +18,8 @@
 //	                                    backends/nats/natsdial
 //	consul://host:port[/prefix]
 //	                                    backends/consul/consuldial
+//	mongodb://[user[:password]@]host:port[,host:port…][/db][?option=value…]
+//	                                    backends/mongodb/mongodial
 //	k8s:///?kubeconfig=path&namespace=ns
 //	                                    backends/kubernetes/k8sdial (kubernetes:// too)
 //
@@ -72,6 +74,7 @@ var openerPackages = map[string]string{
 	"mysql":      "backends/mysql/mysqldial",
 	"mariadb":    "backends/mysql/mysqldial",
 	"nats":       "backends/nats/natsdial",
+	"mongodb":    "backends/mongodb/mongodial",
 	"consul":     "backends/consul/consuldial",
 	"k8s":        "backends/kubernetes/k8sdial",
 	"kubernetes": "backends/kubernetes/k8sdial",

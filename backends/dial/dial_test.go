@@ -19,20 +19,20 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestBadURLs(t *testing.T) {
 	dialtest.CheckBad(t, map[string]string{
-		"":                          "empty: write memory",
-		"mongodb://localhost:27017": `scheme "mongodb" is not one of memory`,
-		"foo://":                    `"foo://": scheme "foo"`,
-		"memory://x:1":              "takes no host, path or options: write memory",
-		"memory:/x":                 "takes no host, path or options: write memory",
-		"memory?x":                  `"memory?x": no scheme: write memory`,
-		"MEMORY://h":                "takes no host, path or options",
-		"redis":                     `"redis": no scheme: write memory`,
-		"%zz":                       `invalid URL escape "%zz"`,
-		"localhost:6379":            `scheme "localhost" is not one of`,
-		"redis://h:1":               `scheme "redis" is not registered: import _ "github.com/hustings/hustings/backends/redis/redisdial"`,
-		"PostgreSQL://h:1/db":       `scheme "postgresql" is not registered: import _ "github.com/hustings/hustings/backends/postgres/pgdial"`,
-		"k8s://":                    `backends/kubernetes/k8sdial"`,
-		"foo://u:secret@h:1":        `"foo://…@h:1"`,
+		"":                           "empty: write memory",
+		"cassandra://localhost:9042": `scheme "cassandra" is not one of memory`,
+		"foo://":                     `"foo://": scheme "foo"`,
+		"memory://x:1":               "takes no host, path or options: write memory",
+		"memory:/x":                  "takes no host, path or options: write memory",
+		"memory?x":                   `"memory?x": no scheme: write memory`,
+		"MEMORY://h":                 "takes no host, path or options",
+		"redis":                      `"redis": no scheme: write memory`,
+		"%zz":                        `invalid URL escape "%zz"`,
+		"localhost:6379":             `scheme "localhost" is not one of`,
+		"redis://h:1":                `scheme "redis" is not registered: import _ "github.com/hustings/hustings/backends/redis/redisdial"`,
+		"PostgreSQL://h:1/db":        `scheme "postgresql" is not registered: import _ "github.com/hustings/hustings/backends/postgres/pgdial"`,
+		"k8s://":                     `backends/kubernetes/k8sdial"`,
+		"foo://u:secret@h:1":         `"foo://…@h:1"`,
 	})
 }
 

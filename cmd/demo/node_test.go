@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hustings/hustings/backends/consul/consultest"
+	"github.com/hustings/hustings/backends/mongodb/mongotest"
 	"github.com/hustings/hustings/backends/redis/redistest"
 	"github.com/hustings/hustings/events"
 )
@@ -166,6 +167,12 @@ func TestNodesFailOverOnRedis(t *testing.T) {
 // server (its sessions' TTL at least the test server's minimum).
 func TestNodesFailOverOnConsul(t *testing.T) {
 	nodesFailOver(t, "consul://"+consultest.Start(t).Addr(), "1s")
+}
+
+// TestNodesFailOverOnMongoDB is TestNodesFailOverOnRedis on FerretDB, a
+// server of MongoDB's protocol.
+func TestNodesFailOverOnMongoDB(t *testing.T) {
+	nodesFailOver(t, mongotest.Start(t).URI(), "1s")
 }
 
 // nodesFailOver runs the failover of three node processes on the store

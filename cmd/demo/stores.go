@@ -12,6 +12,7 @@ import (
 	// demo's first run downloads and compiles.
 	_ "github.com/hustings/hustings/backends/consul/consuldial"
 	_ "github.com/hustings/hustings/backends/etcd/etcddial"
+	_ "github.com/hustings/hustings/backends/mongodb/mongodial"
 	_ "github.com/hustings/hustings/backends/mysql/mysqldial"
 	_ "github.com/hustings/hustings/backends/nats/natsdial"
 	_ "github.com/hustings/hustings/backends/postgres/pgdial"

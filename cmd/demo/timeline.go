@@ -47,7 +47,7 @@ type heldRow struct {
 // newTimeline returns a timeline that writes to w; target sizes the token
 // column (Redis tokens have 16 digits).
 func newTimeline(w io.Writer, target dial.Target) *timeline {
-	tokenW := map[string]int{"redis": 16, "etcd": 8, "zk": 11, "postgres": 8, "mysql": 8, "nats": 8, "consul": 8}[target.Scheme]
+	tokenW := map[string]int{"redis": 16, "etcd": 8, "zk": 11, "postgres": 8, "mysql": 8, "nats": 8, "consul": 8, "mongodb": 16}[target.Scheme]
 	return &timeline{w: w, start: time.Now(), lockW: 14, tokenW: max(tokenW, 5)}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
 	"github.com/hustings/hustings/backends/kubernetes/kubetest"
+	"github.com/hustings/hustings/backends/mongodb/mongotest"
 	"github.com/hustings/hustings/backends/mysql/mysqltest"
 	"github.com/hustings/hustings/backends/nats/natstest"
 	"github.com/hustings/hustings/backends/postgres/pgtest"
@@ -50,3 +51,5 @@ func TestKubernetes(t *testing.T) {
 }
 
 func TestConsul(t *testing.T) { onServer(t, "consul://"+consultest.Start(t).Addr()) }
+
+func TestMongoDB(t *testing.T) { onServer(t, mongotest.Start(t).URI()) }

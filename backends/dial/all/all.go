@@ -10,6 +10,7 @@ import (
 	_ "github.com/hustings/hustings/backends/consul/consuldial"  // consul://
 	_ "github.com/hustings/hustings/backends/etcd/etcddial"      // etcd://
 	_ "github.com/hustings/hustings/backends/kubernetes/k8sdial" // k8s://, kubernetes://
+	_ "github.com/hustings/hustings/backends/mongodb/mongodial"  // mongodb://
 	_ "github.com/hustings/hustings/backends/mysql/mysqldial"    // mysql://, mariadb://
 	_ "github.com/hustings/hustings/backends/nats/natsdial"      // nats://
 	_ "github.com/hustings/hustings/backends/postgres/pgdial"    // postgres://, postgresql://

@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 
@@ -94,7 +95,8 @@ func (opener) Open(ctx context.Context, u *url.URL, c dial.Config) (backends.Bac
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w %q: %v", dial.ErrURL, shown, err)
 	}
-	client, err := mongo.Connect(options.Client().ApplyURI(t.DSN).
+	d := &dial.Dialer{Dialer: net.Dialer{Timeout: c.Timeout}} // the driver hides why it never connected
+	client, err := mongo.Connect(options.Client().ApplyURI(t.DSN).SetDialer(d).
 		SetConnectTimeout(c.Timeout).SetServerSelectionTimeout(c.Timeout))
 	if err != nil {
 		return nil, nil, fmt.Errorf("dial: %s: %w", shown, err)
@@ -106,7 +108,7 @@ func (opener) Open(ctx context.Context, u *url.URL, c dial.Config) (backends.Bac
 		if errors.As(err, &se) { // the server answered, with an error
 			return nil, nil, fmt.Errorf("dial: %s: %w", shown, err)
 		}
-		return nil, nil, dial.Unreachable(ctx, c, shown, nil, err)
+		return nil, nil, dial.Unreachable(ctx, c, shown, d.LastErr(), err)
 	}
 	if err := mongodb.EnsureIndexes(ctx, client, db); err != nil {
 		disconnect()
