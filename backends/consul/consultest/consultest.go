@@ -27,10 +27,7 @@ package consultest
 import (
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,10 +55,7 @@ type Server struct {
 	http int
 	lan  int
 	rpc  int
-
-	mu      sync.Mutex
-	proc    *testserver.Process // nil while killed or stopped
-	stopped bool
+	srv  *testserver.Server
 }
 
 // Binary returns the path of the consul binary: $HUSTINGS_CONSUL if set,
@@ -70,19 +64,8 @@ type Server struct {
 // Linux), as tools/consul/build.sh writes it. It returns an error saying
 // how to build the binary if there is none.
 func Binary() (string, error) {
-	path := os.Getenv(BinaryEnv)
-	if path == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("consultest: %w", err)
-		}
-		path = filepath.Join(cache, "hustings", "consul-"+Version, "consul")
-	}
-	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("consultest: consul %s is not built (%w); build it once per machine "+
-			"with `make consul` from the repository root (tools/consul/build.sh, minutes)", Version, err)
-	}
-	return path, nil
+	return testserver.Built("consultest", BinaryEnv, "consul", Version,
+		"`make consul` from the repository root (tools/consul/build.sh, minutes)")
 }
 
 // Start starts a server for t and stops it when the test ends. It fails
@@ -90,11 +73,7 @@ func Binary() (string, error) {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s, err := StartServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
-	return s
+	return testserver.Must(t, s, err)
 }
 
 // StartServer starts a dev agent in a new temporary directory (its log
@@ -105,32 +84,20 @@ func StartServer() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "consultest-")
+	dir, err := testserver.TempDir("consultest")
 	if err != nil {
-		return nil, fmt.Errorf("consultest: %w", err)
+		return nil, err
 	}
-	s := &Server{dir: dir, bin: bin}
-	for range 3 { // a free port may be taken before the server binds it
-		if err = s.ports(); err != nil {
-			break
-		}
-		if err = s.launch(); err == nil {
-			return s, nil
-		}
+	s := &Server{}
+	s.srv = testserver.NewServer(testserver.Spec{
+		Kit: "consultest", Dir: dir, Bin: bin, Args: s.args, Ready: s.ready,
+		ReadyTimeout: readyTimeout, Addr: s.Addr, RemoveDir: true,
+	})
+	if err := s.srv.StartOn(&s.http, &s.lan, &s.rpc); err != nil {
+		s.srv.Stop()
+		return nil, err
 	}
-	_ = os.RemoveAll(dir)
-	return nil, err
-}
-
-// ports picks the three ports the agent listens on.
-func (s *Server) ports() error {
-	var err error
-	for _, p := range []*int{&s.http, &s.lan, &s.rpc} {
-		if *p, err = testserver.FreePort(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s, nil
 }
 
 // config is the agent's configuration beyond -dev: only what the tests
@@ -148,10 +115,9 @@ connect { enabled = false }
 peering { enabled = false }
 `
 
-// launch runs the agent on s's ports and waits until it answers; the
-// caller holds s.mu, or s is not yet shared.
-func (s *Server) launch() error {
-	args := []string{"agent", "-dev",
+// args are the agent's arguments, for s's ports.
+func (s *Server) args() []string {
+	return []string{"agent", "-dev",
 		"-bind=127.0.0.1", "-client=127.0.0.1",
 		"-http-port=" + strconv.Itoa(s.http),
 		"-serf-lan-port=" + strconv.Itoa(s.lan),
@@ -160,31 +126,24 @@ func (s *Server) launch() error {
 		"-log-level=warn",
 		"-hcl=" + config,
 	}
-	p, err := testserver.Start(s.dir, s.bin, args...)
+}
+
+// ready returns nil once the agent has a leader and answers a consistent
+// KV read.
+func (s *Server) ready() error {
+	c, err := s.Client()
 	if err != nil {
-		return fmt.Errorf("consultest: %w", err)
-	}
-	c, err := NewClient(s.Addr())
-	if err != nil {
-		p.Kill()
 		return err
 	}
-	if err := p.WaitFor(readyTimeout, func() error {
-		leader, err := c.Status().Leader()
-		if err != nil {
-			return err
-		}
-		if leader == "" {
-			return fmt.Errorf("no leader yet")
-		}
-		_, _, err = c.KV().Get("consultest/ready", &api.QueryOptions{RequireConsistent: true})
+	leader, err := c.Status().Leader()
+	if err != nil {
 		return err
-	}); err != nil {
-		p.Kill()
-		return fmt.Errorf("consultest: %w", err)
 	}
-	s.proc = p
-	return nil
+	if leader == "" {
+		return fmt.Errorf("no leader yet")
+	}
+	_, _, err = c.KV().Get("consultest/ready", &api.QueryOptions{RequireConsistent: true})
+	return err
 }
 
 // Addr returns the server's HTTP API address, 127.0.0.1:port.
@@ -209,63 +168,20 @@ func NewClient(addr string) (*api.Client, error) {
 }
 
 // PID returns the server's process ID, or 0 while it is killed or stopped.
-func (s *Server) PID() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return 0
-	}
-	return s.proc.PID()
-}
+func (s *Server) PID() int { return s.srv.PID() }
 
 // Log returns the tail of the server's output, for failure messages.
-func (s *Server) Log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return ""
-	}
-	return s.proc.Log()
-}
+func (s *Server) Log() string { return s.srv.Log() }
 
 // Kill ends the server with SIGKILL (by PID), as a crash: clients get
 // errors until Restart. Killing a killed server does nothing.
-func (s *Server) Kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.kill()
-}
-
-// kill kills the server if it runs; the caller holds s.mu.
-func (s *Server) kill() {
-	if s.proc != nil {
-		s.proc.Kill()
-		s.proc = nil
-	}
-}
+func (s *Server) Kill() { s.srv.Kill() }
 
 // Restart kills the server if it runs, and starts it again on the same
 // ports, empty: a dev agent keeps no state. It returns once the new
 // server has a leader and answers.
-func (s *Server) Restart() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return fmt.Errorf("consultest: server on %s is stopped", s.Addr())
-	}
-	s.kill()
-	return s.launch()
-}
+func (s *Server) Restart() error { return s.srv.Restart() }
 
 // Stop kills the server (SIGKILL, by PID) and removes its directory.
 // Calling it again does nothing.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return
-	}
-	s.stopped = true
-	s.kill()
-	_ = os.RemoveAll(s.dir)
-}
+func (s *Server) Stop() { s.srv.Stop() }
