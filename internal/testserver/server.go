@@ -24,13 +24,16 @@ type Spec struct {
 	// Kit names the test kit ("mongotest"); it prefixes every error.
 	Kit string
 	// Dir is the process's working directory; its output goes to
-	// Dir/<base name of Bin>.log, appended to at each start.
-	Dir string
+	// Dir/<base name of Bin>.log, appended to at each start. If it is
+	// empty, Run makes a new temporary directory, with the subdirectories
+	// Subdirs, that Stop removes.
+	Dir     string
+	Subdirs []string
 	// Bin is the program, a path or a name looked up in $PATH.
 	Bin string
-	// Args returns the program's arguments; it is called at each start,
-	// so that it sees ports picked since.
-	Args func() []string
+	// Args returns the program's arguments, given Dir; it is called at
+	// each start, so that it sees ports picked since.
+	Args func(dir string) []string
 	// Env holds KEY=value pairs added to the caller's environment.
 	Env []string
 	// Cred is the user and group the process runs as; nil: the caller's.
@@ -79,6 +82,28 @@ func NewServer(spec Spec) *Server {
 	return &Server{spec: spec}
 }
 
+// Run returns a server of spec, started on free ports (see StartOn). If
+// it does not start, it is stopped, and its directory removed if Run made
+// it.
+func Run(spec Spec, ports ...*int) (*Server, error) {
+	if spec.Dir == "" {
+		dir, err := TempDir(spec.Kit, spec.Subdirs...)
+		if err != nil {
+			return nil, err
+		}
+		spec.Dir, spec.RemoveDir = dir, true
+	}
+	s := NewServer(spec)
+	if err := s.StartOn(ports...); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Dir returns the process's working directory.
+func (s *Server) Dir() string { return s.spec.Dir }
+
 // Start starts the process and waits until it is ready. Starting a running
 // server does nothing; a stopped one cannot start.
 func (s *Server) Start() error {
@@ -118,7 +143,7 @@ func (s *Server) launch() error {
 			return err
 		}
 	}
-	p, err := start(s.spec.Cred, s.spec.Env, s.spec.Dir, s.spec.Bin, s.spec.Args())
+	p, err := start(s.spec.Cred, s.spec.Env, s.spec.Dir, s.spec.Bin, s.spec.Args(s.spec.Dir))
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.spec.Kit, err)
 	}

@@ -63,7 +63,7 @@ func TestServerLifecycle(t *testing.T) {
 	addr := func() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 	s := NewServer(Spec{
 		Kit: "kit", Dir: dir, Bin: "python3",
-		Args:  func() []string { return []string{"-c", listener, strconv.Itoa(port)} },
+		Args:  func(string) []string { return []string{"-c", listener, strconv.Itoa(port)} },
 		Ready: func() error { return dial(addr()) },
 		Addr:  addr, Shutdown: syscall.SIGTERM, RemoveDir: true,
 	})
@@ -114,7 +114,7 @@ func TestServerLifecycle(t *testing.T) {
 func TestServerNotReady(t *testing.T) {
 	s := NewServer(Spec{
 		Kit: "kit", Dir: t.TempDir(), Bin: "python3",
-		Args:         func() []string { return []string{"-c", "import time; time.sleep(60)"} },
+		Args:         func(string) []string { return []string{"-c", "import time; time.sleep(60)"} },
 		Ready:        func() error { return errors.New("never") },
 		ReadyTimeout: 300 * time.Millisecond,
 	})

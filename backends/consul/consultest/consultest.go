@@ -50,8 +50,6 @@ const readyTimeout = 60 * time.Second
 
 // Server is one `consul agent -dev` process on 127.0.0.1.
 type Server struct {
-	dir  string
-	bin  string
 	http int
 	lan  int
 	rpc  int
@@ -84,17 +82,10 @@ func StartServer() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := testserver.TempDir("consultest")
-	if err != nil {
-		return nil, err
-	}
 	s := &Server{}
-	s.srv = testserver.NewServer(testserver.Spec{
-		Kit: "consultest", Dir: dir, Bin: bin, Args: s.args, Ready: s.ready,
-		ReadyTimeout: readyTimeout, Addr: s.Addr, RemoveDir: true,
-	})
-	if err := s.srv.StartOn(&s.http, &s.lan, &s.rpc); err != nil {
-		s.srv.Stop()
+	s.srv, err = testserver.Run(testserver.Spec{Kit: "consultest", Bin: bin,
+		Args: s.args, Ready: s.ready, ReadyTimeout: readyTimeout, Addr: s.Addr}, &s.http, &s.lan, &s.rpc)
+	if err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -116,7 +107,7 @@ peering { enabled = false }
 `
 
 // args are the agent's arguments, for s's ports.
-func (s *Server) args() []string {
+func (s *Server) args(string) []string {
 	return []string{"agent", "-dev",
 		"-bind=127.0.0.1", "-client=127.0.0.1",
 		"-http-port=" + strconv.Itoa(s.http),

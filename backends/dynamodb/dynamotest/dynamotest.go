@@ -47,7 +47,6 @@ const readyTimeout = 30 * time.Second
 // Server is one dynalite process on 127.0.0.1, restartable on the same
 // port (and, if Persistent, the same store).
 type Server struct {
-	dir     string
 	cli     string
 	port    int
 	persist bool
@@ -116,33 +115,26 @@ func StartServer(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := testserver.TempDir("dynamotest")
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{dir: dir, cli: cli}
+	s := &Server{cli: cli}
 	for _, o := range opts {
 		o(s)
 	}
-	s.srv = testserver.NewServer(testserver.Spec{
-		Kit: "dynamotest", Dir: dir, Bin: bin, Args: s.args, Ready: s.ready,
-		ReadyTimeout: readyTimeout, Addr: s.Addr, RemoveDir: true,
-	})
-	if err := s.srv.StartOn(&s.port); err != nil {
-		s.srv.Stop()
+	s.srv, err = testserver.Run(testserver.Spec{Kit: "dynamotest", Bin: bin,
+		Args: s.args, Ready: s.ready, ReadyTimeout: readyTimeout, Addr: s.Addr}, &s.port)
+	if err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// args are node's arguments: dynalite on s's port (and store).
-func (s *Server) args() []string {
+// args are node's arguments: dynalite on s's port (and store, in dir).
+func (s *Server) args(dir string) []string {
 	// Tables are ACTIVE at once (dynalite's default keeps them CREATING
 	// for 500 ms, as a stand-in for DynamoDB's minutes).
 	args := []string{s.cli, "--host", "127.0.0.1", "--port", strconv.Itoa(s.port),
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"}
 	if s.persist {
-		args = append(args, "--path", filepath.Join(s.dir, "db"))
+		args = append(args, "--path", filepath.Join(dir, "db"))
 	}
 	return args
 }

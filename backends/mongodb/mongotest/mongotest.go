@@ -35,7 +35,6 @@ const readyTimeout = 30 * time.Second
 // Server is one FerretDB process on 127.0.0.1 over SQLite files in its
 // own temporary directory, restartable on the same port and files.
 type Server struct {
-	dir  string
 	port int
 	srv  *testserver.Server
 }
@@ -65,29 +64,24 @@ func StartServer() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := testserver.TempDir("mongotest", "data", "state")
+	s := &Server{}
+	s.srv, err = testserver.Run(testserver.Spec{
+		Kit: "mongotest", Subdirs: []string{"data", "state"}, Bin: bin,
+		Args: s.args, Ready: s.ready, ReadyTimeout: readyTimeout, Addr: s.Addr,
+	}, &s.port)
 	if err != nil {
-		return nil, err
-	}
-	s := &Server{dir: dir}
-	s.srv = testserver.NewServer(testserver.Spec{
-		Kit: "mongotest", Dir: dir, Bin: bin, Args: s.args, Ready: s.ready,
-		ReadyTimeout: readyTimeout, Addr: s.Addr, RemoveDir: true,
-	})
-	if err := s.srv.StartOn(&s.port); err != nil {
-		s.srv.Stop()
 		return nil, err
 	}
 	return s, nil
 }
 
-// args are the server's flags, for s's port and files.
-func (s *Server) args() []string {
+// args are the server's flags, for s's port and the files in dir.
+func (s *Server) args(dir string) []string {
 	return []string{
 		"--listen-addr=" + s.Addr(),
 		"--handler=sqlite",
-		"--sqlite-url=file:" + filepath.Join(s.dir, "data") + "/",
-		"--state-dir=" + filepath.Join(s.dir, "state"),
+		"--sqlite-url=file:" + filepath.Join(dir, "data") + "/",
+		"--state-dir=" + filepath.Join(dir, "state"),
 		"--debug-addr=-",      // no metrics listener on a fixed port
 		"--telemetry=disable", // never call home
 		"--log-level=WARN",
