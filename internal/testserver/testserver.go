@@ -1,10 +1,16 @@
 // Package testserver starts and stops the server processes that backend
-// tests and benchmarks run against (redis-server, ZooKeeper): on free
-// loopback ports, with their output in a log file, stopped by PID (never by
-// name). For tests and benchmarks only.
+// tests and benchmarks run against (redis-server, ZooKeeper, FerretDB...):
+// on free loopback ports, with their output in a log file, stopped by PID
+// (never by name). For tests and benchmarks only.
+//
+// A Process is one run of a program. A Server is the lifecycle every test
+// kit gives its server: started and waited for by a probe, killed, paused,
+// restarted on the same port and data directory, stopped; a kit's own
+// Server wraps one and adds its clients.
 package testserver
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -70,6 +76,11 @@ func Unprivileged(users ...string) (*syscall.Credential, error) {
 // (nil: as the caller). Root may start a process so; a server that refuses
 // to run as root (PostgreSQL) is started as an unprivileged user this way.
 func StartAs(cred *syscall.Credential, dir, name string, args ...string) (*Process, error) {
+	return start(cred, nil, dir, name, args)
+}
+
+// start is StartAs with env (KEY=value) added to the caller's environment.
+func start(cred *syscall.Credential, env []string, dir, name string, args []string) (*Process, error) {
 	logPath := filepath.Join(dir, filepath.Base(name)+".log")
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -78,6 +89,9 @@ func StartAs(cred *syscall.Credential, dir, name string, args ...string) (*Proce
 	defer log.Close()
 	cmd := exec.Command(name, args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, log, log
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("testserver: start %s: %w", name, err)
@@ -120,9 +134,58 @@ func (p *Process) Kill() {
 	})
 }
 
+// Halt ends the process and every process of its group (it leads one of
+// its own): sig first, unless it is SIGKILL, then up to grace for the
+// process to end on it; then SIGKILL to the group, and up to 10 s for the
+// group's last process to end (a child may hold what the next start needs,
+// such as PostgreSQL's shared memory). Halting an ended process only
+// clears its group.
+func (p *Process) Halt(sig syscall.Signal, grace time.Duration) {
+	if sig != syscall.SIGKILL && !p.Exited() {
+		_ = p.Signal(sig)
+		select {
+		case <-p.waited:
+		case <-time.After(grace):
+		}
+	}
+	pgid := -p.PID()
+	_ = syscall.Kill(pgid, syscall.SIGCONT) // stopped children must run to die
+	_ = syscall.Kill(pgid, syscall.SIGKILL)
+	p.Kill()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if err := syscall.Kill(pgid, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+	}
+}
+
+// Pause stops the process with SIGSTOP and returns once the kernel has
+// stopped it (its state in /proc is T), or an error after 5 s.
+func (p *Process) Pause() error {
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	stat := "/proc/" + strconv.Itoa(p.PID()) + "/stat"
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return fmt.Errorf("testserver: %w", err)
+		}
+		// pid (comm) state ...: the state follows the last ')'.
+		if i := bytes.LastIndexByte(b, ')'); i > 0 && i+2 < len(b) && b[i+2] == 'T' {
+			return nil
+		}
+	}
+	return errors.New("testserver: process not stopped 5s after SIGSTOP")
+}
+
 // Log returns the tail of the process's output, for failure messages.
-func (p *Process) Log() string {
-	b, err := os.ReadFile(p.LogPath)
+func (p *Process) Log() string { return tail(p.LogPath) }
+
+// tail returns the last 4000 bytes of the file at path, or "" if there is
+// none.
+func tail(path string) string {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,15 +47,10 @@ const readyTimeout = 30 * time.Second
 // Server is one dynalite process on 127.0.0.1, restartable on the same
 // port (and, if Persistent, the same store).
 type Server struct {
-	dir     string
-	node    string
 	cli     string
 	port    int
 	persist bool
-
-	mu      sync.Mutex
-	proc    *testserver.Process // nil while killed or stopped
-	stopped bool
+	srv     *testserver.Server
 }
 
 // Option configures a server.
@@ -107,11 +101,7 @@ func node() (string, error) {
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	s, err := StartServer(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
-	return s
+	return testserver.Must(t, s, err)
 }
 
 // StartServer starts a server in a new temporary directory and waits until
@@ -125,52 +115,36 @@ func StartServer(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "dynamotest-")
-	if err != nil {
-		return nil, fmt.Errorf("dynamotest: %w", err)
-	}
-	s := &Server{dir: dir, node: bin, cli: cli}
+	s := &Server{cli: cli}
 	for _, o := range opts {
 		o(s)
 	}
-	for range 3 { // the free port may be taken before the server binds it
-		if s.port, err = testserver.FreePort(); err != nil {
-			break
-		}
-		if err = s.launch(); err == nil {
-			return s, nil
-		}
+	s.srv, err = testserver.Run(testserver.Spec{Kit: "dynamotest", Bin: bin,
+		Args: s.args, Ready: s.ready, ReadyTimeout: readyTimeout, Addr: s.Addr}, &s.port)
+	if err != nil {
+		return nil, err
 	}
-	_ = os.RemoveAll(dir)
-	return nil, err
+	return s, nil
 }
 
-// launch runs the server on s's port (and store) and waits until it
-// answers; the caller holds s.mu, or s is not yet shared.
-func (s *Server) launch() error {
+// args are node's arguments: dynalite on s's port (and store, in dir).
+func (s *Server) args(dir string) []string {
 	// Tables are ACTIVE at once (dynalite's default keeps them CREATING
 	// for 500 ms, as a stand-in for DynamoDB's minutes).
 	args := []string{s.cli, "--host", "127.0.0.1", "--port", strconv.Itoa(s.port),
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"}
 	if s.persist {
-		args = append(args, "--path", filepath.Join(s.dir, "db"))
+		args = append(args, "--path", filepath.Join(dir, "db"))
 	}
-	p, err := testserver.Start(s.dir, s.node, args...)
-	if err != nil {
-		return fmt.Errorf("dynamotest: %w", err)
-	}
-	c := s.Client()
-	if err := p.WaitFor(readyTimeout, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_, err := c.ListTables(ctx, &dynamodb.ListTablesInput{})
-		return err
-	}); err != nil {
-		p.Kill()
-		return fmt.Errorf("dynamotest: %w", err)
-	}
-	s.proc = p
-	return nil
+	return args
+}
+
+// ready returns nil once the server answers ListTables.
+func (s *Server) ready() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := s.Client().ListTables(ctx, &dynamodb.ListTablesInput{})
+	return err
 }
 
 // Addr returns the server's address, 127.0.0.1:port.
@@ -200,63 +174,20 @@ func NewClient(endpoint string, opts ...func(*dynamodb.Options)) *dynamodb.Clien
 }
 
 // PID returns the server's process ID, or 0 while it is killed or stopped.
-func (s *Server) PID() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return 0
-	}
-	return s.proc.PID()
-}
+func (s *Server) PID() int { return s.srv.PID() }
 
 // Log returns the tail of the server's output, for failure messages.
-func (s *Server) Log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return ""
-	}
-	return s.proc.Log()
-}
+func (s *Server) Log() string { return s.srv.Log() }
 
 // Kill ends the server with SIGKILL (by PID), as a crash: clients get
 // errors until Restart. Killing a killed server does nothing.
-func (s *Server) Kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.kill()
-}
-
-// kill kills the server if it runs; the caller holds s.mu.
-func (s *Server) kill() {
-	if s.proc != nil {
-		s.proc.Kill()
-		s.proc = nil
-	}
-}
+func (s *Server) Kill() { s.srv.Kill() }
 
 // Restart kills the server if it runs, and starts it again on the same
 // port; a Persistent server keeps its tables and items, any other comes
 // back empty. It returns once the server answers.
-func (s *Server) Restart() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return fmt.Errorf("dynamotest: server on %s is stopped", s.Addr())
-	}
-	s.kill()
-	return s.launch()
-}
+func (s *Server) Restart() error { return s.srv.Restart() }
 
 // Stop kills the server (SIGKILL, by PID) and removes its directory.
 // Calling it again does nothing.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return
-	}
-	s.stopped = true
-	s.kill()
-	_ = os.RemoveAll(s.dir)
-}
+func (s *Server) Stop() { s.srv.Stop() }

@@ -40,7 +40,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -73,12 +72,8 @@ type Server struct {
 	token  string
 	client *http.Client // trusts the CA, sends the token
 
-	bin  string
 	etcd *etcdtest.Server
-
-	mu      sync.Mutex
-	proc    *testserver.Process // nil while killed or stopped
-	stopped bool
+	srv  *testserver.Server
 }
 
 // Binary returns the path of the kube-apiserver binary: $HUSTINGS_KUBE_APISERVER
@@ -126,7 +121,9 @@ func StartServer() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubetest: %w", err)
 	}
-	s := &Server{dir: dir, bin: bin}
+	s := &Server{dir: dir}
+	s.srv = testserver.NewServer(testserver.Spec{Kit: "kubetest", Dir: dir, Bin: bin,
+		Args: s.args, Ready: s.ready, ReadyTimeout: readyTimeout, Addr: s.URL, Prepare: s.storage})
 	if s.etcd, err = etcdtest.StartServer(filepath.Join(dir, etcdDir)); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -155,34 +152,31 @@ func (s *Server) start() error {
 	if s.client, err = newClient(s.CAFile(), s.token); err != nil {
 		return err
 	}
-	return s.launch()
-}
-
-// launch runs the apiserver on s's port and files and waits until it is
-// ready; the caller holds s.mu, or s is not yet shared.
-func (s *Server) launch() error {
-	p, err := testserver.Start(s.dir, s.bin, s.args()...)
-	if err != nil {
+	if err := s.srv.Start(); err != nil {
+		s.client.CloseIdleConnections()
 		return err
 	}
-	if err := p.WaitFor(readyTimeout, s.ready); err != nil {
-		p.Kill()
-		s.client.CloseIdleConnections()
-		return fmt.Errorf("kubetest: %w", err)
-	}
-	s.proc = p
 	return nil
 }
 
+// storage starts the etcd again if it was stopped, before the apiserver
+// starts.
+func (s *Server) storage() error {
+	if s.etcd.Running() {
+		return nil
+	}
+	return s.etcd.Restart()
+}
+
 // args are the apiserver's flags.
-func (s *Server) args() []string {
-	file := func(name string) string { return filepath.Join(s.dir, name) }
+func (s *Server) args(dir string) []string {
+	file := func(name string) string { return filepath.Join(dir, name) }
 	return []string{
 		"--etcd-servers=http://" + s.etcd.Addr(),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(s.port),
-		"--cert-dir=" + s.dir,
+		"--cert-dir=" + dir,
 		"--tls-cert-file=" + file(serverCertFile),
 		"--tls-private-key-file=" + file(serverKeyFile),
 		"--token-auth-file=" + file(tokenFile),
@@ -255,14 +249,7 @@ func (s *Server) Kubeconfig() string { return filepath.Join(s.dir, kubeconfigFil
 func (s *Server) HTTPClient() *http.Client { return s.client }
 
 // Log returns the tail of the apiserver's output, for failure messages.
-func (s *Server) Log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return ""
-	}
-	return s.proc.Log()
-}
+func (s *Server) Log() string { return s.srv.Log() }
 
 // Etcd returns the etcd the apiserver stores in, embedded in this
 // process: its Stop and Restart take the storage away and back while the
@@ -272,49 +259,18 @@ func (s *Server) Etcd() *etcdtest.Server { return s.etcd }
 // Kill ends the apiserver with SIGKILL (by PID), as a crash: clients get
 // errors until Restart; etcd and the server's files stay. Killing a
 // killed server does nothing.
-func (s *Server) Kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.kill()
-}
-
-// kill kills the apiserver if it runs; the caller holds s.mu.
-func (s *Server) kill() {
-	if s.proc != nil {
-		s.proc.Kill()
-		s.proc = nil
-	}
-}
+func (s *Server) Kill() { s.srv.Kill() }
 
 // Restart kills the apiserver if it runs, and starts it again on the same
 // port, files and token, on the same etcd (which it starts if it was
 // stopped): Leases and their resourceVersions survive. It returns once
 // the new apiserver is ready (/readyz).
-func (s *Server) Restart() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return fmt.Errorf("kubetest: server on %s is stopped", s.URL())
-	}
-	s.kill()
-	if !s.etcd.Running() {
-		if err := s.etcd.Restart(); err != nil {
-			return err
-		}
-	}
-	return s.launch()
-}
+func (s *Server) Restart() error { return s.srv.Restart() }
 
 // Stop kills the apiserver (SIGKILL, by PID), stops its etcd and removes
 // the server's directory. Calling it again does nothing.
 func (s *Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return
-	}
-	s.stopped = true
-	s.kill()
+	s.srv.Stop()
 	s.client.CloseIdleConnections()
 	s.etcd.Stop()
 	_ = os.RemoveAll(s.dir)

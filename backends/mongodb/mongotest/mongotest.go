@@ -1,15 +1,11 @@
 package mongotest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,13 +35,8 @@ const readyTimeout = 30 * time.Second
 // Server is one FerretDB process on 127.0.0.1 over SQLite files in its
 // own temporary directory, restartable on the same port and files.
 type Server struct {
-	dir  string
-	bin  string
 	port int
-
-	mu      sync.Mutex
-	proc    *testserver.Process // nil while killed or stopped
-	stopped bool
+	srv  *testserver.Server
 }
 
 // Binary returns the path of the ferretdb binary: $HUSTINGS_FERRETDB if
@@ -54,19 +45,8 @@ type Server struct {
 // $HOME/.cache, on Linux), as tools/ferretdb/build.sh writes it. It returns
 // an error saying how to build the binary if there is none.
 func Binary() (string, error) {
-	path := os.Getenv(BinaryEnv)
-	if path == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("mongotest: %w", err)
-		}
-		path = filepath.Join(cache, "hustings", "ferretdb-"+Version, "ferretdb")
-	}
-	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("mongotest: FerretDB %s is not built (%w); build it once per machine "+
-			"with `make ferretdb` from the repository root (tools/ferretdb/build.sh, a few minutes)", Version, err)
-	}
-	return path, nil
+	return testserver.Built("mongotest", BinaryEnv, "ferretdb", Version,
+		"`make ferretdb` from the repository root (tools/ferretdb/build.sh, a few minutes)")
 }
 
 // Start starts a server for t and stops it when the test ends. It fails
@@ -74,11 +54,7 @@ func Binary() (string, error) {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s, err := StartServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
-	return s
+	return testserver.Must(t, s, err)
 }
 
 // StartServer starts a server in a new temporary directory and waits until
@@ -88,50 +64,28 @@ func StartServer() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "mongotest-")
+	s := &Server{}
+	s.srv, err = testserver.Run(testserver.Spec{
+		Kit: "mongotest", Subdirs: []string{"data", "state"}, Bin: bin,
+		Args: s.args, Ready: s.ready, ReadyTimeout: readyTimeout, Addr: s.Addr,
+	}, &s.port)
 	if err != nil {
-		return nil, fmt.Errorf("mongotest: %w", err)
+		return nil, err
 	}
-	for _, sub := range []string{"data", "state"} {
-		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
-			_ = os.RemoveAll(dir)
-			return nil, fmt.Errorf("mongotest: %w", err)
-		}
-	}
-	s := &Server{dir: dir, bin: bin}
-	for range 3 { // the free port may be taken before the server binds it
-		if s.port, err = testserver.FreePort(); err != nil {
-			break
-		}
-		if err = s.launch(); err == nil {
-			return s, nil
-		}
-	}
-	_ = os.RemoveAll(dir)
-	return nil, err
+	return s, nil
 }
 
-// launch runs the server on s's port and files and waits until it answers;
-// the caller holds s.mu, or s is not yet shared.
-func (s *Server) launch() error {
-	p, err := testserver.Start(s.dir, s.bin,
-		"--listen-addr="+s.Addr(),
+// args are the server's flags, for s's port and the files in dir.
+func (s *Server) args(dir string) []string {
+	return []string{
+		"--listen-addr=" + s.Addr(),
 		"--handler=sqlite",
-		"--sqlite-url=file:"+filepath.Join(s.dir, "data")+"/",
-		"--state-dir="+filepath.Join(s.dir, "state"),
+		"--sqlite-url=file:" + filepath.Join(dir, "data") + "/",
+		"--state-dir=" + filepath.Join(dir, "state"),
 		"--debug-addr=-",      // no metrics listener on a fixed port
 		"--telemetry=disable", // never call home
 		"--log-level=WARN",
-	)
-	if err != nil {
-		return fmt.Errorf("mongotest: %w", err)
 	}
-	if err := p.WaitFor(readyTimeout, s.ready); err != nil {
-		p.Kill()
-		return fmt.Errorf("mongotest: %w", err)
-	}
-	s.proc = p
-	return nil
 }
 
 // ready returns nil once the server answers a ping.
@@ -185,97 +139,29 @@ func Client(t testing.TB, uri string, opts ...*options.ClientOptions) *mongo.Cli
 }
 
 // PID returns the server's process ID, or 0 while it is killed or stopped.
-func (s *Server) PID() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return 0
-	}
-	return s.proc.PID()
-}
+func (s *Server) PID() int { return s.srv.PID() }
 
 // Log returns the tail of the server's output, for failure messages.
-func (s *Server) Log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return ""
-	}
-	return s.proc.Log()
-}
+func (s *Server) Log() string { return s.srv.Log() }
 
 // Kill ends the server with SIGKILL (by PID), as a crash: clients get
 // errors until Restart; the SQLite files stay. Killing a killed server
 // does nothing.
-func (s *Server) Kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.kill()
-}
-
-// kill kills the server if it runs; the caller holds s.mu.
-func (s *Server) kill() {
-	if s.proc != nil {
-		s.proc.Kill()
-		s.proc = nil
-	}
-}
+func (s *Server) Kill() { s.srv.Kill() }
 
 // Pause stops the server with SIGSTOP and returns once the kernel has
 // stopped it: connections stay open and nothing answers, as a server
 // stalled by the machine. Resume undoes it.
-func (s *Server) Pause() error {
-	if err := s.signal(syscall.SIGSTOP); err != nil {
-		return err
-	}
-	stat := "/proc/" + strconv.Itoa(s.PID()) + "/stat"
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		b, err := os.ReadFile(stat)
-		if err != nil {
-			return fmt.Errorf("mongotest: %w", err)
-		}
-		// pid (comm) state ...: the state follows the last ')'.
-		if i := bytes.LastIndexByte(b, ')'); i > 0 && i+2 < len(b) && b[i+2] == 'T' {
-			return nil
-		}
-	}
-	return fmt.Errorf("mongotest: server on %s not stopped 5s after SIGSTOP", s.Addr())
-}
+func (s *Server) Pause() error { return s.srv.Pause() }
 
 // Resume continues a paused server (SIGCONT).
-func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
-
-func (s *Server) signal(sig syscall.Signal) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return fmt.Errorf("mongotest: server on %s is not running", s.Addr())
-	}
-	return s.proc.Signal(sig)
-}
+func (s *Server) Resume() error { return s.srv.Resume() }
 
 // Restart kills the server if it runs, and starts it again on the same
 // port and SQLite files: committed documents survive. It returns once the
 // server answers a ping.
-func (s *Server) Restart() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return fmt.Errorf("mongotest: server on %s is stopped", s.Addr())
-	}
-	s.kill()
-	return s.launch()
-}
+func (s *Server) Restart() error { return s.srv.Restart() }
 
 // Stop kills the server (SIGKILL, by PID) and removes its directory.
 // Calling it again does nothing.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return
-	}
-	s.stopped = true
-	s.kill()
-	_ = os.RemoveAll(s.dir)
-}
+func (s *Server) Stop() { s.srv.Stop() }

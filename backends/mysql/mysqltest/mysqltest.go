@@ -26,7 +26,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -50,10 +49,7 @@ type Server struct {
 	port int
 	cred *syscall.Credential // nil: run as the caller
 	sync bool                // each commit flushed to disk (Durable)
-
-	mu      sync.Mutex
-	proc    *testserver.Process // nil while stopped
-	stopped bool
+	srv  *testserver.Server
 }
 
 // Option configures a server.
@@ -85,9 +81,13 @@ func StartServer(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "mysqltest-")
+	bin, err := exec.LookPath("mariadbd")
 	if err != nil {
-		return nil, fmt.Errorf("mysqltest: %w", err)
+		return nil, fmt.Errorf("mysqltest: mariadbd not found; on Debian: apt-get install mariadb-server: %w", err)
+	}
+	dir, err := testserver.TempDir("mysqltest")
+	if err != nil {
+		return nil, err
 	}
 	s := &Server{dir: dir, cred: cred}
 	for _, o := range opts {
@@ -97,25 +97,18 @@ func StartServer(opts ...Option) (*Server, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	var last error
-	for range 3 { // the free port may be taken before the server binds it
-		if s.port, err = testserver.FreePort(); err != nil {
-			_ = os.RemoveAll(dir)
-			return nil, err
-		}
-		if last = s.start(); last == nil {
-			break
-		}
+	s.srv, err = testserver.Run(testserver.Spec{
+		Kit: "mysqltest", Dir: dir, RemoveDir: true, Bin: bin, Cred: cred, Args: s.args,
+		Ready: func() error { return s.exec("SELECT 1") }, ReadyTimeout: readyTimeout, Addr: s.Addr,
+	}, &s.port)
+	if err != nil {
+		return nil, err
 	}
-	if last == nil {
-		last = s.exec("CREATE DATABASE IF NOT EXISTS " + Database)
-		if last == nil {
-			return s, nil
-		}
+	if err := s.exec("CREATE DATABASE IF NOT EXISTS " + Database); err != nil {
 		s.Stop()
+		return nil, fmt.Errorf("mysqltest: %w", err)
 	}
-	_ = os.RemoveAll(dir)
-	return nil, last
+	return s, nil
 }
 
 // credential returns the unprivileged user to run the server as when the
@@ -150,36 +143,22 @@ func (s *Server) install() error {
 	return nil
 }
 
-// start runs mariadbd on s.port and waits until it accepts connections;
-// s.mu must be held, or s not yet shared.
-func (s *Server) start() error {
-	bin, err := exec.LookPath("mariadbd")
-	if err != nil {
-		return fmt.Errorf("mysqltest: mariadbd not found; on Debian: apt-get install mariadb-server: %w", err)
-	}
+// args are mariadbd's arguments, for s.port and the data in dir.
+func (s *Server) args(dir string) []string {
 	flush := "2" // see Durable
 	if s.sync {
 		flush = "1"
 	}
-	p, err := testserver.StartAs(s.cred, s.dir, bin, "--no-defaults",
-		"--datadir="+filepath.Join(s.dir, "data"),
-		"--port="+strconv.Itoa(s.port),
+	return []string{"--no-defaults",
+		"--datadir=" + filepath.Join(dir, "data"),
+		"--port=" + strconv.Itoa(s.port),
 		"--bind-address=127.0.0.1",
-		"--socket="+filepath.Join(s.dir, "mysqld.sock"),
-		"--pid-file="+filepath.Join(s.dir, "mysqld.pid"),
+		"--socket=" + filepath.Join(dir, "mysqld.sock"),
+		"--pid-file=" + filepath.Join(dir, "mysqld.pid"),
 		"--skip-grant-tables", "--skip-name-resolve", "--skip-log-bin",
 		"--innodb-buffer-pool-size=32M", "--innodb-log-file-size=16M",
-		"--innodb-flush-log-at-trx-commit="+flush, "--max-connections=300",
-	)
-	if err != nil {
-		return err
+		"--innodb-flush-log-at-trx-commit=" + flush, "--max-connections=300",
 	}
-	if err := p.WaitFor(readyTimeout, func() error { return s.exec("SELECT 1") }); err != nil {
-		p.Kill()
-		return fmt.Errorf("mysqltest: %w\n%s", err, p.Log())
-	}
-	s.proc = p
-	return nil
 }
 
 // exec runs one statement on a connection of its own.
@@ -231,49 +210,13 @@ func DB(t testing.TB, dsn string) *sql.DB {
 
 // Kill ends the server with SIGKILL, like a crash of the machine: clients
 // get errors until Restart. Killing a killed server does nothing.
-func (s *Server) Kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.kill(syscall.SIGKILL)
-}
+func (s *Server) Kill() { s.srv.Kill() }
 
 // Restart kills the server if it runs and starts it again on the same
 // port with the same data (crash recovery). It returns once the new
 // server accepts connections.
-func (s *Server) Restart() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return fmt.Errorf("mysqltest: server on %s is stopped", s.Addr())
-	}
-	s.kill(syscall.SIGKILL)
-	return s.start()
-}
+func (s *Server) Restart() error { return s.srv.Restart() }
 
 // Stop stops the server for good and removes its directory. Calling it
 // again does nothing.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return
-	}
-	s.stopped = true
-	s.kill(syscall.SIGKILL)
-	_ = os.RemoveAll(s.dir)
-}
-
-// kill sends sig to the server and waits up to 10 s for it to end; s.mu
-// must be held.
-func (s *Server) kill(sig syscall.Signal) {
-	if s.proc == nil {
-		return
-	}
-	p := s.proc
-	s.proc = nil
-	_ = p.Signal(sig)
-	for deadline := time.Now().Add(10 * time.Second); !p.Exited() && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	p.Kill()
-}
+func (s *Server) Stop() { s.srv.Stop() }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,31 +61,32 @@ func StartClusterServers(n int) (*Cluster, error) {
 		}
 		routes[i] = "nats://127.0.0.1:" + strconv.Itoa(cp)
 	}
-	procs := make([]*testserver.Process, n)
 	for i := range n {
-		dir, err := os.MkdirTemp("", "natstest-")
+		dir, err := testserver.TempDir("natstest")
 		if err != nil {
 			c.Stop()
-			return nil, fmt.Errorf("natstest: %w", err)
+			return nil, err
 		}
 		others := append(append([]string{}, routes[:i]...), routes[i+1:]...)
-		s := &Server{dir: dir, bin: bin, port: ports[i], extra: []string{
+		s := &Server{port: ports[i], extra: []string{
 			"--cluster_name", "natstest", "--cluster", routes[i], "--routes", strings.Join(others, ","),
 		}}
+		spec := s.spec(bin)
+		spec.Dir, spec.RemoveDir = dir, true
+		s.srv = testserver.NewServer(spec)
 		c.Servers = append(c.Servers, s)
-		if procs[i], err = s.spawn(); err != nil {
-			c.Stop()
-			return nil, err
-		}
 	}
-	for i, s := range c.Servers { // a node is ready once the cluster has formed
-		if err := s.await(procs[i]); err != nil {
-			for _, p := range procs[i+1:] {
-				p.Kill()
-			}
-			c.Stop()
-			return nil, err
-		}
+	// A node is ready once the cluster has formed: they start together.
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, s := range c.Servers {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = s.srv.Start() }()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		c.Stop()
+		return nil, err
 	}
 	if err := c.placeable(n); err != nil {
 		c.Stop()

@@ -20,15 +20,10 @@
 package natstest
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -52,14 +47,9 @@ const readyTimeout = 30 * time.Second
 // Server is one nats-server process with JetStream, restartable on the
 // same port and store.
 type Server struct {
-	dir   string
-	bin   string
 	port  int
 	extra []string // more arguments: a cluster node's
-
-	mu      sync.Mutex
-	proc    *testserver.Process // nil while killed or stopped
-	stopped bool
+	srv   *testserver.Server
 }
 
 // Binary returns the path of the nats-server binary: $HUSTINGS_NATS_SERVER
@@ -68,19 +58,8 @@ type Server struct {
 // $HOME/.cache, on Linux), as tools/nats-server/build.sh writes it. It
 // returns an error saying how to build the binary if there is none.
 func Binary() (string, error) {
-	path := os.Getenv(BinaryEnv)
-	if path == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("natstest: %w", err)
-		}
-		path = filepath.Join(cache, "hustings", "nats-server-"+Version, "nats-server")
-	}
-	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("natstest: nats-server %s is not built (%w); build it once per machine "+
-			"with `make nats-server` from the repository root (tools/nats-server/build.sh, under a minute)", Version, err)
-	}
-	return path, nil
+	return testserver.Built("natstest", BinaryEnv, "nats-server", Version,
+		"`make nats-server` from the repository root (tools/nats-server/build.sh, under a minute)")
 }
 
 // Start starts a server for t and stops it when the test ends. It fails
@@ -88,11 +67,7 @@ func Binary() (string, error) {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s, err := StartServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
-	return s
+	return testserver.Must(t, s, err)
 }
 
 // StartServer starts a server with JetStream in a new temporary directory
@@ -102,50 +77,25 @@ func StartServer() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "natstest-")
-	if err != nil {
-		return nil, fmt.Errorf("natstest: %w", err)
+	s := &Server{}
+	if s.srv, err = testserver.Run(s.spec(bin), &s.port); err != nil {
+		return nil, err
 	}
-	s := &Server{dir: dir, bin: bin}
-	for range 3 { // the free port may be taken before the server binds it
-		if s.port, err = testserver.FreePort(); err != nil {
-			break
-		}
-		if err = s.launch(); err == nil {
-			return s, nil
-		}
-	}
-	_ = os.RemoveAll(dir)
-	return nil, err
+	return s, nil
 }
 
-// launch runs the server on s's port and store and waits until JetStream
-// answers; the caller holds s.mu, or s is not yet shared.
-func (s *Server) launch() error {
-	p, err := s.spawn()
-	if err != nil {
-		return err
-	}
-	return s.await(p)
+// spec is how s runs bin.
+func (s *Server) spec(bin string) testserver.Spec {
+	return testserver.Spec{Kit: "natstest", Bin: bin, Args: s.args, Ready: s.ready,
+		ReadyTimeout: readyTimeout, Addr: s.Addr}
 }
 
-// spawn starts the server process on s's port and store.
-func (s *Server) spawn() (*testserver.Process, error) {
+// args are the server's arguments, for s's port and the store in dir.
+func (s *Server) args(dir string) []string {
 	args := []string{"-a", "127.0.0.1", "-p", strconv.Itoa(s.port),
-		"-js", "-sd", filepath.Join(s.dir, "store"),
+		"-js", "-sd", filepath.Join(dir, "store"),
 		"--server_name", "natstest-" + strconv.Itoa(s.port)}
-	return testserver.Start(s.dir, s.bin, append(args, s.extra...)...)
-}
-
-// await waits until p's JetStream answers, and makes it s's process; it
-// kills p if it does not.
-func (s *Server) await(p *testserver.Process) error {
-	if err := p.WaitFor(readyTimeout, s.ready); err != nil {
-		p.Kill()
-		return fmt.Errorf("natstest: %w", err)
-	}
-	s.proc = p
-	return nil
+	return append(args, s.extra...)
 }
 
 // ready returns nil once JetStream answers an account info request.
@@ -175,97 +125,29 @@ func (s *Server) URL() string { return URL(s.Addr()) }
 func URL(addr string) string { return "nats://" + addr }
 
 // PID returns the server's process ID, or 0 while it is killed or stopped.
-func (s *Server) PID() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return 0
-	}
-	return s.proc.PID()
-}
+func (s *Server) PID() int { return s.srv.PID() }
 
 // Log returns the tail of the server's output, for failure messages.
-func (s *Server) Log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return ""
-	}
-	return s.proc.Log()
-}
+func (s *Server) Log() string { return s.srv.Log() }
 
 // Kill ends the server with SIGKILL (by PID), as a crash: clients get
 // errors until Restart; the store stays. Killing a killed server does
 // nothing.
-func (s *Server) Kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.kill()
-}
-
-// kill kills the server if it runs; the caller holds s.mu.
-func (s *Server) kill() {
-	if s.proc != nil {
-		s.proc.Kill()
-		s.proc = nil
-	}
-}
+func (s *Server) Kill() { s.srv.Kill() }
 
 // Pause stops the server with SIGSTOP and returns once the kernel has
 // stopped it: connections stay open and nothing answers, as a server
 // stalled by the machine. Resume undoes it.
-func (s *Server) Pause() error {
-	if err := s.signal(syscall.SIGSTOP); err != nil {
-		return err
-	}
-	stat := "/proc/" + strconv.Itoa(s.PID()) + "/stat"
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		b, err := os.ReadFile(stat)
-		if err != nil {
-			return fmt.Errorf("natstest: %w", err)
-		}
-		// pid (comm) state ...: the state follows the last ')'.
-		if i := bytes.LastIndexByte(b, ')'); i > 0 && i+2 < len(b) && b[i+2] == 'T' {
-			return nil
-		}
-	}
-	return fmt.Errorf("natstest: server on %s not stopped 5s after SIGSTOP", s.Addr())
-}
+func (s *Server) Pause() error { return s.srv.Pause() }
 
 // Resume continues a paused server (SIGCONT).
-func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
-
-func (s *Server) signal(sig syscall.Signal) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return fmt.Errorf("natstest: server on %s is not running", s.Addr())
-	}
-	return s.proc.Signal(sig)
-}
+func (s *Server) Resume() error { return s.srv.Resume() }
 
 // Restart kills the server if it runs, and starts it again on the same
 // port and store: buckets, keys and stream sequences survive. It returns
 // once JetStream answers.
-func (s *Server) Restart() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return fmt.Errorf("natstest: server on %s is stopped", s.Addr())
-	}
-	s.kill()
-	return s.launch()
-}
+func (s *Server) Restart() error { return s.srv.Restart() }
 
 // Stop kills the server (SIGKILL, by PID) and removes its directory.
 // Calling it again does nothing.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return
-	}
-	s.stopped = true
-	s.kill()
-	_ = os.RemoveAll(s.dir)
-}
+func (s *Server) Stop() { s.srv.Stop() }

@@ -33,7 +33,6 @@ package pgtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -41,7 +40,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -68,10 +66,7 @@ type Server struct {
 	bin  string
 	cred *syscall.Credential // nil: run as the caller
 	sync bool                // fsync on (Durable)
-
-	mu      sync.Mutex
-	proc    *testserver.Process // nil while stopped
-	stopped bool
+	srv  *testserver.Server
 }
 
 // Option configures a server.
@@ -105,9 +100,9 @@ func StartServer(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "pgtest-")
+	dir, err := testserver.TempDir("pgtest")
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: %w", err)
+		return nil, err
 	}
 	s := &Server{dir: dir, bin: bin, cred: cred}
 	for _, o := range opts {
@@ -117,18 +112,21 @@ func StartServer(opts ...Option) (*Server, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	var last error
-	for range 3 { // the free port may be taken before the server binds it
-		if s.port, err = testserver.FreePort(); err != nil {
-			_ = os.RemoveAll(dir)
-			return nil, err
-		}
-		if last = s.start(); last == nil {
-			return s, nil
-		}
+	s.srv, err = testserver.Run(testserver.Spec{
+		Kit: "pgtest", Dir: dir, RemoveDir: true, Bin: filepath.Join(bin, "postgres"), Cred: cred,
+		Args: s.args, Ready: s.ping, ReadyTimeout: readyTimeout, Addr: s.Addr,
+		// An immediate shutdown: no checkpoint, crash recovery at the next
+		// start. The old server's backends notice their postmaster's death
+		// on their own, up to seconds later under load, and hold its
+		// shared memory until then: a start before fails at once
+		// ("pre-existing shared memory block is still in use"), and is
+		// tried again.
+		Shutdown: syscall.SIGQUIT, RestartWithin: time.Minute,
+	}, &s.port)
+	if err != nil {
+		return nil, err
 	}
-	_ = os.RemoveAll(dir)
-	return nil, last
+	return s, nil
 }
 
 // binDir finds the directory of initdb and postgres: the newest of
@@ -181,31 +179,21 @@ func (s *Server) initdb() error {
 	return nil
 }
 
-// start runs postgres on s.port and waits until it accepts connections;
-// s.mu must be held, or s not yet shared.
-func (s *Server) start() error {
+// args are postgres's arguments, for s.port.
+func (s *Server) args(dir string) []string {
 	fsync := "off" // see the package doc
 	if s.sync {
 		fsync = "on"
 	}
-	p, err := testserver.StartAs(s.cred, s.dir, filepath.Join(s.bin, "postgres"),
-		"-D", filepath.Join(s.dir, "data"),
+	return []string{
+		"-D", filepath.Join(dir, "data"),
 		"-p", strconv.Itoa(s.port),
-		"-k", s.dir, // the Unix socket: not the system's /var/run/postgresql
+		"-k", dir, // the Unix socket: not the system's /var/run/postgresql
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "max_connections=300",
 		"-c", "log_min_messages=warning",
-		"-c", "fsync="+fsync,
-	)
-	if err != nil {
-		return err
+		"-c", "fsync=" + fsync,
 	}
-	if err := p.WaitFor(readyTimeout, s.ping); err != nil {
-		p.Kill()
-		return fmt.Errorf("pgtest: %w", err)
-	}
-	s.proc = p
-	return nil
 }
 
 // ping opens one connection and runs SELECT 1.
@@ -238,89 +226,20 @@ func DSN(addr string) string {
 // Kill ends the server with SIGKILL to its process group, like a crash
 // of the machine: clients get errors until Restart. Killing a killed
 // server does nothing.
-func (s *Server) Kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.kill(syscall.SIGKILL)
-}
+func (s *Server) Kill() { s.srv.Kill() }
 
 // Restart stops the server with an immediate shutdown (SIGQUIT: no
 // checkpoint, crash recovery at the next start) if it runs, and starts it
 // again on the same port with the same data. It returns once the new
 // server accepts connections.
-func (s *Server) Restart() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return fmt.Errorf("pgtest: server on %s is stopped", s.Addr())
-	}
-	s.kill(syscall.SIGQUIT)
-	return s.startAgain()
-}
-
-// startAgain starts the server after a kill. The old server's backends
-// notice their postmaster's death on their own, up to seconds later under
-// load, and hold its shared memory until then: a start before fails at
-// once ("pre-existing shared memory block is still in use"), and is tried
-// again, for up to a minute.
-func (s *Server) startAgain() error {
-	var err error
-	for deadline := time.Now().Add(time.Minute); ; {
-		if err = s.start(); err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
+func (s *Server) Restart() error { return s.srv.Restart() }
 
 // Stop stops the server for good (an immediate shutdown) and removes its
 // directory. Calling it again does nothing.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return
-	}
-	s.stopped = true
-	s.kill(syscall.SIGQUIT)
-	_ = os.RemoveAll(s.dir)
-}
+func (s *Server) Stop() { s.srv.Stop() }
 
 // Log returns the tail of the server's output, for failure messages.
-func (s *Server) Log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return ""
-	}
-	return s.proc.Log()
-}
-
-// kill sends sig to the postmaster, waits up to 10 s for it to end, then
-// SIGKILLs its process group (the postmaster and its children, by the
-// group's ID) so that no backend outlives it; s.mu must be held.
-func (s *Server) kill(sig syscall.Signal) {
-	if s.proc == nil {
-		return
-	}
-	p := s.proc
-	s.proc = nil
-	_ = p.Signal(sig)
-	for deadline := time.Now().Add(10 * time.Second); !p.Exited() && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
-	p.Kill()
-	// The postmaster's children hold its shared memory until they are
-	// gone; a start before then fails ("pre-existing shared memory block
-	// is still in use"), seen beside two CPU burners.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		if err := syscall.Kill(-p.PID(), 0); errors.Is(err, syscall.ESRCH) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+func (s *Server) Log() string { return s.srv.Log() }
 
 // Pool returns a pool of connections to dsn, closed when the test ends.
 func Pool(t testing.TB, dsn string) *pgxpool.Pool {

@@ -20,7 +20,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,15 +37,11 @@ const readyTimeout = 15 * time.Second
 // Server is one redis-server process on 127.0.0.1, restartable on the same
 // port.
 type Server struct {
-	dir     string
 	port    int
 	durable bool
 	cluster bool
 	config  []string // more arguments, from Config
-
-	mu      sync.Mutex
-	proc    *testserver.Process // nil while killed
-	stopped bool
+	srv     *testserver.Server
 }
 
 // Start starts a server for t in a temporary directory and stops it when
@@ -89,21 +84,21 @@ func StartServer(dir string, opts ...Option) (*Server, error) {
 	if _, err := exec.LookPath(Binary); err != nil {
 		return nil, fmt.Errorf("redistest: %s not found; on Debian: apt-get install redis-server: %w", Binary, err)
 	}
-	var last error
-	for range 3 { // the free port may be taken before the server binds it
-		port, err := testserver.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		s := &Server{dir: dir, port: port}
-		for _, o := range opts {
-			o(s)
-		}
-		if last = s.start(); last == nil {
-			return s, nil
-		}
+	s := &Server{}
+	for _, o := range opts {
+		o(s)
 	}
-	return nil, last
+	ready := s.ping
+	if s.cluster {
+		ready = s.clusterReady
+	}
+	var err error
+	s.srv, err = testserver.Run(testserver.Spec{Kit: "redistest", Dir: dir, Bin: Binary,
+		Args: s.args, Ready: ready, ReadyTimeout: readyTimeout, Addr: s.Addr}, &s.port)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Addr returns the server's host:port.
@@ -113,55 +108,22 @@ func (s *Server) Addr() string {
 
 // Kill ends the server process with SIGKILL, like a crash: clients get
 // errors until Restart. Killing a killed server does nothing.
-func (s *Server) Kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.kill()
-}
+func (s *Server) Kill() { s.srv.Kill() }
 
 // Restart kills the server if it runs and starts a new one on the same
 // port: every key is lost, as after a failover to an empty replica, unless
 // the server is Durable.
 // It returns once the new server answers PING.
-func (s *Server) Restart() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return fmt.Errorf("redistest: server on %s is stopped", s.Addr())
-	}
-	s.kill()
-	return s.start()
-}
+func (s *Server) Restart() error { return s.srv.Restart() }
 
 // Stop kills the server for good. Calling it again does nothing.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stopped = true
-	s.kill()
-}
+func (s *Server) Stop() { s.srv.Stop() }
 
 // Log returns the tail of the server's output, for failure messages.
-func (s *Server) Log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return ""
-	}
-	return s.proc.Log()
-}
+func (s *Server) Log() string { return s.srv.Log() }
 
-// kill ends the process; s.mu must be held.
-func (s *Server) kill() {
-	if s.proc != nil {
-		s.proc.Kill()
-		s.proc = nil
-	}
-}
-
-// start runs a new process on s.port and waits for PING; s.mu must be
-// held, or s not yet shared.
-func (s *Server) start() error {
+// args are redis-server's arguments, for s.port.
+func (s *Server) args(string) []string {
 	persist := []string{"--appendonly", "no"}
 	if s.durable {
 		persist = []string{"--appendonly", "yes", "--appendfsync", "always"}
@@ -172,21 +134,7 @@ func (s *Server) start() error {
 		// real node; the data does not.
 		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-announce-ip", "127.0.0.1")
 	}
-	args = append(args, s.config...)
-	p, err := testserver.Start(s.dir, Binary, args...)
-	if err != nil {
-		return err
-	}
-	ready := s.ping
-	if s.cluster {
-		ready = s.clusterReady
-	}
-	if err := p.WaitFor(readyTimeout, ready); err != nil {
-		p.Kill()
-		return fmt.Errorf("redistest: %w", err)
-	}
-	s.proc = p
-	return nil
+	return append(args, s.config...)
 }
 
 // clusterReady gives the node every slot, if it has none yet, and

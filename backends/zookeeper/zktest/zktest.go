@@ -21,7 +21,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,9 +51,7 @@ const (
 type Server struct {
 	dir  string
 	port int
-
-	mu   sync.Mutex
-	proc *testserver.Process // nil while stopped
+	srv  *testserver.Server
 }
 
 // Start starts a server in a temporary directory of t and stops it when
@@ -84,7 +81,16 @@ func StartServer(dir string) (*Server, error) {
 	if err := s.writeConfig(); err != nil {
 		return nil, err
 	}
-	if err := s.start(java); err != nil {
+	cp := confDir + ":" + jar
+	if _, err := os.Stat(logBinder); err == nil {
+		cp += ":" + logBinder // server warnings to the log file
+	}
+	args := []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+		"-cp", cp, mainClass, filepath.Join(dir, "zoo.cfg")}
+	s.srv = testserver.NewServer(testserver.Spec{Kit: "zktest", Dir: dir, Bin: java,
+		Args: func(string) []string { return args }, Ready: s.serving, ReadyTimeout: startTimeout, Addr: s.Addr})
+	if err := s.srv.Start(); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -118,29 +124,6 @@ func (s *Server) writeConfig() error {
 	if err := os.WriteFile(filepath.Join(s.dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("zktest: %w", err)
 	}
-	return nil
-}
-
-// start runs the JVM and waits until the server serves.
-func (s *Server) start(java string) error {
-	cp := confDir + ":" + jar
-	if _, err := os.Stat(logBinder); err == nil {
-		cp += ":" + logBinder // server warnings to the log file
-	}
-	p, err := testserver.Start(s.dir, java,
-		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-		"-cp", cp, mainClass, filepath.Join(s.dir, "zoo.cfg"))
-	if err != nil {
-		return err
-	}
-	if err := p.WaitFor(startTimeout, s.serving); err != nil {
-		p.Kill()
-		return err
-	}
-	s.mu.Lock()
-	s.proc = p
-	s.mu.Unlock()
 	return nil
 }
 
@@ -179,38 +162,14 @@ func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 
 // Stop kills the server (SIGKILL) and waits for it to end. Calling it
 // again, or on a stopped server, does nothing.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	p := s.proc
-	s.proc = nil
-	s.mu.Unlock()
-	if p != nil {
-		p.Kill()
-	}
-}
+func (s *Server) Stop() { s.srv.Kill() }
 
 // Restart kills the server if it runs and starts it again on the same port
 // with the same data, then waits until it serves.
-func (s *Server) Restart() error {
-	s.Stop()
-	java, err := findJava()
-	if err != nil {
-		return err
-	}
-	return s.start(java)
-}
+func (s *Server) Restart() error { return s.srv.Restart() }
 
 // Log returns the tail of the server's output, for failure messages.
-func (s *Server) Log() string {
-	b, err := os.ReadFile(filepath.Join(s.dir, "java.log"))
-	if err != nil {
-		return ""
-	}
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(b)
-}
+func (s *Server) Log() string { return s.srv.Log() }
 
 // Mntr returns the server's monitoring counters (the mntr command), such
 // as zk_packets_received.
