@@ -100,6 +100,11 @@ func TestGroups(t *testing.T) {
 
 func TestStorm(t *testing.T) {
 	srv := dynamotest.Start(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server (pid %d) log:\n%s", srv.PID(), srv.Log())
+		}
+	})
 	backendtest.RunStorm(t, backendtest.Harness{
 		New: func(t *testing.T) backends.Backend { return newBackend(t, srv.Client()) },
 		TTL: 3 * time.Second,
