@@ -21,7 +21,7 @@ func TestBadDynamoDBURLs(t *testing.T) {
 		"dynamodb://h:1/ab":        "table",
 		"dynamodb://h:1?bogus=1":   "unknown parameter",
 		"dynamodb://h:1?tls=maybe": "want true or false",
-		"dynamodb://key@h:1":       "an access key and no password",
+		"dynamodb://key@h:1":       "an access key ID and no password",
 		"dynamodb://h:1#x":         "fragments are not supported",
 		"dynamodb://h:99999":       `port "99999"`,
 	})
