@@ -163,10 +163,14 @@ func (d *driver) Renew(ctx context.Context, s record.Session, held []record.Lock
 }
 
 // renew writes version last+1 of session sid's item on version last. A
-// write that finds another version reads the item: gone, the session is
-// dead; there, the version is one of this session's own writes whose
-// answer was lost (nobody else writes a session item, others only delete
-// it), so it writes again on that.
+// write that fails its condition, or whose answer is lost, reads the
+// item: gone, the session is dead; there at another version, that
+// version is one of this session's own writes (nobody else writes a
+// session item, others only delete it), whose answer was lost, so it
+// writes again on it. It never adopts a version it found: an earlier
+// call's write that landed late may be what it finds, and the caller
+// counts the session's new life from the start of this call, so the
+// version that life rests on must be one this call's own request wrote.
 func (d *driver) renew(ctx context.Context, sid string, last uint64, ttl time.Duration) (uint64, bool, error) {
 	pk := sessionPrefix + sid
 	for range 3 {
@@ -192,21 +196,20 @@ func (d *driver) renew(ctx context.Context, sid string, last uint64, ttl time.Du
 			if it, gerr = d.get(ctx, pk, single); gerr != nil {
 				return 0, false, err
 			}
+			if it == nil {
+				return 0, false, nil
+			}
 		default:
 			return 0, false, err
 		}
 		switch v := nOf(it, attrVer); {
-		case it == nil:
-			return 0, false, nil
-		case v == last+1:
-			return v, true, nil // applied, its answer lost
-		case !conflicted(err):
+		case v == last && !conflicted(err):
 			return 0, false, err // not applied (yet): the next renewal finds out
 		default:
-			last = v
+			last = v // a write of this session's whose answer was lost
 		}
 	}
-	return 0, false, fmt.Errorf("dynamodb: session item %s keeps changing", sid)
+	return 0, false, fmt.Errorf("dynamodb: session item %s: three renewals in a row failed or found a version of their own", sid)
 }
 
 // kill deletes session sid's item if it still holds version ver: the end

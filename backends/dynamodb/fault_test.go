@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	sdk "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/hustings/hustings/backends/backendtest"
+	"github.com/hustings/hustings/backends/dynamodb"
 	"github.com/hustings/hustings/backends/dynamodb/dynamotest"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
@@ -36,6 +39,7 @@ type lossy struct {
 	lost  atomic.Int32                   // answers lost
 
 	onLoss func() // called as an answer is lost, if set
+	drop   bool   // the armed request is not sent at all (it will "land late")
 }
 
 type loseKey struct{}
@@ -55,8 +59,13 @@ func (l *lossy) client(srv *dynamotest.Server, attempts int) *sdk.Client {
 			}
 			return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("lose",
 				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					once, marked := ctx.Value(loseKey{}).(*atomic.Bool)
+					if marked && l.drop && once.CompareAndSwap(false, true) {
+						l.lost.Add(1)
+						return middleware.FinalizeOutput{}, middleware.Metadata{}, errLost{}
+					}
 					out, md, err := next.HandleFinalize(ctx, in)
-					if once, ok := ctx.Value(loseKey{}).(*atomic.Bool); ok && err == nil && once.CompareAndSwap(false, true) {
+					if marked && err == nil && once.CompareAndSwap(false, true) {
 						l.lost.Add(1)
 						if l.onLoss != nil {
 							l.onLoss()
@@ -159,6 +168,59 @@ func TestLostAnswerOfATakeIsAdoptedLater(t *testing.T) {
 	if h, err := other.Holder(t.Context(), "later"); err != nil || h.ID != "a" || h.Token != tok {
 		t.Fatalf("Holder = %+v, %v; want a under %d", h, err, tok)
 	}
+}
+
+// TestLateRenewalIsNotAdopted: a renewal whose answer is lost and which
+// the read back finds not applied, then lands late (made here by a write
+// of the next version), is not adopted by the next KeepAlive, which
+// finds that version: it writes a fresh renewal on it, since the late
+// write started before the KeepAlive that found it and other clients may
+// count from it.
+func TestLateRenewalIsNotAdopted(t *testing.T) {
+	srv := dynamotest.Start(t)
+	l := &lossy{drop: true}
+	b := newBackend(t, l.client(srv, 1))
+	s := backendtest.Open(t, b, "late", 5*time.Second)
+	l.arm(sessionRenew)
+	if err := s.KeepAlive(t.Context()); err == nil || l.lost.Load() != 1 {
+		t.Fatalf("KeepAlive whose request was dropped = %v (lost: %d); want an error", err, l.lost.Load())
+	}
+	c := srv.Client()
+	sid, ver := sessionOf(t, c, "late")
+	if ver != 1 {
+		t.Fatalf("session item at version %d after a dropped renewal, want 1", ver)
+	}
+	if _, err := c.UpdateItem(t.Context(), &sdk.UpdateItemInput{ // the dropped renewal lands late
+		TableName:                 aws.String(dynamodb.DefaultTable),
+		Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "session#" + sid}, "sk": &types.AttributeValueMemberS{Value: "-"}},
+		UpdateExpression:          aws.String("SET ver = :n"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberN{Value: "2"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.KeepAlive(t.Context()); err != nil {
+		t.Fatalf("KeepAlive after the late landing: %v", err)
+	}
+	if _, ver := sessionOf(t, c, "late"); ver != 3 {
+		t.Fatalf("session item at version %d after the KeepAlive, want 3 (a fresh renewal over the late one)", ver)
+	}
+}
+
+// sessionOf returns the ID and version of candidate cand's session item.
+func sessionOf(t *testing.T, c *sdk.Client, cand string) (string, int) {
+	t.Helper()
+	out, err := c.Scan(t.Context(), &sdk.ScanInput{
+		TableName:                 aws.String(dynamodb.DefaultTable),
+		FilterExpression:          aws.String("begins_with(pk, :s) AND cand = :c"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: "session#"}, ":c": &types.AttributeValueMemberS{Value: cand}},
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil || len(out.Items) != 1 {
+		t.Fatalf("Scan for %s's session: %v, %d items; want 1", cand, err, len(out.Items))
+	}
+	it := out.Items[0]
+	v, _ := strconv.Atoi(it["ver"].(*types.AttributeValueMemberN).Value)
+	return strings.TrimPrefix(it["pk"].(*types.AttributeValueMemberS).Value, "session#"), v
 }
 
 // Fault-test timing: short TTLs, generous waits.
