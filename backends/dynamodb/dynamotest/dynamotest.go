@@ -131,7 +131,16 @@ func StartServer(opts ...Option) (*Server, error) {
 func (s *Server) args(dir string) []string {
 	// Tables are ACTIVE at once (dynalite's default keeps them CREATING
 	// for 500 ms, as a stand-in for DynamoDB's minutes).
-	args := []string{s.cli, "--host", "127.0.0.1", "--port", strconv.Itoa(s.port),
+	// guard keeps the server up when a client aborts a request it was
+	// sending: dynalite 4.0.0 throws the request's ECONNRESET ("aborted",
+	// index.js: req.on('error', function (err) { throw err })), which
+	// ends the process, so a client that cancels a context mid-request
+	// (a campaign closing) would crash the server.
+	guard := filepath.Join(s.dir, "guard.js")
+	if err := os.WriteFile(guard, []byte(guardJS), 0o600); err != nil {
+		return fmt.Errorf("dynamotest: %w", err)
+	}
+	args := []string{"--require", guard, s.cli, "--host", "127.0.0.1", "--port", strconv.Itoa(s.port),
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"}
 	if s.persist {
 		args = append(args, "--path", filepath.Join(dir, "db"))
@@ -146,6 +155,15 @@ func (s *Server) ready() error {
 	_, err := s.Client().ListTables(ctx, &dynamodb.ListTablesInput{})
 	return err
 }
+
+// guardJS is preloaded into the server: an aborted request's
+// ECONNRESET is logged, not fatal; any other uncaught exception still
+// ends the process.
+const guardJS = `process.on('uncaughtException', function (err) {
+  if (err && err.code === 'ECONNRESET') { console.error('dynamotest: a client aborted a request: ' + err.message); return }
+  console.error(err && err.stack || err); process.exit(1)
+})
+`
 
 // Addr returns the server's address, 127.0.0.1:port.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
