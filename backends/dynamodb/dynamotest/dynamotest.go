@@ -2,6 +2,7 @@ package dynamotest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -48,6 +49,7 @@ const readyTimeout = 30 * time.Second
 // port (and, if Persistent, the same store).
 type Server struct {
 	cli     string
+	guard   string // guardJS, preloaded
 	port    int
 	persist bool
 	srv     *testserver.Server
@@ -115,7 +117,11 @@ func StartServer(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cli: cli}
+	guard, err := writeGuard()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cli: cli, guard: guard}
 	for _, o := range opts {
 		o(s)
 	}
@@ -136,11 +142,7 @@ func (s *Server) args(dir string) []string {
 	// index.js: req.on('error', function (err) { throw err })), which
 	// ends the process, so a client that cancels a context mid-request
 	// (a campaign closing) would crash the server.
-	guard := filepath.Join(s.dir, "guard.js")
-	if err := os.WriteFile(guard, []byte(guardJS), 0o600); err != nil {
-		return fmt.Errorf("dynamotest: %w", err)
-	}
-	args := []string{"--require", guard, s.cli, "--host", "127.0.0.1", "--port", strconv.Itoa(s.port),
+	args := []string{"--require", s.guard, s.cli, "--host", "127.0.0.1", "--port", strconv.Itoa(s.port),
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"}
 	if s.persist {
 		args = append(args, "--path", filepath.Join(dir, "db"))
@@ -164,6 +166,31 @@ const guardJS = `process.on('uncaughtException', function (err) {
   console.error(err && err.stack || err); process.exit(1)
 })
 `
+
+// writeGuard writes guardJS where every server of the machine preloads
+// it from (the system's temporary directory; the same content each time,
+// renamed into place so that concurrent starts never see half of it), and
+// returns its path.
+func writeGuard() (string, error) {
+	path := filepath.Join(os.TempDir(), "hustings-dynamotest-guard-"+Version+".js")
+	if b, err := os.ReadFile(path); err == nil && string(b) == guardJS {
+		return path, nil
+	}
+	f, err := os.CreateTemp(os.TempDir(), "hustings-dynamotest-guard-*.js")
+	if err != nil {
+		return "", fmt.Errorf("dynamotest: %w", err)
+	}
+	_, werr := f.WriteString(guardJS)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		_ = os.Remove(f.Name())
+		return "", fmt.Errorf("dynamotest: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		_ = os.Remove(f.Name())
+		return "", fmt.Errorf("dynamotest: %w", err)
+	}
+	return path, nil
+}
 
 // Addr returns the server's address, 127.0.0.1:port.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
