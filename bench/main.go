@@ -40,7 +40,7 @@ func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "a short smoke run (under 3 minutes) instead of the full one")
 	dir := fs.String("out", "results", "directory for latest.md, latest.json and the charts")
-	only := fs.String("backends", "memory,redis,etcd,zookeeper,postgres,mysql,kubernetes,nats,consul,mongodb", "comma-separated backends to run")
+	only := fs.String("backends", "memory,redis,etcd,zookeeper,postgres,mysql,kubernetes,nats,consul,mongodb,dynamodb", "comma-separated backends to run")
 	rev := fs.String("rev", gitRev(), "the library revision measured, for the report")
 	workloads := fs.String("workloads", "", "comma-separated workloads to run (default: all): "+strings.Join(workloadIDs(), ","))
 	scale := fs.String("scale", "", "comma-separated numbers of campaigns for the scale workload, on every backend (default: 1,100,1000,10000,100000, ZooKeeper up to 10000; -quick: 1,100,1000)")

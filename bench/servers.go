@@ -117,6 +117,8 @@ func startSystem(ctx context.Context, dir, name string) (*system, error) {
 		s, err = startKubernetes()
 	case "nats":
 		s, err = startNATS()
+	case "dynamodb":
+		s, err = startDynamoDB()
 	case "mongodb":
 		s, err = startMongoDB()
 	case "consul":

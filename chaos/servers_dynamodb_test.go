@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/hustings/hustings/backends/dynamodb"
-	_ "github.com/hustings/hustings/backends/dynamodb/dynamodial" // dynamodb:// (until backends/dial/all has it)
 	"github.com/hustings/hustings/backends/dynamodb/dynamotest"
 )
 

@@ -76,6 +76,9 @@ var backendsUnderTest = []backend{
 	// Session records expire by the server's per-key TTL, in whole
 	// seconds (the TTL here is 2 s), and the expiry marker is pushed.
 	{name: "nats", start: startNATS, slack: 300 * time.Millisecond, pushed: true},
+	// DynamoDB (dynalite in tests) has no clock and no stream: leases are
+	// judged client-side and waiters poll (1 s).
+	{name: "dynamodb", start: startDynamoDB, slack: 1200 * time.Millisecond, handover: 1200 * time.Millisecond},
 	// MongoDB (FerretDB in tests) has no change stream here: waiters poll (1 s).
 	{name: "mongodb", start: startMongoDB, slack: 300 * time.Millisecond, handover: 1200 * time.Millisecond},
 	// Consul invalidates a session up to 2×TTL after its last renewal.

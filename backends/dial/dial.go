@@ -20,6 +20,8 @@
 //	                                    backends/consul/consuldial
 //	mongodb://[user[:password]@]host:port[,host:port…][/db][?option=value…]
 //	                                    backends/mongodb/mongodial
+//	dynamodb://[keyID:secret@]host:port[/table][?region=…&tls=true]
+//	                                    backends/dynamodb/dynamodial
 //	k8s:///?kubeconfig=path&namespace=ns
 //	                                    backends/kubernetes/k8sdial (kubernetes:// too)
 //
@@ -74,6 +76,7 @@ var openerPackages = map[string]string{
 	"mysql":      "backends/mysql/mysqldial",
 	"mariadb":    "backends/mysql/mysqldial",
 	"nats":       "backends/nats/natsdial",
+	"dynamodb":   "backends/dynamodb/dynamodial",
 	"mongodb":    "backends/mongodb/mongodial",
 	"consul":     "backends/consul/consuldial",
 	"k8s":        "backends/kubernetes/k8sdial",

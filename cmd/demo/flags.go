@@ -30,8 +30,8 @@ func (f backendFlags) check() (dial.Target, error) {
 		return dial.Target{}, fmt.Errorf("--dial-timeout %s must be more than 0", f.timeout)
 	}
 	t, err := dial.Parse(f.url)
-	if err != nil && withoutKubernetes(f.url) {
-		return t, fmt.Errorf("%w (this demo was built without Kubernetes: run it with go run -tags k8s ./cmd/demo)", err)
+	if tag := missingTag(f.url); err != nil && tag != "" {
+		return t, fmt.Errorf("%w (this demo was built without that store: run it with go run -tags %s ./cmd/demo)", err, tag)
 	}
 	return t, err
 }

@@ -18,7 +18,11 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/hustings/hustings/backends/consul/consuldial" // as -tags stores does: the nodes are this test binary
 	"github.com/hustings/hustings/backends/consul/consultest"
+	_ "github.com/hustings/hustings/backends/dynamodb/dynamodial"
+	"github.com/hustings/hustings/backends/dynamodb/dynamotest"
+	_ "github.com/hustings/hustings/backends/mongodb/mongodial"
 	"github.com/hustings/hustings/backends/mongodb/mongotest"
 	"github.com/hustings/hustings/backends/redis/redistest"
 	"github.com/hustings/hustings/events"
@@ -173,6 +177,14 @@ func TestNodesFailOverOnConsul(t *testing.T) {
 // server of MongoDB's protocol.
 func TestNodesFailOverOnMongoDB(t *testing.T) {
 	nodesFailOver(t, mongotest.Start(t).URI(), "1s")
+}
+
+// TestNodesFailOverOnDynamoDB is TestNodesFailOverOnRedis on dynalite, a
+// server of DynamoDB's protocol (leases judged by the clients: a TTL of
+// 2 s leaves room for its answers on a busy machine).
+func TestNodesFailOverOnDynamoDB(t *testing.T) {
+	srv := dynamotest.Start(t)
+	nodesFailOver(t, "dynamodb://"+dynamotest.AccessKey+":"+dynamotest.SecretKey+"@"+srv.Addr()+"?region="+dynamotest.Region, "2s")
 }
 
 // nodesFailOver runs the failover of three node processes on the store

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hustings/hustings/backends/consul/consultest"
 	"github.com/hustings/hustings/backends/dial"
+	"github.com/hustings/hustings/backends/dynamodb/dynamotest"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
 	"github.com/hustings/hustings/backends/kubernetes/kubetest"
 	"github.com/hustings/hustings/backends/mongodb/mongotest"
@@ -53,3 +54,8 @@ func TestKubernetes(t *testing.T) {
 func TestConsul(t *testing.T) { onServer(t, "consul://"+consultest.Start(t).Addr()) }
 
 func TestMongoDB(t *testing.T) { onServer(t, mongotest.Start(t).URI()) }
+
+func TestDynamoDB(t *testing.T) {
+	srv := dynamotest.Start(t)
+	onServer(t, "dynamodb://"+dynamotest.AccessKey+":"+dynamotest.SecretKey+"@"+srv.Addr()+"?region="+dynamotest.Region)
+}

@@ -7,13 +7,14 @@
 package all
 
 import (
-	_ "github.com/hustings/hustings/backends/consul/consuldial"  // consul://
-	_ "github.com/hustings/hustings/backends/etcd/etcddial"      // etcd://
-	_ "github.com/hustings/hustings/backends/kubernetes/k8sdial" // k8s://, kubernetes://
-	_ "github.com/hustings/hustings/backends/mongodb/mongodial"  // mongodb://
-	_ "github.com/hustings/hustings/backends/mysql/mysqldial"    // mysql://, mariadb://
-	_ "github.com/hustings/hustings/backends/nats/natsdial"      // nats://
-	_ "github.com/hustings/hustings/backends/postgres/pgdial"    // postgres://, postgresql://
-	_ "github.com/hustings/hustings/backends/redis/redisdial"    // redis://
-	_ "github.com/hustings/hustings/backends/zookeeper/zkdial"   // zk://
+	_ "github.com/hustings/hustings/backends/consul/consuldial"   // consul://
+	_ "github.com/hustings/hustings/backends/dynamodb/dynamodial" // dynamodb://
+	_ "github.com/hustings/hustings/backends/etcd/etcddial"       // etcd://
+	_ "github.com/hustings/hustings/backends/kubernetes/k8sdial"  // k8s://, kubernetes://
+	_ "github.com/hustings/hustings/backends/mongodb/mongodial"   // mongodb://
+	_ "github.com/hustings/hustings/backends/mysql/mysqldial"     // mysql://, mariadb://
+	_ "github.com/hustings/hustings/backends/nats/natsdial"       // nats://
+	_ "github.com/hustings/hustings/backends/postgres/pgdial"     // postgres://, postgresql://
+	_ "github.com/hustings/hustings/backends/redis/redisdial"     // redis://
+	_ "github.com/hustings/hustings/backends/zookeeper/zkdial"    // zk://
 )

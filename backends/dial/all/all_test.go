@@ -68,7 +68,7 @@ func TestOpenUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port) // nobody listens: a moment ago it was free
-	for _, url := range []string{"redis://" + addr, "etcd://" + addr, "zk://" + addr, "postgres://" + addr + "/postgres", "mysql://u@" + addr + "/db", "nats://" + addr, "consul://" + addr, "mongodb://" + addr} {
+	for _, url := range []string{"redis://" + addr, "etcd://" + addr, "zk://" + addr, "postgres://" + addr + "/postgres", "mysql://u@" + addr + "/db", "nats://" + addr, "consul://" + addr, "mongodb://" + addr, "dynamodb://" + addr} {
 		t.Run(url, func(t *testing.T) {
 			t.Parallel()
 			var stdout, stderr bytes.Buffer
@@ -164,7 +164,7 @@ func (h *recordHandler) lines() []string {
 func TestUsageListsEveryScheme(t *testing.T) {
 	want := []string{"memory", "redis://host:port[/db]", "etcd://host:port[,host:port…]", "zk://host:port[,host:port…][/root]",
 		"postgres://[user@]host:port/db", "mysql://user@host:port/db", "nats://host:port[,host:port…][/bucket]", "k8s://[/?kubeconfig=path&namespace=ns]",
-		"consul://host:port[/prefix]", "mongodb://"}
+		"consul://host:port[/prefix]", "mongodb://", "dynamodb://"}
 	u := dial.Usage()
 	for _, w := range want {
 		if !strings.Contains(u, w) {
