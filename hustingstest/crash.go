@@ -34,15 +34,16 @@ type Crashable struct {
 
 	mu      sync.Mutex
 	crashed bool
-	closed  bool          // refused is closed
-	slow    time.Duration // added to every call, see Slow
+	closed  bool                  // refused is closed
+	slow    time.Duration         // added to every call, see Slow
+	open    map[*session]struct{} // sessions not closed through, for Refuse
 }
 
 var _ backends.Backend = (*Crashable)(nil)
 
 // NewCrashable wraps b; calls pass through until Crash.
 func NewCrashable(b backends.Backend) *Crashable {
-	return &Crashable{b: b, refused: make(chan struct{})}
+	return &Crashable{b: b, refused: make(chan struct{}), open: make(map[*session]struct{})}
 }
 
 // Crash makes every call from now on hang until its context ends, then fail
@@ -59,14 +60,27 @@ func (c *Crashable) Crash() {
 // backends.ErrUnavailable, as calls to a host that is gone fail once its
 // port is closed. It is for tearing a crashed candidate down without
 // waiting for its calls to time out: closing a crashed campaign otherwise
-// waits up to a TTL for its session's close to give up.
+// waits up to a TTL for its session's close to give up. It also closes
+// the candidate's sessions on the real backend (each within 10 s), as the
+// end of a crashed process ends what it held in memory: their goroutines
+// (a loss watch, say) stop, and a lock whose TTL has not run out yet is
+// freed now, so call it once the test no longer needs the crash's
+// failover to take a TTL.
 func (c *Crashable) Refuse() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.crashed = true
+	var open []*session
 	if !c.closed {
 		c.closed = true
 		close(c.refused)
+		for s := range c.open {
+			open = append(open, s)
+		}
+		clear(c.open)
+	}
+	c.mu.Unlock()
+	for _, s := range open {
+		closeReal(s.Session)
 	}
 }
 
@@ -119,7 +133,28 @@ func (c *Crashable) Open(ctx context.Context, id string, ttl time.Duration) (bac
 	if err != nil {
 		return nil, err
 	}
-	return &session{Session: s, c: c}, nil
+	w := &session{Session: s, c: c}
+	c.mu.Lock()
+	refused := c.closed
+	if !refused {
+		c.open[w] = struct{}{}
+	}
+	c.mu.Unlock()
+	if refused { // Refuse came while the Open was on its way
+		closeReal(s)
+		return nil, fmt.Errorf("%w: crashed, and its calls refused", backends.ErrUnavailable)
+	}
+	return w, nil
+}
+
+// refuseTimeout bounds each Close of a real session that Refuse makes.
+const refuseTimeout = 10 * time.Second
+
+// closeReal closes a real session for good, within refuseTimeout.
+func closeReal(s backends.Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), refuseTimeout)
+	defer cancel()
+	_ = s.Close(ctx)
 }
 
 // Holder asks the real backend unless crashed.
@@ -196,6 +231,9 @@ func (s *session) Close(ctx context.Context) error {
 	if err := s.c.gate(ctx); err != nil {
 		return err
 	}
+	s.c.mu.Lock()
+	delete(s.c.open, s)
+	s.c.mu.Unlock()
 	return s.Session.Close(ctx)
 }
 

@@ -70,10 +70,11 @@ func RunGroups(t *testing.T, h Harness) {
 // groupCandidate is one group campaign of RunGroups, behind its own
 // Crashable.
 type groupCandidate struct {
-	g     *campaign.Campaign
-	c     *hustingstest.Crashable
-	wg    sync.WaitGroup // Run and the event follower
-	ended bool
+	g       *campaign.Campaign
+	c       *hustingstest.Crashable
+	wg      sync.WaitGroup // Run and the event follower
+	ended   bool
+	crashed bool
 }
 
 func newGroupCandidate(t *testing.T, b backends.Backend, name, id string, slots int, ttl time.Duration, ranked bool, hist *History) *groupCandidate {
@@ -96,14 +97,22 @@ func newGroupCandidate(t *testing.T, b backends.Backend, name, id string, slots 
 
 // crash makes the candidate's backend calls hang; it stays crashed until
 // the test ends (then Close gives up on its calls).
-func (gc *groupCandidate) crash() { gc.c.Crash() }
+func (gc *groupCandidate) crash() {
+	gc.crashed = true
+	gc.c.Crash()
+}
 
-// stop closes the group campaign and waits for its events to be recorded.
+// stop closes the group campaign and waits for its events to be
+// recorded; a crashed one is refused first, which closes its sessions on
+// the backend (their loss watches included) and fails its hung calls.
 func (gc *groupCandidate) stop() {
 	if gc.ended {
 		return
 	}
 	gc.ended = true
+	if gc.crashed {
+		gc.c.Refuse()
+	}
 	gc.g.Close()
 	gc.wg.Wait()
 }
