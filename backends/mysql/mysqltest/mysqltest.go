@@ -128,12 +128,21 @@ func (s *Server) install() error {
 	if err != nil {
 		return fmt.Errorf("mysqltest: mariadb-install-db not found; on Debian: apt-get install mariadb-server: %w", err)
 	}
+	// A temporary directory of the server's own: in the shared /tmp, an
+	// install beside other tests failed deleting its own temporary table
+	// ("Error on delete of '/tmp/#sql-temptable-…'"), under make test-busy.
+	tmp := filepath.Join(s.dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return fmt.Errorf("mysqltest: %w", err)
+	}
 	if s.cred != nil {
-		if err := os.Chown(s.dir, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
-			return fmt.Errorf("mysqltest: %w", err)
+		for _, d := range []string{s.dir, tmp} {
+			if err := os.Chown(d, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+				return fmt.Errorf("mysqltest: %w", err)
+			}
 		}
 	}
-	cmd := exec.Command(bin, "--no-defaults", "--datadir="+filepath.Join(s.dir, "data"),
+	cmd := exec.Command(bin, "--no-defaults", "--datadir="+filepath.Join(s.dir, "data"), "--tmpdir="+tmp,
 		"--skip-test-db", "--auth-root-authentication-method=normal", "--skip-name-resolve")
 	cmd.Dir = s.dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
@@ -151,6 +160,7 @@ func (s *Server) args(dir string) []string {
 	}
 	return []string{"--no-defaults",
 		"--datadir=" + filepath.Join(dir, "data"),
+		"--tmpdir=" + filepath.Join(dir, "tmp"),
 		"--port=" + strconv.Itoa(s.port),
 		"--bind-address=127.0.0.1",
 		"--socket=" + filepath.Join(dir, "mysqld.sock"),
