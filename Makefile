@@ -121,12 +121,4 @@ crleader-check: deps kube-apiserver
 # package's system cluster is never used; the MariaDB tests likewise
 # start servers of their own (backends/mysql/mysqltest).
 deps:
-	@if ! command -v redis-server >/dev/null 2>&1 || [ ! -x /usr/share/zookeeper/bin/zkServer.sh ] || ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || ! command -v mariadbd >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "installing redis-server, zookeeper, postgresql, mariadb-server, chromium, nodejs and npm"; \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server zookeeper postgresql mariadb-server chromium nodejs npm >/dev/null; \
-		else \
-			echo "make test needs redis-server, ZooKeeper, PostgreSQL, MariaDB, Chromium and Node.js with npm; on Debian: sudo apt-get install -y redis-server zookeeper postgresql mariadb-server chromium nodejs npm" >&2; \
-			exit 1; \
-		fi; \
-	fi
+	@./tools/deps/install.sh
