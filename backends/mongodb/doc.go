@@ -53,21 +53,27 @@
 // {name: <name>, root: {$ne: true}} (Locks returns the collection). The
 // next take moves the root to the next epoch, so that the tokens still
 // increase; a writer that read the lock before the delete either loses
-// or takes the lock as freed, with a larger token than its last. Deleting a root too lets that name's versions, and
-// its tokens, start again.
+// or takes the lock as freed, with a larger token than its last.
+// Deleting a root too, with its states, lets that name's versions, and
+// its tokens, start again; never delete a root alone (a lock with no root
+// is read as free).
 //
 // # Costs
 //
 // Open is one findOneAndUpdate. KeepAlive is one round trip: the
 // renewal (findOneAndUpdate conditioned on the time the last one wrote)
-// beside one find of the held locks' documents by name. Acquire reads
-// the lock, the server's clock and the session at once (and the holder's
-// session if another holds it); a take is then an insert, and a delete
-// beside a find (a first take of a name, one insert more). Release is the same
-// write; Close the same per lock held, all at once, beside the deletes
-// of the session and its registry entries. A Backend has at most 16 lock
-// reads and writes in flight, 4 of them writes (FerretDB's SQLite writes
-// one at a time behind a busy wait, and loses its throughput to many
+// beside one find of the held locks' documents by name. Acquire reads,
+// at once, the server's clock, the session, the lock's root and the
+// states at the version this Backend last saw of the lock and the one
+// after (and the holder's session if another holds it): reads by _id,
+// the only reads FerretDB does not answer by reading the whole collection
+// (the lock's documents are read by name only when the versions seen are
+// gone). A first take of a name is then one insert of its root and state;
+// a later take an insert, and a delete beside a find by name. Release is
+// the same write; Close the same per lock held, all at once, beside the
+// deletes of the session and its registry entries. A Backend has at most
+// 16 lock reads and writes in flight, 4 of them writes (FerretDB's SQLite
+// writes one at a time behind a busy wait, and loses its throughput to many
 // writers); the renewals are not held back by them.
 //
 // # Fencing

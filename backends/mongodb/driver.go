@@ -30,48 +30,7 @@ type driver struct {
 	sessions, locks, members *mongo.Collection
 	gate                     chan struct{} // the lock reads and writes in flight
 	writes                   chan struct{} // the lock writes in flight
-}
-
-// maxCalls bounds the lock reads and writes a driver has in flight at
-// once: a server that serializes writes (FerretDB's SQLite, one writer
-// at a time behind a busy wait that backs off to 100 ms) loses most of
-// its throughput to many writers at once, and the client's pool opens
-// connections two at a time: a storm of calls all at once would time out
-// all together. Renewals are not held back.
-const maxCalls = 16
-
-// maxWrites bounds the lock writes in flight among them: each waits on
-// FerretDB's SQLite for the one before, and a renewal waits behind them
-// all.
-const maxWrites = 4
-
-// enter waits for a place among the calls in flight; leave gives it back.
-func (d *driver) enter(ctx context.Context) error { return take(ctx, d.gate) }
-
-func (d *driver) leave() { <-d.gate }
-
-// enterWrite waits for a place among the writes in flight (and the
-// calls); leaveWrite gives them back.
-func (d *driver) enterWrite(ctx context.Context) error {
-	if err := take(ctx, d.gate); err != nil {
-		return err
-	}
-	if err := take(ctx, d.writes); err != nil {
-		<-d.gate
-		return err
-	}
-	return nil
-}
-
-func (d *driver) leaveWrite() { <-d.writes; <-d.gate }
-
-func take(ctx context.Context, gate chan struct{}) error {
-	select {
-	case gate <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	seen                     versions      // the version last seen of each lock
 }
 
 var (
@@ -169,72 +128,29 @@ func (d *driver) now(ctx context.Context) (time.Time, error) {
 	return time.UnixMilli(dt).UTC(), nil
 }
 
-// ReadLock reads the lock's documents, the server's clock and the
-// reading session's document at once; then, for a lock another session
-// holds, that session's document.
-func (d *driver) ReadLock(ctx context.Context, name, self string) (record.View, error) {
-	if err := d.enter(ctx); err != nil {
-		return record.View{}, unavailable(ctx, "read", err)
-	}
-	defer d.leave()
-	var (
-		docs       []lockDoc
-		now        time.Time
-		me         sessionDoc
-		nerr, serr error
-		wg         sync.WaitGroup
-	)
-	wg.Go(func() { now, nerr = d.now(ctx) })
-	if self != "" {
-		wg.Go(func() { me, serr = d.findSession(ctx, self) })
-	}
-	docs, err := d.findLocks(ctx, bson.D{{Key: "name", Value: name}})
-	wg.Wait()
-	if err = errors.Join(err, nerr, serr); err != nil {
-		return record.View{}, unavailable(ctx, "read", err)
-	}
-	v := record.View{Now: now, SelfAlive: me.alive(now)}
-	h, ok := head(docs)
-	if !ok {
-		return v, nil
-	}
-	v.Lock = h.lock()
-	holder := me
-	if h.Sid != "" && h.Sid != self {
-		if holder, err = d.findSession(ctx, h.Sid); err != nil {
-			return record.View{}, unavailable(ctx, "read", err)
-		}
-	}
-	if h.Sid != "" && holder.alive(now) {
-		v.HolderAlive, v.HolderExpires = true, holder.expires()
-	}
-	return v, nil
-}
-
-// CreateLock makes the lock's chain where it has no state, and takes it:
-// one insert of the root (epoch 1) and the free state that begins the
-// epoch, then the take over that state (write). A root there already (a
-// race, an operator's delete of the states, a creator that stopped
-// between its inserts) is ErrConflict, unless no state of its epoch or a
-// later one is left: then the root moves to the next epoch (a write that
-// every writer that finds the chain so makes alike) and the free state
-// that begins it is inserted; the core reads again. States of an older
-// epoch (versions below epoch<<32) are ignored by every read, so that a
-// writer that read a state before the operator's delete, whose insert
-// meets a key freed by it, writes below the chain.
+// CreateLock makes the lock's chain where it has no state, taken by l:
+// one insert of the root (epoch 1) and of l's state, the first of the
+// epoch. A root there already (a race, an operator's delete of the
+// states, a creator that stopped between its inserts) is ErrConflict,
+// unless no state of its epoch or a later one is left: then the root
+// moves to the next epoch (a write that every writer that finds the chain
+// so makes alike) and the free state that begins it is inserted; the core
+// reads again. States of an older epoch (versions below epoch<<32) are
+// ignored by every read, so that a writer that read a state before the
+// operator's delete, whose insert meets a key freed by it, writes below
+// the chain.
 func (d *driver) CreateLock(ctx context.Context, l record.Lock) (record.Lock, error) {
 	if err := d.enterWrite(ctx); err != nil {
 		return record.Lock{}, unavailable(ctx, "create", err)
 	}
 	defer d.leaveWrite()
-	ver := uint64(1) << 32
+	l, doc := state(l, 1<<32)
 	_, err := d.locks.InsertMany(ctx, []any{
-		lockDoc{ID: rootKey(l.Name), Name: l.Name, Ver: -1, Root: true, Epoch: 1},
-		lockDoc{ID: stateKey(l.Name, ver), Name: l.Name, Ver: int64(ver)},
+		lockDoc{ID: rootKey(l.Name), Name: l.Name, Ver: -1, Root: true, Epoch: 1}, doc,
 	}, options.InsertMany().SetOrdered(true))
 	if err == nil {
-		got, err := d.chain(ctx, l, ver)
-		return got, unavailable(ctx, "create", err)
+		d.seen.put(l.Name, l.Version)
+		return l, nil
 	}
 	if !mongo.IsDuplicateKeyError(err) {
 		return record.Lock{}, unavailable(ctx, "create", err)
@@ -297,18 +213,7 @@ func (d *driver) write(ctx context.Context, l record.Lock, version uint64) (reco
 // chain is write for a caller that entered.
 func (d *driver) chain(ctx context.Context, l record.Lock, version uint64) (record.Lock, error) {
 	ver := version + 1
-	if l.Token == 0 && l.Session != "" {
-		l.Token = events.Token(ver)
-	}
-	if l.Session == "" {
-		l.Token, l.Candidate, l.Hold, l.Expires = 0, "", false, time.Time{}
-	}
-	doc := lockDoc{ID: stateKey(l.Name, ver), Name: l.Name, Ver: int64(ver),
-		Sid: l.Session, Cand: l.Candidate, Tok: int64(l.Token), Hold: l.Hold}
-	if !l.Expires.IsZero() {
-		exp := l.Expires.UTC()
-		doc.Exp = &exp
-	}
+	l, doc := state(l, ver)
 	if _, err := d.locks.InsertOne(ctx, doc); err != nil {
 		if mongo.IsDuplicateKeyError(err) {
 			return record.Lock{}, record.ErrConflict
@@ -333,9 +238,27 @@ func (d *driver) chain(ctx context.Context, l record.Lock, version uint64) (reco
 	case derr != nil:
 		return record.Lock{}, derr
 	}
-	l.Version, l.TTL = ver, 0
-	if doc.Exp != nil {
-		l.Expires = *doc.Exp
-	}
+	d.seen.put(l.Name, ver)
 	return l, nil
+}
+
+// state returns l as the state at version ver, and its document: a take
+// (Token 0) gets ver as its token; a write with no session is a free
+// state.
+func state(l record.Lock, ver uint64) (record.Lock, lockDoc) {
+	if l.Token == 0 && l.Session != "" {
+		l.Token = events.Token(ver)
+	}
+	if l.Session == "" {
+		l.Token, l.Candidate, l.Hold, l.Expires = 0, "", false, time.Time{}
+	}
+	doc := lockDoc{ID: stateKey(l.Name, ver), Name: l.Name, Ver: int64(ver),
+		Sid: l.Session, Cand: l.Candidate, Tok: int64(l.Token), Hold: l.Hold}
+	if !l.Expires.IsZero() {
+		exp := l.Expires.UTC()
+		doc.Exp = &exp
+		l.Expires = exp
+	}
+	l.Version, l.TTL = ver, 0
+	return l, doc
 }
