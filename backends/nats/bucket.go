@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -38,9 +39,20 @@ type entry struct {
 type bucket struct {
 	js     jetstream.JetStream
 	nc     *nats.Conn
-	stream string // KV_<bucket>
-	subj   string // $KV.<bucket>.
-	api    string // $JS.API. or the domain's prefix
+	stream string        // KV_<bucket>
+	subj   string        // $KV.<bucket>.
+	api    string        // $JS.API. or the domain's prefix
+	last   atomic.Uint64 // the highest stream sequence this bucket wrote or read
+}
+
+// saw raises b.last to seq.
+func (b *bucket) saw(seq uint64) {
+	for {
+		cur := b.last.Load()
+		if seq <= cur || b.last.CompareAndSwap(cur, seq) {
+			return
+		}
+	}
 }
 
 func newBucket(js jetstream.JetStream, name string) *bucket {
@@ -91,12 +103,17 @@ func (b *bucket) getLeader(ctx context.Context, key string) (entry, error) {
 			return entry{}, fmt.Errorf("nats: get %s: %w", key, err)
 		}
 	}
+	b.saw(resp.Msg.Seq)
 	return entry{value: resp.Msg.Data, rev: resp.Msg.Seq, live: live(h)}, nil
 }
 
 // getMany returns the last message of every key (or wildcard) that has
-// one, from any replica, in one round trip: a multi-key get per maxMulti
-// keys, sent together, answered to one inbox, each batch ending with EOB.
+// one, from any replica that has every write this bucket made or read
+// (min_last_seq, server 2.12 and later: a replica behind hands the
+// request to the stream's leader), in one round trip: a multi-key get per
+// maxMulti keys, sent together, answered to one inbox, each batch ending
+// with EOB. Without min_last_seq a replica that had not yet applied this
+// client's removal of an entry answered with the entry.
 func (b *bucket) getMany(ctx context.Context, keys []string) (map[string]entry, error) {
 	out := make(map[string]entry, len(keys))
 	if len(keys) == 0 {
@@ -114,7 +131,10 @@ func (b *bucket) getMany(ctx context.Context, keys []string) (map[string]entry, 
 		for i, k := range chunk {
 			subjects[i] = b.subj + k
 		}
-		req := encode(map[string][]string{"multi_last": subjects})
+		req := encode(struct {
+			Multi []string `json:"multi_last"`
+			Min   uint64   `json:"min_last_seq,omitempty"`
+		}{subjects, b.last.Load()})
 		if err := b.nc.PublishRequest(b.api+"DIRECT.GET."+b.stream, inbox, req); err != nil {
 			return nil, b.failed(err)
 		}
@@ -137,9 +157,16 @@ func (b *bucket) getMany(ctx context.Context, keys []string) (map[string]entry, 
 	return out, nil
 }
 
-// get returns the last message of key, as any replica has it.
+// get returns the last message of key, as any replica that has every
+// write this bucket made or read has it (see getMany).
 func (b *bucket) get(ctx context.Context, key string) (entry, error) {
-	m, err := b.nc.RequestWithContext(ctx, b.api+"DIRECT.GET."+b.stream+"."+b.subj+key, nil)
+	var req []byte
+	if last := b.last.Load(); last > 0 {
+		req = encode(struct {
+			Min uint64 `json:"min_last_seq"`
+		}{last})
+	}
+	m, err := b.nc.RequestWithContext(ctx, b.api+"DIRECT.GET."+b.stream+"."+b.subj+key, req)
 	if err != nil {
 		return entry{}, b.failed(err)
 	}
@@ -158,7 +185,11 @@ func (b *bucket) parse(m *nats.Msg) (string, entry, error) {
 		if err != nil {
 			return "", entry{}, fmt.Errorf("nats: get: bad sequence header: %w", err)
 		}
+		b.saw(rev)
 		return strings.TrimPrefix(m.Header.Get(jetstream.SubjectHeader), b.subj), entry{m.Data, rev, live(m.Header)}, nil
+	case "412": // behind min_last_seq: a mirror, or the stream made again from 1
+		b.last.Store(0)
+		return "", entry{}, fmt.Errorf("%w: nats: get: no server has this client's last write (412); read again", backends.ErrUnavailable)
 	case "204", "404":
 		return "", entry{}, nil
 	case "503":
@@ -200,6 +231,7 @@ func (b *bucket) publish(ctx context.Context, m *nats.Msg, opts ...jetstream.Pub
 	for try := 1; ; try++ {
 		ack, err := b.js.PublishMsg(ctx, m, opts...)
 		if err == nil {
+			b.saw(ack.Sequence)
 			return ack.Sequence, nil
 		}
 		var api *jetstream.APIError
