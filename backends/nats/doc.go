@@ -37,7 +37,10 @@
 // on the same subject is in flight (error 10164): it is sent again after
 // a short pause, up to 20 times. What a write relies on (the lock record
 // it is conditioned on, a session record found gone, Holder) is read from
-// the stream's leader; other reads from any replica. A lock's token is
+// the stream's leader; other reads from any replica that has applied
+// every write this Backend made or read (min_last_seq, server 2.12 and
+// later; a replica behind hands the read to the leader), so that a
+// Backend reads its own writes. A lock's token is
 // the revision of the write that took it: strictly increasing per bucket,
 // across holders, restarts and expiries. Fence writes a key only if the
 // lock's record is still the one its term's take wrote, in the same step.
