@@ -129,3 +129,31 @@ func TestStaleWriterLoses(t *testing.T) {
 		t.Fatalf("a write over the deleted state: %v, want ErrConflict", err)
 	}
 }
+
+// TestReadAfterAnotherWriter: a driver whose remembered version is one
+// write behind (the state after it is there) or two (both gone) reads the
+// lock's current state, by _id in the first case and by name in the
+// second.
+func TestReadAfterAnotherWriter(t *testing.T) {
+	srv := mongotest.Start(t)
+	ctx := t.Context()
+	a := newDriver(mongotest.Client(t, srv.URI()), mongotest.Database, "seen_")
+	b := newDriver(mongotest.Client(t, srv.URI()), mongotest.Database, "seen_")
+	l := record.Lock{Name: "z", Session: "a", Candidate: "a", Expires: time.Now().Add(time.Hour)}
+	cur, err := a.CreateLock(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for behind := 1; behind <= 2; behind++ {
+		for range behind {
+			l.Session, l.Candidate = fmt.Sprint("b", behind), fmt.Sprint("b", behind)
+			if cur, err = b.SwapLock(ctx, l, cur.Version); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v, err := a.ReadLock(ctx, "z", "")
+		if err != nil || v.Lock.Version != cur.Version || v.Lock.Session != cur.Session {
+			t.Fatalf("%d writes behind: read %+v, %v; want %s's state at %d", behind, v.Lock, err, cur.Session, cur.Version)
+		}
+	}
+}

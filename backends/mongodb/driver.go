@@ -33,6 +33,48 @@ type driver struct {
 	seen                     versions      // the version last seen of each lock
 }
 
+// maxCalls bounds the lock reads and writes a driver has in flight at
+// once: a server that serializes writes (FerretDB's SQLite, one writer
+// at a time behind a busy wait that backs off to 100 ms) loses most of
+// its throughput to many writers at once, and the client's pool opens
+// connections two at a time: a storm of calls all at once would time out
+// all together. Renewals are not held back.
+const maxCalls = 16
+
+// maxWrites bounds the lock writes in flight among them: each waits on
+// FerretDB's SQLite for the one before, and a renewal waits behind them
+// all.
+const maxWrites = 4
+
+// enter waits for a place among the calls in flight; leave gives it back.
+func (d *driver) enter(ctx context.Context) error { return take(ctx, d.gate) }
+
+func (d *driver) leave() { <-d.gate }
+
+// enterWrite waits for a place among the writes in flight (and the
+// calls); leaveWrite gives them back.
+func (d *driver) enterWrite(ctx context.Context) error {
+	if err := take(ctx, d.gate); err != nil {
+		return err
+	}
+	if err := take(ctx, d.writes); err != nil {
+		<-d.gate
+		return err
+	}
+	return nil
+}
+
+func (d *driver) leaveWrite() { <-d.writes; <-d.gate }
+
+func take(ctx context.Context, gate chan struct{}) error {
+	select {
+	case gate <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 var (
 	_ record.Driver    = (*driver)(nil)
 	_ record.Registrar = (*driver)(nil)
