@@ -2,6 +2,7 @@ package mongodb
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"sync"
@@ -174,13 +175,8 @@ func (d *driver) now(ctx context.Context) (time.Time, error) {
 // one insert of the root (epoch 1) and of l's state, the first of the
 // epoch. A root there already (a race, an operator's delete of the
 // states, a creator that stopped between its inserts) is ErrConflict,
-// unless no state of its epoch or a later one is left: then the root
-// moves to the next epoch (a write that every writer that finds the chain
-// so makes alike) and the free state that begins it is inserted; the core
-// reads again. States of an older epoch (versions below epoch<<32) are
-// ignored by every read, so that a writer that read a state before the
-// operator's delete, whose insert meets a key freed by it, writes below
-// the chain.
+// after a restart of the lock if it has no state (see restart); the core
+// reads again.
 func (d *driver) CreateLock(ctx context.Context, l record.Lock) (record.Lock, error) {
 	if err := d.enterWrite(ctx); err != nil {
 		return record.Lock{}, unavailable(ctx, "create", err)
@@ -197,9 +193,70 @@ func (d *driver) CreateLock(ctx context.Context, l record.Lock) (record.Lock, er
 	if !mongo.IsDuplicateKeyError(err) {
 		return record.Lock{}, unavailable(ctx, "create", err)
 	}
-	docs, err := d.findLocks(ctx, bson.D{{Key: "name", Value: l.Name}})
+	return record.Lock{}, unavailable(ctx, "create", errors.Join(record.ErrConflict, d.restart(ctx, l.Name)))
+}
+
+// restartDoc is the mark of a restart in progress (_id "<name>#restart",
+// and no name field: an operator's delete of a lock's documents by name
+// leaves it), inserted by the one restarter of the lock at a time.
+type restartDoc struct {
+	ID    string    `bson:"_id"`
+	At    time.Time `bson:"at"` // the server's clock when it was inserted
+	Nonce string    `bson:"nonce"`
+}
+
+func restartKey(name string) string { return name + "#restart" }
+
+// restartStale is how long after its insert a restart's mark may be
+// deleted by another restarter: the mark of one that crashed, or lost
+// the server, between its insert and its delete. Far beyond a restart's
+// five round trips, and than a paused process is believed to be still
+// running one.
+const restartStale = time.Minute
+
+// restart begins the next epoch of a lock whose states are all gone (an
+// operator deleted them; see the package doc), so that its tokens go on
+// increasing and the writes of those that read it before are below the
+// chain. Only the inserter of the lock's restart mark does so, between
+// the insert and the delete of the mark: it reads the lock's documents,
+// and if there is no state in the root's epoch, moves the root to the
+// next epoch and inserts the free state that begins it. Every lock write
+// looks for the mark and the root's epoch after its insert (see chain):
+// the restarter inserts and then reads, the writer inserts and then
+// reads, so that one of them sees the other's insert, and a writer that
+// saw no mark wrote before the restarter's read, which sees its state and
+// leaves the lock as it is. A mark older than restartStale is deleted.
+func (d *driver) restart(ctx context.Context, name string) error {
+	now, err := d.now(ctx)
 	if err != nil {
-		return record.Lock{}, unavailable(ctx, "create", err)
+		return err
+	}
+	mark := restartDoc{ID: restartKey(name), At: now, Nonce: rand.Text()}
+	if _, err := d.locks.InsertOne(ctx, mark); err != nil {
+		if !mongo.IsDuplicateKeyError(err) {
+			return err
+		}
+		var other restartDoc
+		err := d.locks.FindOne(ctx, bson.D{{Key: "_id", Value: mark.ID}}).Decode(&other)
+		switch {
+		case errors.Is(err, mongo.ErrNoDocuments):
+			return nil
+		case err != nil:
+			return err
+		case now.Sub(other.At) > restartStale:
+			_, err = d.locks.DeleteOne(ctx, bson.D{{Key: "_id", Value: mark.ID}, {Key: "nonce", Value: other.Nonce}})
+		}
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restartUnmark)
+		defer cancel()
+		_, derr := d.locks.DeleteOne(ctx, bson.D{{Key: "_id", Value: mark.ID}, {Key: "nonce", Value: mark.Nonce}})
+		err = errors.Join(err, derr)
+	}()
+	docs, err := d.findLocks(ctx, bson.D{{Key: "name", Value: name}})
+	if err != nil {
+		return err
 	}
 	var root *lockDoc
 	for i := range docs {
@@ -208,19 +265,23 @@ func (d *driver) CreateLock(ctx context.Context, l record.Lock) (record.Lock, er
 		}
 	}
 	if _, ok := head(docs); ok || root == nil {
-		return record.Lock{}, record.ErrConflict
+		return nil
 	}
 	next := root.Epoch + 1
 	if _, err := d.locks.UpdateOne(ctx, bson.D{{Key: "_id", Value: root.ID}},
 		bson.D{{Key: "$max", Value: bson.D{{Key: "epoch", Value: next}}}}); err != nil {
-		return record.Lock{}, unavailable(ctx, "create", err)
+		return err
 	}
-	_, err = d.locks.InsertOne(ctx, lockDoc{ID: stateKey(l.Name, uint64(next)<<32), Name: l.Name, Ver: next << 32})
-	if err != nil && !mongo.IsDuplicateKeyError(err) {
-		return record.Lock{}, unavailable(ctx, "create", err)
+	_, err = d.locks.InsertOne(ctx, lockDoc{ID: stateKey(name, uint64(next)<<32), Name: name, Ver: next << 32})
+	if mongo.IsDuplicateKeyError(err) {
+		err = nil
 	}
-	return record.Lock{}, record.ErrConflict
+	return err
 }
+
+// restartUnmark bounds the delete of a restart's mark, which is made even
+// when the restart's context has ended.
+const restartUnmark = 5 * time.Second
 
 // SwapLock writes l as the state after version (see write).
 func (d *driver) SwapLock(ctx context.Context, l record.Lock, version uint64) (record.Lock, error) {
@@ -236,14 +297,18 @@ func (d *driver) DeleteLock(ctx context.Context, name string, version uint64) er
 
 // write is the compare-and-swap of every lock write: it inserts l as the
 // state document at version+1 (a duplicate key: another writer's is
-// there, ErrConflict), then, at once, deletes the state at version (the
-// chain's cleanup) and looks for a state above its own. A key is freed
-// only by the writer of the state after it, which it inserted first, and
-// the highest state is never deleted: a writer that read version long
-// ago, whose insert met a key freed since by the chain's progress, finds
-// a state above its own, deletes its insert, and gets ErrConflict. A take
-// (Token 0) gets its version as its token; a write with no session is a
-// free state.
+// there, ErrConflict), then, at once, deletes the state at version-1 (the
+// chain's cleanup: the state it read is kept, so that a write that loses
+// takes nothing from the chain), looks for a state above its own, and
+// reads the lock's root and its restart mark (see restart). A key is
+// freed only by the writer of the state two after it, which inserted the
+// one after it first, and the highest state is never deleted: a writer that read version long ago,
+// whose insert met a key freed since by the chain's progress, finds a
+// state above its own, deletes its insert, and gets ErrConflict; so does
+// one that finds a restart in progress, or the root in an epoch after
+// its write's (it read the lock before an operator deleted its states).
+// A take (Token 0) gets its version as its token; a write with no
+// session is a free state.
 func (d *driver) write(ctx context.Context, l record.Lock, version uint64) (record.Lock, error) {
 	if err := d.enterWrite(ctx); err != nil {
 		return record.Lock{}, err
@@ -263,22 +328,37 @@ func (d *driver) chain(ctx context.Context, l record.Lock, version uint64) (reco
 		return record.Lock{}, err
 	}
 	var (
-		derr  error
-		wg    sync.WaitGroup
-		above lockDoc
+		derr, rerr, merr error
+		wg               sync.WaitGroup
+		above, root      lockDoc
+		mark             restartDoc
 	)
-	wg.Go(func() { _, derr = d.locks.DeleteOne(ctx, bson.D{{Key: "_id", Value: stateKey(l.Name, version)}}) })
+	wg.Go(func() { _, derr = d.locks.DeleteOne(ctx, bson.D{{Key: "_id", Value: stateKey(l.Name, version-1)}}) })
+	wg.Go(func() { root, rerr = d.findLock(ctx, rootKey(l.Name)) })
+	wg.Go(func() {
+		merr = d.locks.FindOne(ctx, bson.D{{Key: "_id", Value: restartKey(l.Name)}}).Decode(&mark)
+		if errors.Is(merr, mongo.ErrNoDocuments) {
+			merr = nil
+		}
+	})
 	err := d.locks.FindOne(ctx, bson.D{{Key: "name", Value: l.Name}, {Key: "ver", Value: bson.D{{Key: "$gt", Value: int64(ver)}}},
 		{Key: "root", Value: bson.D{{Key: "$ne", Value: true}}}}).Decode(&above)
 	wg.Wait()
 	switch {
-	case err == nil: // a state above: this insert met a key the chain had freed
-		_, err := d.locks.DeleteOne(ctx, bson.D{{Key: "_id", Value: doc.ID}})
-		return record.Lock{}, errors.Join(record.ErrConflict, err)
-	case !errors.Is(err, mongo.ErrNoDocuments):
+	case errors.Is(err, mongo.ErrNoDocuments):
+		err = nil
+	case err == nil:
+		err = record.ErrConflict // a state above: this insert met a key the chain had freed
+	}
+	if err = errors.Join(err, rerr, merr, derr); err == nil && (mark.ID != "" || root.Epoch > int64(ver>>32)) {
+		err = record.ErrConflict // a restart in progress, or done since this writer read the lock
+	}
+	if err != nil {
+		if errors.Is(err, record.ErrConflict) {
+			_, derr := d.locks.DeleteOne(ctx, bson.D{{Key: "_id", Value: doc.ID}})
+			err = errors.Join(err, derr)
+		}
 		return record.Lock{}, err
-	case derr != nil:
-		return record.Lock{}, derr
 	}
 	d.seen.put(l.Name, ver)
 	return l, nil
