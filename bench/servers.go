@@ -43,6 +43,10 @@ type system struct {
 	name    string
 	backend backends.Backend // on the main client; share it for one candidate
 	maxTTL  time.Duration    // the longest session TTL to use here
+	// poll is how often a waiter in another process reads the lock it
+	// waits for, where the backend cannot push a release (its default);
+	// 0 where it can.
+	poll time.Duration
 
 	// fresh returns a backend on a client of its own (another candidate,
 	// as if in another process) and its closer. The memory backend
@@ -410,7 +414,7 @@ func startMySQL() (*system, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &system{name: "mysql", maxTTL: 30 * time.Second, closers: []func(){srv.Stop}}
+	s := &system{name: "mysql", maxTTL: 30 * time.Second, poll: defaultPoll, closers: []func(){srv.Stop}}
 	open := func() (*sql.DB, error) {
 		db, err := sql.Open("mysql", srv.DSN())
 		if err == nil {
@@ -485,3 +489,7 @@ func (p *pgStatements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.T
 
 // TraceQueryEnd does nothing.
 func (p *pgStatements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// defaultPoll is the poll of the backends whose waiters poll (MySQL,
+// MongoDB, DynamoDB) when the caller sets none.
+const defaultPoll = time.Second

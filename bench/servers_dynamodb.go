@@ -26,7 +26,7 @@ func startDynamoDB() (*system, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &system{name: "dynamodb", maxTTL: 30 * time.Second, closers: []func(){srv.Stop}}
+	s := &system{name: "dynamodb", maxTTL: 30 * time.Second, poll: defaultPoll, closers: []func(){srv.Stop}}
 	var sent atomic.Int64
 	counted := func(o *sdk.Options) {
 		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {

@@ -22,7 +22,7 @@ func startMongoDB() (*system, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &system{name: "mongodb", maxTTL: 30 * time.Second, closers: []func(){srv.Stop}}
+	s := &system{name: "mongodb", maxTTL: 30 * time.Second, poll: defaultPoll, closers: []func(){srv.Stop}}
 	c, err := mongotest.Connect(srv.URI())
 	if err != nil {
 		return s, err
