@@ -15,7 +15,13 @@
 // store's clock where the store has one (SQL: NOW(6)), else as the store
 // expires keys (a per-key TTL). Once expired a session never lives again:
 // Renew must not bring it back (a store that keeps a version of the
-// record, Session.Version, conditions the renewal on it). A lock is a
+// record, Session.Version, conditions the renewal on it). The core holds
+// to that on its own side too: a session is lost once a TTL has passed,
+// on the client's clock, since the start of the call that last wrote its
+// record, though the store may keep and renew the record later (Consul
+// invalidates a session up to 2×TTL late; a per-key TTL may be swept
+// late): its locks are then freed by Close, or when the store ends it. A
+// lock is a
 // record naming its session; it lives while its session does, unless it
 // is a hold (Hold: it lives until Expires, whoever's session it names) or
 // has a lease (a non-zero Expires ends it sooner). Every lock write

@@ -29,6 +29,9 @@ type kvDriver struct {
 	log  []kvChange       // every change, for the feeds
 
 	renews, reads int // Renew calls, and those that read locks
+	// lax keeps session records this long past their TTL, as Consul may
+	// (it invalidates a session up to 2×TTL after its last renewal).
+	lax time.Duration
 }
 
 type kvKey struct {
@@ -75,7 +78,7 @@ func (d *kvDriver) CreateSession(_ context.Context, s record.Session) (uint64, e
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.n++
-	d.keys["s/"+s.ID] = kvKey{ttl: s.TTL, expires: time.Now().Add(s.TTL), version: d.n}
+	d.keys["s/"+s.ID] = kvKey{ttl: s.TTL, expires: time.Now().Add(s.TTL + d.lax), version: d.n}
 	return d.n, nil
 }
 
@@ -96,7 +99,7 @@ func (d *kvDriver) Renew(_ context.Context, s record.Session, held []record.Lock
 		return r, fmt.Errorf("session %s at version %d, not %d", s.ID, k.version, s.Version)
 	}
 	d.n++
-	k.version, k.expires = d.n, r.Now.Add(k.ttl)
+	k.version, k.expires = d.n, r.Now.Add(k.ttl+d.lax)
 	d.keys["s/"+s.ID] = k
 	r.Alive, r.Version = true, d.n
 	for _, h := range held {
@@ -408,5 +411,35 @@ func TestCloseWaitsForTheFeed(t *testing.T) {
 	}
 	if !d.returned.Load() {
 		t.Fatal("Close returned while the feed was still stopping")
+	}
+}
+
+// TestSessionPastItsTTLIsLost: a session whose store keeps its record
+// past the TTL (as Consul may) is lost all the same once a TTL has passed
+// since the start of its last renewal: KeepAlive and Acquire say so, and
+// a lock it held is not granted again under its old token.
+func TestSessionPastItsTTLIsLost(t *testing.T) {
+	d := newKV()
+	d.lax = time.Hour
+	s, err := record.New(d, record.Config{Name: "kv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	const ttl = 200 * time.Millisecond
+	a, err := s.Open(ctx, "a", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(context.Background())
+	if _, err := a.Acquire(ctx, "x", 0); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl + 50*time.Millisecond)
+	if err := a.KeepAlive(ctx); !errors.Is(err, backends.ErrSessionLost) {
+		t.Fatalf("KeepAlive a TTL after the last renewal = %v, want ErrSessionLost (the store still had the record)", err)
+	}
+	if tok, err := a.Acquire(ctx, "x", 0); !errors.Is(err, backends.ErrSessionLost) {
+		t.Fatalf("Acquire a TTL after the last renewal = %d, %v; want ErrSessionLost", tok, err)
 	}
 }

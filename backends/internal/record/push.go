@@ -73,7 +73,7 @@ func (ss *session) feedUp(ctx context.Context) *hub.Run {
 // caller renews and reads the locks) if r does not cover them, or does
 // not deliver the renewal within feedLag. A session found expired is
 // ErrSessionLost, through the caller's renewal.
-func (ss *session) confirmedByFeed(ctx context.Context, r *hub.Run) bool {
+func (ss *session) confirmedByFeed(ctx context.Context, r *hub.Run, start time.Time) bool {
 	if r == nil || r.Context().Err() != nil || r.Advanced() == 0 {
 		return false
 	}
@@ -94,7 +94,7 @@ func (ss *session) confirmedByFeed(ctx context.Context, r *hub.Run) bool {
 	if err != nil || !rn.Alive {
 		return false
 	}
-	ss.renewed(rn.Version, nil, nil)
+	ss.renewed(rn.Version, start, nil, nil)
 	return r.Reached(ctx, rn.Version, feedLag)
 }
 
@@ -102,12 +102,16 @@ func (ss *session) confirmedByFeed(ctx context.Context, r *hub.Run) bool {
 // renewal before it reads the locks instead.
 const feedLag = 500 * time.Millisecond
 
-// renewed records a renewal at version, which read the held locks while
-// the feed's run r (nil: none) ran: r covers them from then on.
-func (ss *session) renewed(version uint64, r *hub.Run, held []Lock) {
+// renewed records a renewal at version, whose call began at start, and
+// which read the held locks while the feed's run r (nil: none) ran: r
+// covers them from then on.
+func (ss *session) renewed(version uint64, start time.Time, r *hub.Run, held []Lock) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.version = max(ss.version, version)
+	if start.After(ss.since) {
+		ss.since = start
+	}
 	if r == nil {
 		return
 	}

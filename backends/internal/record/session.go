@@ -24,7 +24,11 @@ type session struct {
 
 	mu      sync.Mutex
 	closed  bool
-	version uint64           // the session record's, as its last write returned
+	version uint64 // the session record's, as its last write returned
+	// since is the start of the call that last wrote the session record:
+	// the session is lost a TTL after it, whatever the store says later
+	// (see expired).
+	since   time.Time
 	granted map[string]grant // by name
 	push    bool             // Losses was called: the feed reports losses
 
@@ -78,6 +82,9 @@ func (ss *session) ID() string { return ss.id }
 func (ss *session) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
 	if err := ss.usable(); err != nil {
 		return 0, err
+	}
+	if ss.expired(time.Now()) {
+		return 0, ss.lost()
 	}
 	if err := validate.Acquire(name, lease); err != nil {
 		return 0, err
@@ -226,8 +233,12 @@ func (ss *session) KeepAlive(ctx context.Context) error {
 	if err := ss.usable(); err != nil {
 		return err
 	}
+	start := time.Now()
+	if ss.expired(start) {
+		return ss.lost()
+	}
 	fr := ss.feedUp(ctx)
-	if ss.confirmedByFeed(ctx, fr) {
+	if ss.confirmedByFeed(ctx, fr, start) {
 		return nil
 	}
 	rec, held := ss.record()
@@ -242,7 +253,7 @@ func (ss *session) KeepAlive(ctx context.Context) error {
 	case !r.Alive:
 		return ss.lost()
 	}
-	ss.renewed(r.Version, fr, held)
+	ss.renewed(r.Version, start, fr, held)
 	found := make(map[string]Lock, len(r.Locks))
 	for _, l := range r.Locks {
 		found[l.Name] = l
@@ -307,6 +318,19 @@ func (ss *session) usable() error {
 		return fmt.Errorf("%s: session of %s: %w", ss.s.name, ss.id, backends.ErrSessionClosed)
 	}
 	return nil
+}
+
+// expired reports whether a TTL has passed at now since the start of the
+// session record's last write. A store may keep a record past its TTL
+// (Consul invalidates a session up to 2×TTL after its last renewal; a
+// per-key TTL is swept late) and renew it then; but the campaigns on the
+// session ended their terms at its deadline, and a session that lived
+// again would hand a lock it still holds to a new term under the old
+// term's token. It is lost instead.
+func (ss *session) expired(now time.Time) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return now.Sub(ss.since) >= ss.ttl
 }
 
 func (ss *session) lost() error {

@@ -77,7 +77,7 @@ func (s *Store) Open(ctx context.Context, id string, ttl time.Duration) (backend
 	}
 	var r [16]byte
 	_, _ = crand.Read(r[:]) // never fails
-	ss := &session{s: s, id: id, sid: hex.EncodeToString(r[:]), ttl: ttl}
+	ss := &session{s: s, id: id, sid: hex.EncodeToString(r[:]), ttl: ttl, since: time.Now()}
 	err := s.call(ctx, "open", func() (err error) {
 		ss.version, err = s.d.CreateSession(ctx, Session{ID: ss.sid, Candidate: id, TTL: ttl})
 		return err
