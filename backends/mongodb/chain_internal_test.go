@@ -1,6 +1,7 @@
 package mongodb
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -37,12 +38,7 @@ func TestChainIsAtomic(t *testing.T) {
 					return
 				}
 				l := record.Lock{Name: "x", Session: who, Candidate: who}
-				var got record.Lock
-				if v.Lock.Version == 0 {
-					got, err = d.CreateLock(t.Context(), l)
-				} else {
-					got, err = d.SwapLock(t.Context(), l, v.Lock.Version)
-				}
+				got, err := writeOver(t.Context(), d, v, l)
 				if errors.Is(err, record.ErrConflict) {
 					continue
 				}
@@ -199,12 +195,7 @@ func TestTakesAfterDelete(t *testing.T) {
 						return // taken
 					}
 					l := record.Lock{Name: "t", Session: who, Candidate: who, Expires: time.Now().Add(time.Hour)}
-					var got record.Lock
-					if v.Lock.Version == 0 {
-						got, err = d.CreateLock(ctx, l)
-					} else {
-						got, err = d.SwapLock(ctx, l, v.Lock.Version)
-					}
+					got, err := writeOver(ctx, d, v, l)
 					if errors.Is(err, record.ErrConflict) {
 						continue
 					}
@@ -282,11 +273,7 @@ func TestRestartMark(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v.Lock.Version == 0 {
-			got, err = d.CreateLock(ctx, l)
-		} else {
-			got, err = d.SwapLock(ctx, l, v.Lock.Version)
-		}
+		got, err = writeOver(ctx, d, v, l)
 		if err != nil && !errors.Is(err, record.ErrConflict) {
 			t.Fatal(err)
 		}
@@ -297,4 +284,13 @@ func TestRestartMark(t *testing.T) {
 	if n, err := d.locks.CountDocuments(ctx, bson.D{{Key: "_id", Value: restartKey("m")}}); err != nil || n != 0 {
 		t.Fatalf("marks left: %d, %v; want 0", n, err)
 	}
+}
+
+// writeOver writes l over the state v read: the lock's first state if it
+// has none.
+func writeOver(ctx context.Context, d *driver, v record.View, l record.Lock) (record.Lock, error) {
+	if v.Lock.Version == 0 {
+		return d.CreateLock(ctx, l)
+	}
+	return d.SwapLock(ctx, l, v.Lock.Version)
 }
