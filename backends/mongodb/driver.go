@@ -226,7 +226,7 @@ const restartStale = time.Minute
 // reads, so that one of them sees the other's insert, and a writer that
 // saw no mark wrote before the restarter's read, which sees its state and
 // leaves the lock as it is. A mark older than restartStale is deleted.
-func (d *driver) restart(ctx context.Context, name string) error {
+func (d *driver) restart(ctx context.Context, name string) (err error) {
 	now, err := d.now(ctx)
 	if err != nil {
 		return err
@@ -236,12 +236,9 @@ func (d *driver) restart(ctx context.Context, name string) error {
 		if !mongo.IsDuplicateKeyError(err) {
 			return err
 		}
-		var other restartDoc
-		err := d.locks.FindOne(ctx, bson.D{{Key: "_id", Value: mark.ID}}).Decode(&other)
+		other, err := findByID[restartDoc](ctx, d.locks, mark.ID)
 		switch {
-		case errors.Is(err, mongo.ErrNoDocuments):
-			return nil
-		case err != nil:
+		case err != nil || other.ID == "":
 			return err
 		case now.Sub(other.At) > restartStale:
 			_, err = d.locks.DeleteOne(ctx, bson.D{{Key: "_id", Value: mark.ID}, {Key: "nonce", Value: other.Nonce}})
@@ -335,12 +332,7 @@ func (d *driver) chain(ctx context.Context, l record.Lock, version uint64) (reco
 	)
 	wg.Go(func() { _, derr = d.locks.DeleteOne(ctx, bson.D{{Key: "_id", Value: stateKey(l.Name, version-1)}}) })
 	wg.Go(func() { root, rerr = d.findLock(ctx, rootKey(l.Name)) })
-	wg.Go(func() {
-		merr = d.locks.FindOne(ctx, bson.D{{Key: "_id", Value: restartKey(l.Name)}}).Decode(&mark)
-		if errors.Is(merr, mongo.ErrNoDocuments) {
-			merr = nil
-		}
-	})
+	wg.Go(func() { mark, merr = findByID[restartDoc](ctx, d.locks, restartKey(l.Name)) })
 	err := d.locks.FindOne(ctx, bson.D{{Key: "name", Value: l.Name}, {Key: "ver", Value: bson.D{{Key: "$gt", Value: int64(ver)}}},
 		{Key: "root", Value: bson.D{{Key: "$ne", Value: true}}}}).Decode(&above)
 	wg.Wait()

@@ -105,12 +105,18 @@ func (d *driver) headFrom(ctx context.Context, root, seen, next lockDoc) (lockDo
 
 // findLock reads the lock document of _id id; a zero lockDoc if none.
 func (d *driver) findLock(ctx context.Context, id string) (lockDoc, error) {
-	var l lockDoc
-	err := d.locks.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&l)
+	return findByID[lockDoc](ctx, d.locks, id)
+}
+
+// findByID reads the document of _id id in coll; a zero T if none.
+func findByID[T any](ctx context.Context, coll *mongo.Collection, id string) (T, error) {
+	var doc T
+	err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&doc)
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		return lockDoc{}, nil
+		var zero T
+		return zero, nil
 	}
-	return l, err
+	return doc, err
 }
 
 // versions remembers the version of each lock a driver last read or

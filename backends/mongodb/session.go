@@ -15,12 +15,7 @@ import (
 
 // findSession reads session sid's document; a zero sessionDoc if none.
 func (d *driver) findSession(ctx context.Context, sid string) (sessionDoc, error) {
-	var s sessionDoc
-	err := d.sessions.FindOne(ctx, bson.D{{Key: "_id", Value: sid}}).Decode(&s)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return sessionDoc{}, nil
-	}
-	return s, err
+	return findByID[sessionDoc](ctx, d.sessions, sid)
 }
 
 // CreateSession upserts the session's document, its time the server's:
