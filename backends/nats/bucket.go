@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 const (
 	maxMulti      = 1024            // keys the server answers in one multi-key get
 	busyTries     = 20              // sends of a write a replicated stream refused unchecked
+	staleTries    = 30              // multi-key gets answered by a replica behind this client
 	feedHeartbeat = 2 * time.Second // from the server to an idle feed; two missed, the client remakes it
 )
 
@@ -74,99 +76,196 @@ func live(h nats.Header) bool {
 // getLeader is get answered by the stream's leader, never by a replica
 // that may lag behind it: for a verdict a write relies on.
 func (b *bucket) getLeader(ctx context.Context, key string) (entry, error) {
-	req := encode(map[string]string{"last_by_subj": b.subj + key})
-	m, err := b.nc.RequestWithContext(ctx, b.api+"STREAM.MSG.GET."+b.stream, req)
+	_, e, err := b.leaderGet(ctx, map[string]any{"last_by_subj": b.subj + key})
 	if err != nil {
-		return entry{}, b.failed(err)
+		return entry{}, fmt.Errorf("nats: get %s: %w", key, err)
+	}
+	return e, nil
+}
+
+// leaderGet sends a message get to the stream's leader and returns the
+// message's key and entry; a key with no message is "" and no error.
+func (b *bucket) leaderGet(ctx context.Context, req map[string]any) (string, entry, error) {
+	m, err := b.nc.RequestWithContext(ctx, b.api+"STREAM.MSG.GET."+b.stream, encode(req))
+	if err != nil {
+		return "", entry{}, b.failed(err)
 	}
 	var resp struct {
 		Error *jetstream.APIError `json:"error"`
 		Msg   *struct {
-			Seq    uint64 `json:"seq"`
-			Header []byte `json:"hdrs"`
-			Data   []byte `json:"data"`
+			Subject string `json:"subject"`
+			Seq     uint64 `json:"seq"`
+			Header  []byte `json:"hdrs"`
+			Data    []byte `json:"data"`
 		} `json:"message"`
 	}
 	switch err := json.Unmarshal(m.Data, &resp); {
 	case err != nil:
-		return entry{}, fmt.Errorf("nats: get %s: %w", key, err)
+		return "", entry{}, err
 	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-		return entry{}, nil
+		return "", entry{}, nil
 	case resp.Error != nil:
-		return entry{}, b.failed(resp.Error)
+		return "", entry{}, b.failed(resp.Error)
 	case resp.Msg == nil:
-		return entry{}, fmt.Errorf("nats: get %s: empty answer", key)
+		return "", entry{}, errors.New("empty answer")
 	}
 	h := nats.Header{}
 	if len(resp.Msg.Header) > 0 {
 		if h, err = nats.DecodeHeadersMsg(resp.Msg.Header); err != nil {
-			return entry{}, fmt.Errorf("nats: get %s: %w", key, err)
+			return "", entry{}, err
 		}
 	}
 	b.saw(resp.Msg.Seq)
-	return entry{value: resp.Msg.Data, rev: resp.Msg.Seq, live: live(h)}, nil
+	return strings.TrimPrefix(resp.Msg.Subject, b.subj), entry{value: resp.Msg.Data, rev: resp.Msg.Seq, live: live(h)}, nil
+}
+
+// scan returns the last message of every key that matches pattern (a key
+// with subject wildcards), as of every write this bucket made or read:
+// getMany, and where no replica's answer can show that (it found no key,
+// so it sent no sequence) the stream's leader, one message get per key.
+func (b *bucket) scan(ctx context.Context, pattern string) (map[string]entry, error) {
+	want := b.last.Load()
+	out, err := b.getMany(ctx, []string{pattern})
+	if err != nil || len(out) > 0 || want == 0 {
+		return out, err
+	}
+	return b.scanLeader(ctx, pattern)
+}
+
+// scanLeader is scan answered by the stream's leader: a message get of
+// the first message after the last one found, until none is left.
+func (b *bucket) scanLeader(ctx context.Context, pattern string) (map[string]entry, error) {
+	out := map[string]entry{}
+	for seq := uint64(0); ; {
+		key, e, err := b.leaderGet(ctx, map[string]any{"next_by_subj": b.subj + pattern, "seq": seq})
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("nats: scan %s: %w", pattern, err)
+		case key == "":
+			return out, nil
+		}
+		out[key] = e
+		seq = e.rev + 1
+	}
 }
 
 // getMany returns the last message of every key (or wildcard) that has
-// one, from any replica that has every write this bucket made or read
-// (min_last_seq, server 2.12 and later: a replica behind hands the
-// request to the stream's leader), in one round trip: a multi-key get per
-// maxMulti keys, sent together, answered to one inbox, each batch ending
-// with EOB. Without min_last_seq a replica that had not yet applied this
-// client's removal of an entry answered with the entry.
+// one in one round trip (a multi-key get per maxMulti keys, sent
+// together, answered to one inbox, each batch ending with EOB) from any
+// replica, as of every write this bucket made or read. A replica answers
+// direct gets before it applied every write the leader acknowledged (the
+// server's read-after-write check, min_last_seq, was removed before 2.12
+// shipped: nats-server #7285), so each batch's EOB is checked: one that
+// names a stream sequence below this bucket's last is asked again, after
+// a pause; so is every batch after the bucket's last sequence was found
+// above the leader's (the stream was made again). A batch that found no
+// key names no sequence: its keys are absent on a replica that may lag,
+// and a caller that relies on an absence reads the leader (see scan).
 func (b *bucket) getMany(ctx context.Context, keys []string) (map[string]entry, error) {
 	out := make(map[string]entry, len(keys))
 	if len(keys) == 0 {
 		return out, nil
 	}
-	inbox := b.nc.NewRespInbox()
-	sub, err := b.nc.SubscribeSync(inbox)
+	pending := slices.Collect(slices.Chunk(keys, maxMulti))
+	for try := 1; ; try++ {
+		want := b.last.Load()
+		behind, err := b.multiGet(ctx, pending, want, out)
+		switch {
+		case err != nil:
+			return nil, err
+		case len(behind) == 0:
+			return out, nil
+		case try == staleTries:
+			return nil, fmt.Errorf("%w: nats: get: the replica that answers has not applied this client's writes up to sequence %d after %d reads",
+				backends.ErrUnavailable, want, try)
+		case try == staleTries/2:
+			if err := b.leaderLast(ctx, want); err != nil {
+				return nil, err
+			}
+		}
+		pending = behind
+		pause := time.NewTimer(time.Duration(try) * time.Millisecond) // 0.4 s in all
+		select {
+		case <-pause.C:
+		case <-ctx.Done():
+			pause.Stop()
+			return nil, b.failed(ctx.Err())
+		}
+	}
+}
+
+// multiGet sends a multi-key get per batch of keys and adds what the
+// answers carry to out; it returns the batches answered by a replica
+// behind sequence want.
+func (b *bucket) multiGet(ctx context.Context, batches [][]string, want uint64, out map[string]entry) ([][]string, error) {
+	inbox := b.nc.NewInbox()
+	sub, err := b.nc.SubscribeSync(inbox + ".*")
 	if err != nil {
 		return nil, b.failed(err)
 	}
 	defer sub.Unsubscribe()
-	batches := 0
-	for chunk := range slices.Chunk(keys, maxMulti) {
+	for i, chunk := range batches {
 		subjects := make([]string, len(chunk))
 		for i, k := range chunk {
 			subjects[i] = b.subj + k
 		}
-		req := encode(struct {
-			Multi []string `json:"multi_last"`
-			Min   uint64   `json:"min_last_seq,omitempty"`
-		}{subjects, b.last.Load()})
-		if err := b.nc.PublishRequest(b.api+"DIRECT.GET."+b.stream, inbox, req); err != nil {
+		// The reply subject names the batch: answers may come in any order.
+		if err := b.nc.PublishRequest(b.api+"DIRECT.GET."+b.stream, inbox+"."+strconv.Itoa(i), encode(map[string]any{"multi_last": subjects})); err != nil {
 			return nil, b.failed(err)
 		}
-		batches++
 	}
-	for batches > 0 {
+	var behind [][]string
+	got := map[int]map[string]entry{}
+	for left := len(batches); left > 0; {
 		m, err := sub.NextMsgWithContext(ctx)
 		if err != nil {
 			return nil, b.failed(err)
 		}
-		switch key, e, err := b.parse(m); {
+		i, err := strconv.Atoi(strings.TrimPrefix(m.Subject, inbox+"."))
+		if err != nil || i < 0 || i >= len(batches) {
+			continue // not an answer to this call
+		}
+		key, e, err := b.parse(m)
+		switch {
 		case err != nil:
 			return nil, err
-		case key == "": // the end of a batch
-			batches--
-		default:
-			out[key] = e
+		case key != "":
+			if got[i] == nil {
+				got[i] = map[string]entry{}
+			}
+			got[i][key] = e
+			continue
 		}
+		left-- // the batch's end: EOB, or no key found
+		upTo, _ := strconv.ParseUint(m.Header.Get("Nats-UpTo-Sequence"), 10, 64)
+		if m.Header.Get("Status") == "204" && upTo < want {
+			behind = append(behind, batches[i])
+			continue
+		}
+		maps.Copy(out, got[i])
 	}
-	return out, nil
+	return behind, nil
 }
 
-// get returns the last message of key, as any replica that has every
-// write this bucket made or read has it (see getMany).
-func (b *bucket) get(ctx context.Context, key string) (entry, error) {
-	var req []byte
-	if last := b.last.Load(); last > 0 {
-		req = encode(struct {
-			Min uint64 `json:"min_last_seq"`
-		}{last})
+// leaderLast lowers the bucket's last sequence to the leader's where the
+// leader's is below want: the stream was deleted and made again, and no
+// replica will reach want.
+func (b *bucket) leaderLast(ctx context.Context, want uint64) error {
+	s, err := b.js.Stream(ctx, b.stream)
+	if err != nil {
+		return b.failed(err)
 	}
-	m, err := b.nc.RequestWithContext(ctx, b.api+"DIRECT.GET."+b.stream+"."+b.subj+key, req)
+	if last := s.CachedInfo().State.LastSeq; last < want {
+		b.last.CompareAndSwap(want, last)
+	}
+	return nil
+}
+
+// get returns the last message of key from any replica, which may lag
+// behind the leader: a caller that relies on what it finds reads the
+// leader (getLeader) or many keys (getMany).
+func (b *bucket) get(ctx context.Context, key string) (entry, error) {
+	m, err := b.nc.RequestWithContext(ctx, b.api+"DIRECT.GET."+b.stream+"."+b.subj+key, nil)
 	if err != nil {
 		return entry{}, b.failed(err)
 	}
@@ -187,9 +286,6 @@ func (b *bucket) parse(m *nats.Msg) (string, entry, error) {
 		}
 		b.saw(rev)
 		return strings.TrimPrefix(m.Header.Get(jetstream.SubjectHeader), b.subj), entry{m.Data, rev, live(m.Header)}, nil
-	case "412": // behind min_last_seq: a mirror, or the stream made again from 1
-		b.last.Store(0)
-		return "", entry{}, fmt.Errorf("%w: nats: get: no server has this client's last write (412); read again", backends.ErrUnavailable)
 	case "204", "404":
 		return "", entry{}, nil
 	case "503":

@@ -3,6 +3,7 @@ package nats
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -176,6 +177,32 @@ func TestBucketGetMany(t *testing.T) {
 	}
 }
 
+// TestScanLeader: the leader's listing of a pattern is the replicas'.
+func TestScanLeader(t *testing.T) {
+	b, ctx := testBucket(t), t.Context()
+	for _, k := range []string{"a.x", "a.y", "a.z", "b.x"} {
+		if _, err := b.write(ctx, k, []byte(k), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.remove(ctx, "a.y", 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, pattern := range []string{"a.*", "*.x", ">", "c.*"} {
+		want, err := b.getMany(ctx, []string{pattern})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.scanLeader(ctx, pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.EqualFunc(got, want, func(x, y entry) bool { return x.rev == y.rev && x.live == y.live && string(x.value) == string(y.value) }) {
+			t.Errorf("scanLeader(%q) = %v, the replicas' %v", pattern, got, want)
+		}
+	}
+}
+
 func TestSeconds(t *testing.T) {
 	for _, c := range []struct{ in, want time.Duration }{
 		{time.Millisecond, time.Second}, {time.Second, time.Second},
@@ -279,5 +306,70 @@ func TestKeyOf(t *testing.T) {
 		if _, ok := unkey(bad); ok {
 			t.Errorf("unkey(%q) ok, want refused", bad)
 		}
+	}
+}
+
+// TestReadsOwnWritesOnReplicas: on a bucket of three replicas, a bucket
+// on a connection to each node reads what it just wrote, removed or read,
+// whichever replica answers: a value written, an entry removed, a key
+// found by a wildcard. A replica answers direct gets before it applied
+// every write acknowledged to the client (nats-server #7285 removed the
+// read-after-write check from 2.12), so a read that is not checked
+// against the client's last sequence sees the value before.
+func TestReadsOwnWritesOnReplicas(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	var bs []*bucket
+	for i, s := range c.Servers {
+		js, err := jetstream.New(natstest.Conn(t, s.URL()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if _, err := js.CreateKeyValue(t.Context(), jetstream.KeyValueConfig{Bucket: "b", Replicas: 3, LimitMarkerTTL: time.Second}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bs = append(bs, newBucket(js, "b"))
+	}
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(bs))
+	for i, b := range bs {
+		wg.Go(func() {
+			var rev uint64
+			for n := range 300 {
+				key := fmt.Sprintf("g%d.k%d", i, n%2)
+				value := fmt.Sprint(n)
+				e, err := b.getLeader(ctx, key) // the marker of the last round's removal
+				r := uint64(0)
+				if err == nil {
+					r, err = b.write(ctx, key, []byte(value), e.rev, 0)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("write %s: %w", key, err)
+					return
+				}
+				rev = r
+				got, err := b.scan(ctx, fmt.Sprintf("g%d.*", i))
+				if e := got[key]; err != nil || !e.live || e.rev != rev || string(e.value) != value {
+					errs <- fmt.Errorf("round %d: after writing %s = %s at %d, the wildcard read %+v (%v)", n, key, value, rev, e, err)
+					return
+				}
+				if err := b.remove(ctx, key, rev); err != nil {
+					errs <- fmt.Errorf("remove %s: %w", key, err)
+					return
+				}
+				got, err = b.getMany(ctx, []string{key})
+				if e := got[key]; err != nil || e.live {
+					errs <- fmt.Errorf("round %d: after removing %s, the read %+v (%v)", n, key, e, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

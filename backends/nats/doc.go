@@ -37,13 +37,20 @@
 // on the same subject is in flight (error 10164): it is sent again after
 // a short pause, up to 20 times. What a write relies on (the lock record
 // it is conditioned on, a session record found gone, Holder) is read from
-// the stream's leader; other reads from any replica that has applied
-// every write this Backend made or read (min_last_seq, server 2.12 and
-// later; a replica behind hands the read to the leader), so that a
-// Backend reads its own writes. A lock's token is
-// the revision of the write that took it: strictly increasing per bucket,
-// across holders, restarts and expiries. Fence writes a key only if the
-// lock's record is still the one its term's take wrote, in the same step.
+// the stream's leader. A session record found live (a waiter's hint) is
+// read from any replica, unchecked; multi-key reads (KeepAlive's, Members,
+// List) from any replica checked to have applied every write this Backend
+// made or read, so that a Backend reads its own writes: a multi-key get's
+// answer names the sequence it read up to, and one below the Backend's
+// last is asked again (a replica answers before it applied what the leader
+// acknowledged; the server's own check, min_last_seq, was removed before
+// 2.12 shipped: nats-server #7285). A listing whose replica found no key
+// (and so named no sequence) is read from the leader. Another process's
+// writes are seen once the replica that answers applied them. A lock's
+// token is the revision of the write that took it: strictly increasing per
+// bucket, across holders, restarts and expiries. Fence writes a key only
+// if the lock's record is still the one its term's take wrote, in the same
+// step.
 //
 // KeepAlive writes the session record beside a read of the held locks'
 // records (one multi-key get per 1,024), or alone for a session whose

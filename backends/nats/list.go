@@ -14,7 +14,7 @@ var _ record.Lister = (*bucket)(nil)
 // whole tokens, so the prefix is applied here). A bucket of more lock
 // records than the server answers in one multi-key get fails it.
 func (b *bucket) ListLocks(ctx context.Context, prefix string) ([]string, error) {
-	entries, err := b.getMany(ctx, []string{lockPrefix + "*"})
+	entries, err := b.scan(ctx, lockPrefix+"*")
 	if err != nil {
 		return nil, b.failed(err)
 	}

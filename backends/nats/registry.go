@@ -54,7 +54,7 @@ func (b *bucket) Deregister(ctx context.Context, group, sid string) error {
 // session found gone a read by the leader and a removal of its entry.
 func (b *bucket) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
 	prefix := memberPrefix + keyOf(group) + "."
-	entries, err := b.getMany(ctx, []string{prefix + "*"})
+	entries, err := b.scan(ctx, prefix+"*")
 	if err != nil {
 		return nil, err
 	}
