@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -25,14 +26,49 @@ import (
 	"time"
 )
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// picked at random below the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range), from firstPort up: the kernel never
+// hands such a port to an outgoing connection, so a server stopped and
+// restarted on it finds it free unless another test picked it too. Where
+// the range leaves too few ports below it, the kernel picks one.
 func FreePort() (int, error) {
+	low, _, err := ephemeralRange()
+	if err == nil && low-firstPort >= 1024 {
+		for range 100 {
+			p := firstPort + rand.IntN(low-firstPort)
+			if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
+				ln.Close()
+				return p, nil
+			}
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("testserver: free port: %w", err)
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// firstPort is the lowest port FreePort picks: above the well-known and
+// most registered servers' ports.
+const firstPort = 10000
+
+// ephemeralRange reads the kernel's range of ports for outgoing
+// connections; off Linux it is IANA's, 49152-65535.
+func ephemeralRange() (low, high int, err error) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if errors.Is(err, os.ErrNotExist) {
+		return 49152, 65535, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, err := fmt.Sscan(string(b), &low, &high); err != nil {
+		return 0, 0, fmt.Errorf("testserver: ip_local_port_range %q: %w", b, err)
+	}
+	return low, high, nil
 }
 
 // Process is a server process started by Start.

@@ -133,3 +133,29 @@ func dial(addr string) error {
 	}
 	return err
 }
+
+// TestFreePortOutsideEphemeralRange: a port FreePort returns is never one
+// the kernel hands an outgoing connection (its ephemeral range), so a
+// server restarted on its port cannot find it taken by a client socket
+// of another test (Consul's restart failed so in CI: "bind: address
+// already in use" on its serf port).
+func TestFreePortOutsideEphemeralRange(t *testing.T) {
+	low, high, err := ephemeralRange()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for range 200 {
+		p, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p >= low && p <= high {
+			t.Fatalf("FreePort = %d, in the ephemeral range %d-%d", p, low, high)
+		}
+		seen[p] = true
+	}
+	if len(seen) < 150 {
+		t.Errorf("FreePort gave %d ports in 200 calls: too few to keep parallel tests apart", len(seen))
+	}
+}
