@@ -14,8 +14,12 @@
 // transaction as the write. Every backend names it Fence, in the shape of
 // its store: a comparison for your Txn on etcd, a script run with the
 // check on Redis, ops run in one multi on ZooKeeper, a check inside your
-// transaction on PostgreSQL (postgres.Fence), a conditioned update on
-// Kubernetes, a function run under the lock on the memory backend.
+// transaction on PostgreSQL (postgres.Fence) and MySQL, a conditioned
+// update on Kubernetes, a write conditioned on the lock's revision on
+// NATS, a check and an update conditioned on the token on MongoDB
+// (FencedUpdate) and DynamoDB, ops after a check-index in one
+// transaction on Consul, a function run under the lock on the memory
+// backend.
 //
 // What fencing cannot cover: a side effect the resource does not check
 // (an email sent, a payment made through a service that knows no tokens)
