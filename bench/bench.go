@@ -30,6 +30,8 @@ type config struct {
 	FailoverTTL   time.Duration  // session TTL in the failover workload
 	FailoverTry   time.Duration  // retry interval in the failover workload
 	ScaleTTL      time.Duration  // session TTL in the scale workload
+	FenceWrites   int            // fenced writes per backend, and as many unfenced
+	FenceWindow   time.Duration  // the most time a backend's fenced and unfenced writes take together
 }
 
 func fullConfig() config {
@@ -46,6 +48,7 @@ func fullConfig() config {
 		// beside client-go's.
 		ScaleMax:    map[string]int{"zookeeper": 10000, "kubernetes": 1000},
 		FailoverTTL: time.Second, FailoverTry: 100 * time.Millisecond, ScaleTTL: 3 * time.Second,
+		FenceWrites: 500, FenceWindow: 4 * time.Second,
 	}
 }
 
@@ -54,6 +57,7 @@ func quickConfig() config {
 	c.Quick = true
 	c.Samples, c.Window, c.Handovers, c.PeerHandovers, c.Failovers, c.EventSamples = 200, 700*time.Millisecond, 10, 10, 3, 20
 	c.Scale, c.HoldWindow = []int{1, 100, 1000}, 2*time.Second
+	c.FenceWrites, c.FenceWindow = 100, time.Second
 	return c
 }
 
@@ -82,6 +86,7 @@ func workloads() []workload {
 		{"failover", (*bench).failover},
 		{"events", (*bench).eventLatency},
 		{"scale", (*bench).scale},
+		{"fenced-write", (*bench).fencedWrite},
 	}
 }
 
@@ -185,6 +190,7 @@ func settings(cfg config) map[string]string {
 		"client-go leaderelection": fmt.Sprintf("LeaderElector on a resourcelock.LeaseLock, ReleaseOnCancel, a clientset per candidate; defaults: %v; tuned: %v for the lock workloads, %v for failover", clientGoDefaults, tunedTiming(peerTTL, hustingsRetry), tunedTiming(cfg.FailoverTTL, cfg.FailoverTry)),
 		"scale: redislock peers":   fmt.Sprintf("N locks with TTL %v refreshed every TTL/3 by one loop, one Refresh each; up to %s", cfg.ScaleTTL, fmtNum(redislockScaleMax)),
 		"scale: points":            scalePointsSetting(cfg),
+		"fenced write":             fmt.Sprintf("a session through the backend holds one lock (Acquire, no lease); then up to %d writes through the native fence under its token and as many without, one at a time, in pairs whose order alternates, within %v; fence.Guard once, on the run's first backend's token", cfg.FenceWrites, cfg.FenceWindow),
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +223,38 @@ func TestQuickOnMemory(t *testing.T) {
 	md, _ := os.ReadFile(filepath.Join(dir, "latest.md"))
 	if !strings.Contains(string(md), "## Targets") || !strings.Contains(string(md), "graceful handover p99 < 10 ms") {
 		t.Errorf("latest.md has no targets table:\n%s", md)
+	}
+}
+
+// TestFencedWriteTable: each backend's fenced row is rated against its
+// unfenced twin, the fence.Guard rows come last, and they are no
+// backend's in the summary.
+func TestFencedWriteTable(t *testing.T) {
+	row := func(backend, form, subject string, p50 time.Duration, x float64) Row {
+		return Row{Workload: "fenced-write", Backend: backend, Param: form, Subject: subject,
+			Latency: &Dist{N: 500, P50: p50, P99: 2 * p50, Max: 3 * p50}, Values: map[string]float64{"ops_per_s": 1e9 / float64(p50)}, Ratio: x}
+	}
+	rep := &Report{Rows: []Row{
+		row("memory", "fenced", "Fence(write)", 140, 3.5),
+		row("memory", "unfenced", "write", 40, 0),
+		row(guardBackend, "fenced", "Guard.Handler", 58*time.Microsecond, 1.05),
+		row(guardBackend, "unfenced", "handler", 55*time.Microsecond, 0),
+		row("etcd", "fenced", "Txn If(Fence) Then Put", 800*time.Microsecond, 1.02),
+		row("etcd", "unfenced", "Txn Then Put", 784*time.Microsecond, 0),
+	}}
+	want := []string{
+		"| memory | fenced | Fence(write) | 500 | 140 ns | 280 ns | 420 ns | 7,142,857 | 3.50× |  |",
+		"| memory | unfenced | write | 500 | 40 ns | 80 ns | 120 ns | 25,000,000 | – |  |",
+		"| etcd | fenced | Txn If(Fence) Then Put | 500 | 800 µs | 1.60 ms | 2.40 ms | 1,250 | 1.02× |  |",
+		"| etcd | unfenced | Txn Then Put | 500 | 784 µs | 1.57 ms | 2.35 ms | 1,276 | – |  |",
+		"| http | fenced | Guard.Handler | 500 | 58.0 µs | 116 µs | 174 µs | 17,241 | 1.05× |  |",
+		"| http | unfenced | handler | 500 | 55.0 µs | 110 µs | 165 µs | 18,182 | – |  |",
+	}
+	lines := strings.Split(strings.TrimSpace(renderFencedWrite(rep.Select("fenced-write"))), "\n")[2:]
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("table rows:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	if got := backendsIn(rep); !slices.Equal(got, []string{"memory", "etcd"}) {
+		t.Errorf("backendsIn = %v, want memory and etcd alone", got)
 	}
 }

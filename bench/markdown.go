@@ -101,6 +101,11 @@ var sections = []section{
 			"On Kubernetes the requests are the writes the bench's clients send (reads are not counted: the session's keep-alive lists its locks only at its first tick, or when the watch broke or lags), and client-go LeaseLock holds N Leases with a LeaderElector each (its defaults) on one clientset, up to 1,000: each renews with one write per retry period.\n\n" +
 			"The rows of 1 and 100 campaigns are within the process's noise: goroutine stacks are counted in whole 32 KiB spans (one campaign's stack column is 0 or 32,768), and the rest of the process's heap moves by a few KB between two measurements (on etcd also the embedded server's, which runs in this process). Only that noise can make a figure negative. Read the rows of 1,000 and more. With the memory and etcd backends the store is in this process too, and counted.",
 		renderScale},
+	{"fenced-write", "Fenced write",
+		"One write through the backend's native fence, under the token of a lock a session holds, against the same write to the same place without the fence: writes one at a time, fenced and unfenced in turns (which goes first alternates), so noise hits both alike; writes/s is one writer's pace, × unfenced the fenced p50 over the unfenced p50. " +
+			"Each write says what it sends: the fence's reads are part of its cost where the backend cannot check the lock inside the write (ZooKeeper, Kubernetes, MongoDB, DynamoDB). " +
+			"The `http` rows are no backend's: `fence.Guard` in front of an HTTP handler (`Guard.Handler`, the client setting `fence.SetHeaders`) against the handler alone, once per run.",
+		renderFencedWrite},
 }
 
 func latencyCells(d *Dist) []string {
@@ -166,6 +171,22 @@ func renderScale(rows []Row) string {
 			fmtNum(v["heap_per_campaign"]), fmtNum(v["stack_per_campaign"]), fmt.Sprintf("%.2f", v["goroutines_per_campaign"]), reqs, r.Note})
 	}
 	return table([]string{"backend", "subject", "campaigns", "elected (started at once)", "bytes each", "of which heap", "of which stacks", "goroutines each", "requests/s while holding", "note"}, out)
+}
+
+// renderFencedWrite puts the fence.Guard rows, which ran on no backend,
+// last.
+func renderFencedWrite(rows []Row) string {
+	var out, guard [][]string
+	for _, r := range rows {
+		cells := append([]string{r.Backend, r.Param, r.Subject}, latencyCells(r.Latency)...)
+		cells = append(cells, fmtNum(r.Values["ops_per_s"]), fmtRatio(r.Ratio), r.Note)
+		if r.Backend == guardBackend {
+			guard = append(guard, cells)
+		} else {
+			out = append(out, cells)
+		}
+	}
+	return table([]string{"backend", "form", "write", "n", "p50", "p99", "max", "writes/s", "p50 × unfenced", "note"}, append(out, guard...))
 }
 
 // fmtRate formats a rate per second: one decimal while it is small (1.0,

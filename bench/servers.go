@@ -66,7 +66,10 @@ type system struct {
 	redisClient *goredis.Client
 	// kube makes clients of the Kubernetes system, for client-go's
 	// failover and scale; nil elsewhere.
-	kube  *kubeClients
+	kube *kubeClients
+	// fence makes the fenced-write workload's write: through the
+	// backend's native fence, and without it.
+	fence makeFence
 	peers []peer
 	// closers run in reverse order by stop.
 	closers []func()
@@ -142,7 +145,7 @@ func startSystem(ctx context.Context, dir, name string) (*system, error) {
 func startMemory() *system {
 	b := memory.New()
 	return &system{
-		name: "memory", backend: b, maxTTL: 30 * time.Second,
+		name: "memory", backend: b, maxTTL: 30 * time.Second, fence: memoryFence(b),
 		fresh: func() (backends.Backend, func(), error) { return b, func() {}, nil },
 	}
 }
@@ -162,6 +165,7 @@ func startRedis(dir string) (*system, error) {
 	if s.backend, err = redis.New(client); err != nil {
 		return s, err
 	}
+	s.fence = redisFence(s.backend.(*redis.Backend), client)
 	s.fresh = func() (backends.Backend, func(), error) {
 		c := goredis.NewClient(redistest.Options(srv.Addr()))
 		b, err := redis.New(c)
@@ -235,6 +239,7 @@ func startEtcd(dir string) (*system, error) {
 	if s.backend, err = etcd.New(cli); err != nil {
 		return s, err
 	}
+	s.fence = etcdFence(s.backend.(*etcd.Backend), cli)
 	s.fresh = func() (backends.Backend, func(), error) {
 		c, err := newClient()
 		if err != nil {
@@ -276,6 +281,7 @@ func startZooKeeper(dir string) (*system, error) {
 	if s.backend, err = zookeeper.New(conn, zookeeper.WithSessionTimeout(zkSessionTimeout)); err != nil {
 		return s, err
 	}
+	s.fence = zkFence(s.backend.(*zookeeper.Backend), conn)
 	s.fresh = func() (backends.Backend, func(), error) {
 		c, err := zktest.Dial(srv.Addr(), zkSessionTimeout)
 		if err != nil {
@@ -391,6 +397,7 @@ func startPostgres() (*system, error) {
 	if s.backend, err = postgres.New(pool); err != nil {
 		return s, err
 	}
+	s.fence = pgFence(pool)
 	s.fresh = newBackend
 	s.readName, s.read = "SELECT 1", func(ctx context.Context) error {
 		_, err := pool.Exec(ctx, "SELECT 1")
@@ -450,6 +457,7 @@ func startMySQL() (*system, error) {
 	if s.backend, err = mysql.New(db); err != nil {
 		return s, err
 	}
+	s.fence = mysqlFence(s.backend.(*mysql.Backend), db)
 	s.readName, s.read = "SELECT 1", func(ctx context.Context) error {
 		_, err := db.ExecContext(ctx, "SELECT 1")
 		return err

@@ -32,6 +32,7 @@ func startConsul() (*system, error) {
 	if s.backend, err = consulbackend.New(c); err != nil {
 		return s, err
 	}
+	s.fence = consulFence(s.backend.(*consulbackend.Backend), c)
 	s.fresh = func() (backends.Backend, func(), error) {
 		c, err := consulClient(srv.Addr(), nil)
 		if err != nil {

@@ -51,6 +51,7 @@ func startDynamoDB() (*system, error) {
 	if s.backend, err = dynamodb.New(client); err != nil {
 		return s, err
 	}
+	s.fence = dynamoFence(s.backend.(*dynamodb.Backend), client)
 	s.fresh = func() (backends.Backend, func(), error) {
 		b, err := dynamodb.New(srv.Client())
 		return b, func() {}, err

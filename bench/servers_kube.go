@@ -108,6 +108,7 @@ func startKubernetes() (*system, error) {
 	if s.backend, err = kubernetes.New(cs, kubeNamespace); err != nil {
 		return s, err
 	}
+	s.fence = kubeFence(s.backend.(*kubernetes.Backend), leases)
 	s.fresh = func() (backends.Backend, func(), error) {
 		cs, closer, err := k.open(nil)
 		if err != nil {

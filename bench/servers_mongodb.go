@@ -48,6 +48,7 @@ func startMongoDB() (*system, error) {
 		return b, func() { _ = c.Disconnect(context.Background()) }, nil
 	}
 	db := c.Database(mongotest.Database)
+	s.fence = mongoFence(s.backend.(*mongodb.Backend), db)
 	s.readName, s.read = "find by _id", func(ctx context.Context) error {
 		err := db.Collection("bench_read").FindOne(ctx, bson.D{{Key: "_id", Value: "r"}}).Err()
 		if errors.Is(err, mongo.ErrNoDocuments) {

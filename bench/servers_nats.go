@@ -66,6 +66,11 @@ func startNATS() (*system, error) {
 	if err != nil {
 		return s, err
 	}
+	own, err := js.KeyValue(ctx, natsbackend.DefaultBucket)
+	if err != nil {
+		return s, err
+	}
+	s.fence = natsFence(s.backend.(*natsbackend.Backend), own)
 	s.readName, s.read = "KV Get", func(ctx context.Context) error {
 		_, err := kv.Get(ctx, "bench-read")
 		if err == jetstream.ErrKeyNotFound {

@@ -147,11 +147,12 @@ func scaleTargets(rep *Report, backend string) []Target {
 	return out
 }
 
-// backendsIn lists the backends of rep's rows in their first order.
+// backendsIn lists the backends of rep's rows in their first order; the
+// fence.Guard rows, which ran on none, are not one.
 func backendsIn(rep *Report) []string {
 	var out []string
 	for _, r := range rep.Rows {
-		if !slices.Contains(out, r.Backend) {
+		if r.Backend != guardBackend && !slices.Contains(out, r.Backend) {
 			out = append(out, r.Backend)
 		}
 	}
