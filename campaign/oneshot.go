@@ -92,22 +92,23 @@ func RunIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 // runIfLeader is RunIfLeader for entry (RunIfLeader, or Every's runs).
 func runIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn func(ctx context.Context, token events.Token) (T, error), entry elector.Use, opts []Option) (res Result[T], err error) {
 	cfg := elector.NewConfig(opts)
-	full, err := validateRun(ctx, &cfg, b, name, fn == nil, entry)
+	names, err := validateRun(ctx, &cfg, b, name, fn == nil, entry)
 	if err != nil {
 		return Result[T]{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return Result[T]{}, err
 	}
+	full := name
 	label := elector.BackendLabel(b)
 	hook := cfg.Hooks.Run(ctx, full, label, cfg.ID)
 	defer func() { hook.Ended(outcomeOf(res.Outcome, err), cmp.Or(err, res.Err)) }()
 	ctx = hook.Context(ctx)
 	var h *elector.Held
 	if cfg.Session != nil {
-		h, err = elector.LockOn(ctx, cfg.Session, full, elector.SlotNames(full, cfg.Slots), &cfg)
+		h, err = elector.LockOn(ctx, cfg.Session, full, names, &cfg)
 	} else {
-		h, err = elector.LockOnce(ctx, b, full, elector.SlotNames(full, cfg.Slots), &cfg)
+		h, err = elector.LockOnce(ctx, b, full, names, &cfg)
 	}
 	switch {
 	case h == nil && err == nil:
@@ -175,26 +176,31 @@ func onFailure[T any](ctx context.Context, cfg *elector.Config, name, label stri
 	return Result[T]{}, err
 }
 
-// validateRun checks the arguments of a one-shot run and returns the full
-// lock name.
-func validateRun(ctx context.Context, c *elector.Config, b backends.Backend, name string, nilFn bool, entry elector.Use) (string, error) {
+// validateRun checks the arguments of a one-shot run and returns the
+// lock names it may take: the name itself, or a group's slots.
+func validateRun(ctx context.Context, c *elector.Config, b backends.Backend, name string, nilFn bool, entry elector.Use) ([]string, error) {
 	if err := errors.Join(elector.CheckContext(ctx), elector.CheckBackend(b), c.Refuse(entry)); err != nil {
-		return "", err
+		return nil, err
 	}
 	if nilFn {
-		return "", fmt.Errorf("%w: nil function", ErrInvalid)
+		return nil, fmt.Errorf("%w: nil function", ErrInvalid)
 	}
 	if err := c.UseSession(b); err != nil {
-		return "", err
+		return nil, err
 	}
 	if err := c.ValidateOneShot(); err != nil {
-		return "", err
+		return nil, err
 	}
-	full := name
-	for _, n := range append([]string{full}, elector.SlotNames(full, c.Slots)...) {
-		if err := validate.Name(n); err != nil {
-			return "", elector.Invalid(err)
+	if err := validate.Name(name); err != nil {
+		return nil, elector.Invalid(err)
+	}
+	names := elector.SlotNames(name, c.Slots)
+	if len(names) > 1 {
+		for _, n := range names {
+			if err := validate.Name(n); err != nil {
+				return nil, elector.Invalid(err)
+			}
 		}
 	}
-	return full, nil
+	return names, nil
 }

@@ -183,7 +183,7 @@ func (h *Held) giveUp(ctx context.Context, doubt []string, limit time.Duration) 
 		return
 	}
 	if len(doubt) > 0 {
-		_ = h.on.inTurn(context.WithoutCancel(ctx), laneFree, limit, func(ctx context.Context) error {
+		_ = h.on.release(ctx, laneFree, limit, func(ctx context.Context) error {
 			disownAll(ctx, h.sess, doubt)
 			return nil
 		})
@@ -208,11 +208,9 @@ func (h *Held) Context(parent context.Context) (context.Context, context.CancelF
 // fails is left to the session, which retries it at its next renewal.
 func (h *Held) Unlock(ctx context.Context, cfg *Config) {
 	hold := max(cfg.MinHold-time.Since(h.acquired), 0)
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Lease)
-	defer cancel()
 	if !h.private {
 		defer h.on.unclaim(h.names)
-		err := h.on.inTurn(rctx, laneFree, cfg.Lease, func(ctx context.Context) error {
+		err := h.on.release(ctx, laneFree, cfg.Lease, func(ctx context.Context) error {
 			return h.sess.Release(ctx, h.name, h.Token, hold)
 		})
 		if err != nil && !errors.Is(err, backends.ErrNotHeld) && !errors.Is(err, backends.ErrSessionLost) {
@@ -221,6 +219,8 @@ func (h *Held) Unlock(ctx context.Context, cfg *Config) {
 		}
 		return
 	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Lease)
+	defer cancel()
 	if hold > 0 {
 		// Close would free the lock at once: release it with its hold
 		// first. Without one, Close alone frees it (and wakes its

@@ -107,7 +107,5 @@ func (a *actor) releaseShared() {
 // included) by the TTL: for the calls of a stop, which Run's context may
 // no longer allow.
 func (a *actor) inTurn(lane int, f func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(a.ctx), a.cfg().TTL)
-	defer cancel()
-	return a.on.inTurn(ctx, lane, a.cfg().TTL, f)
+	return a.on.release(a.ctx, lane, a.cfg().TTL, f)
 }
