@@ -3,7 +3,11 @@ package elector
 import (
 	"container/list"
 	"context"
+	"fmt"
 	"sync"
+	"time"
+
+	"github.com/hustings/hustings/backends"
 )
 
 // callsInFlight is how many backend calls a session has in flight at
@@ -132,4 +136,30 @@ func (l *limiter) queued() int {
 		n += l.waiting[i].Len()
 	}
 	return n
+}
+
+// inTurn runs f on the session when its turn in lane comes, bounded by
+// timeout from then on, and by ctx throughout.
+func (s *Session) inTurn(ctx context.Context, lane int, timeout time.Duration, f func(ctx context.Context) error) error {
+	if err := s.calls.wait(ctx, lane); err != nil {
+		return fmt.Errorf("%w: %w", backends.ErrUnavailable, err)
+	}
+	defer s.calls.done()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return f(cctx)
+}
+
+// release runs f on the session when its turn in lane comes, bounded by
+// timeout throughout, the wait for the turn included, and not by ctx's
+// end: for releases and other calls of an ending, which the caller's
+// context may no longer allow.
+func (s *Session) release(ctx context.Context, lane int, timeout time.Duration, f func(ctx context.Context) error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if err := s.calls.wait(cctx, lane); err != nil {
+		return fmt.Errorf("%w: %w", backends.ErrUnavailable, err)
+	}
+	defer s.calls.done()
+	return f(cctx)
 }
