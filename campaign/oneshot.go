@@ -99,22 +99,21 @@ func runIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	if err := ctx.Err(); err != nil {
 		return Result[T]{}, err
 	}
-	full := name
 	label := elector.BackendLabel(b)
-	hook := cfg.Hooks.Run(ctx, full, label, cfg.ID)
+	hook := cfg.Hooks.Run(ctx, name, label, cfg.ID)
 	defer func() { hook.Ended(outcomeOf(res.Outcome, err), cmp.Or(err, res.Err)) }()
 	ctx = hook.Context(ctx)
 	var h *elector.Held
 	if cfg.Session != nil {
-		h, err = elector.LockOn(ctx, cfg.Session, full, names, &cfg)
+		h, err = elector.LockOn(ctx, cfg.Session, name, names, &cfg)
 	} else {
-		h, err = elector.LockOnce(ctx, b, full, names, &cfg)
+		h, err = elector.LockOnce(ctx, b, name, names, &cfg)
 	}
 	switch {
 	case h == nil && err == nil:
 		return Result[T]{Outcome: Skipped}, nil
 	case err != nil:
-		return onFailure(ctx, &cfg, full, label, hook, fn, err)
+		return onFailure(ctx, &cfg, name, label, hook, fn, err)
 	}
 	fctx, cancel := h.Context(ctx)
 	worked := hook.Work(h.Slot, h.Token, h.Deadline)
