@@ -53,8 +53,8 @@ func WhileLeader(ctx context.Context, c *Campaign, fn func(ctx context.Context, 
 //
 // fn's context ends with the lease (default: the period). Errors from fn
 // are logged and the loop goes on; backend errors too. Every returns
-// ctx.Err() when ctx ends, or an error for bad input. WithClock sets the
-// clock windows follow (default time.Now).
+// ctx.Err() when ctx ends, or an error for bad input. Windows follow the
+// process's clock (time.Now).
 func Every(ctx context.Context, b backends.Backend, name string, period time.Duration, fn func(ctx context.Context, token events.Token) error, opts ...Option) error {
 	if period < elector.MinTTL {
 		return fmt.Errorf("%w: period %v is shorter than %v", ErrInvalid, period, elector.MinTTL)

@@ -1,7 +1,6 @@
 package campaign
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -117,16 +116,4 @@ func minHold(d time.Duration) Option {
 // must not call the campaign's methods. Applies everywhere.
 func WithLogger(l *slog.Logger) Option {
 	return elector.Opt("WithLogger", elector.ForAll, func(c *elector.Config) { c.Logger = l })
-}
-
-// WithClock makes Every read the time from now instead of time.Now: its
-// windows follow that clock. For tests that skew replicas' clocks, and for
-// processes whose schedule follows another clock. Applies to Every.
-func WithClock(now func() time.Time) Option {
-	return elector.Opt("WithClock", elector.ForEvery, func(c *elector.Config) {
-		c.Now = now
-		if now == nil {
-			c.Reject(errors.New("nil clock"))
-		}
-	})
 }
