@@ -34,12 +34,12 @@ func Example_events() {
 			<-workCtx.Done()
 			done()
 		case events.Revoked: // e.Reason: resigned, lease expired, unreachable, ...
-			fmt.Println("revoked:", events.ReasonCode(e.Reason))
+			fmt.Println("revoked:", e.Reason)
 		}
 	}
 	// Output:
 	// elected, token 1 true
-	// revoked: canceled
+	// revoked: events: context canceled
 }
 
 // Work under WhileLeader writes through the lock's store with the term's

@@ -103,30 +103,3 @@ func (e Event) String() string {
 	}
 	return s
 }
-
-// ReasonCode returns the short, stable code of a revocation reason (an
-// Err* value above, possibly wrapped), for logs, metric labels and
-// machine-read output: "resigned", "lease-expired", "session-lost",
-// "lock-lost", "unreachable" or "canceled"; "other" for an error that
-// wraps none of them, and "" for nil.
-func ReasonCode(reason error) string {
-	if reason == nil {
-		return ""
-	}
-	for _, r := range []struct {
-		err  error
-		code string
-	}{
-		{ErrResigned, "resigned"},
-		{ErrUnreachable, "unreachable"},
-		{ErrLeaseExpired, "lease-expired"},
-		{ErrSessionLost, "session-lost"},
-		{ErrLockLost, "lock-lost"},
-		{ErrCanceled, "canceled"},
-	} {
-		if errors.Is(reason, r.err) {
-			return r.code
-		}
-	}
-	return "other"
-}

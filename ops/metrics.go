@@ -118,7 +118,7 @@ func (t metricsTerm) Work() func()                                { return func(
 
 func (t metricsTerm) Ended(e events.Event) {
 	t.m.active.WithLabelValues(e.Name, t.backend).Dec()
-	t.m.revoked.WithLabelValues(e.Name, t.backend, events.ReasonCode(e.Reason)).Inc()
+	t.m.revoked.WithLabelValues(e.Name, t.backend, elector.ReasonCode(e.Reason)).Inc()
 }
 
 // metricsRun times a one-shot run's function and counts its failure.

@@ -112,7 +112,7 @@ func orNone(s string) string {
 }
 
 // nodeEvent is one JSON line of the node: "campaigning" once it starts, an
-// election or revocation (with the reason's code, events.ReasonCode), and
+// election or revocation (with the reason's code, reasonCode), and
 // with --work "work-started" and "work-stopped" around each term's work.
 type nodeEvent struct {
 	TimeUnixNano int64        `json:"time_unix_nano"`
@@ -300,7 +300,7 @@ func printEvents(ch <-chan events.Event, id string, out *lines) error {
 	for e := range ch {
 		line := nodeEvent{TimeUnixNano: e.Time.UnixNano(), Node: id, Name: e.Name, Slot: e.Slot, Event: e.Kind.String(), Token: e.Token}
 		if e.Reason != nil {
-			line.Reason = events.ReasonCode(e.Reason)
+			line.Reason = reasonCode(e.Reason)
 			if line.Reason == "other" {
 				line.Detail = e.Reason.Error()
 			}

@@ -302,7 +302,7 @@ func (s *stage) slowConsumer(ctx context.Context) error {
 	revoked := st.LastEvent
 	late := revoked.Time.Sub(revoked.Deadline)
 	s.tl.note("foxtrot revoked itself all the same (%s), %v after its deadline and at least %v before the backend frees the lock",
-		events.ReasonCode(revoked.Reason), late.Round(100*time.Microsecond), (ttl/10 - late).Round(time.Millisecond))
+		reasonCode(revoked.Reason), late.Round(100*time.Microsecond), (ttl/10 - late).Round(time.Millisecond))
 	s.tl.note("its unread channel keeps only the latest event (%d dropped): a slow reader never delays a revocation", st.Dropped)
 	return nil
 }

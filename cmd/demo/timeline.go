@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -163,18 +164,40 @@ func (t *timeline) elapsed(at time.Time) string {
 	return fmt.Sprintf("%.1fms", float64(at.Sub(t.start).Microseconds())/1000)
 }
 
+// reasons are the revocation reasons the demo tells apart: a code for the
+// node's JSON lines and a phrase for the timeline.
+var reasons = []struct {
+	err          error
+	code, phrase string
+}{
+	{events.ErrResigned, "resigned", "resigned"},
+	{events.ErrUnreachable, "unreachable", "backend unreachable at the deadline"},
+	{events.ErrLeaseExpired, "lease-expired", "lease expired"},
+	{events.ErrSessionLost, "session-lost", "session lost"},
+	{events.ErrLockLost, "lock-lost", "lock lost: removed from the backend"},
+	{events.ErrCanceled, "canceled", "context canceled"},
+}
+
+// reasonCode returns the code of a revocation reason: "other" for an error
+// none of reasons wraps, "" for nil.
+func reasonCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	for _, r := range reasons {
+		if errors.Is(err, r.err) {
+			return r.code
+		}
+	}
+	return "other"
+}
+
 // reason names a revocation reason briefly.
 func reason(err error) string {
-	names := map[string]string{
-		"resigned":      "resigned",
-		"unreachable":   "backend unreachable at the deadline",
-		"lease-expired": "lease expired",
-		"session-lost":  "session lost",
-		"lock-lost":     "lock lost: removed from the backend",
-		"canceled":      "context canceled",
-	}
-	if name, ok := names[events.ReasonCode(err)]; ok {
-		return name
+	for _, r := range reasons {
+		if errors.Is(err, r.err) {
+			return r.phrase
+		}
 	}
 	if err == nil {
 		return ""

@@ -1,6 +1,7 @@
 package elector
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/hustings/hustings/events"
@@ -66,5 +67,29 @@ func (r Reason) String() string {
 	return fmt.Sprintf("reason(%d)", int(r))
 }
 
-// ReasonCode is events.ReasonCode.
-func ReasonCode(reason error) string { return events.ReasonCode(reason) }
+// ReasonCode returns the short, stable code of a revocation reason (an
+// events.Err* value, possibly wrapped), for metric labels and traces:
+// "resigned", "lease-expired", "session-lost", "lock-lost", "unreachable"
+// or "canceled"; "other" for an error that wraps none of them, and "" for
+// nil.
+func ReasonCode(reason error) string {
+	if reason == nil {
+		return ""
+	}
+	for _, r := range []struct {
+		err  error
+		code string
+	}{
+		{events.ErrResigned, "resigned"},
+		{events.ErrUnreachable, "unreachable"},
+		{events.ErrLeaseExpired, "lease-expired"},
+		{events.ErrSessionLost, "session-lost"},
+		{events.ErrLockLost, "lock-lost"},
+		{events.ErrCanceled, "canceled"},
+	} {
+		if errors.Is(reason, r.err) {
+			return r.code
+		}
+	}
+	return "other"
+}
