@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/strategy"
 )
 
 // Errors returned by every backend, possibly wrapped with details; match
@@ -39,6 +40,28 @@ type Backend interface {
 	// Holder reports who holds the lock name. A zero Holder (empty ID)
 	// means the lock is free.
 	Holder(ctx context.Context, name string) (Holder, error)
+	// Watch returns a channel that receives a value whenever the holder of
+	// name may have changed after Watch returned, so that waiting
+	// candidates and observers are woken instead of polling. Signals
+	// coalesce (the buffer holds one), so the receiver re-reads the state
+	// it cares about. The backend closes the channel when ctx ends or the
+	// watch breaks; the receiver should then fall back to polling or
+	// watch again.
+	Watch(ctx context.Context, name string) (<-chan struct{}, error)
+	// List returns the names of the locks held now (by a live session,
+	// or released with a hold that lasts) that start with prefix ("" for
+	// all), sorted by their bytes; nil if none. It is for operators'
+	// tools: it changes no lock's holder (it tidies what it finds dead
+	// only where Holder does too), and its cost grows with the number of
+	// lock records under prefix; each backend's doc says how. A backend
+	// whose store turns out unable to list returns an error matching
+	// errors.ErrUnsupported.
+	List(ctx context.Context, prefix string) ([]string, error)
+	// Members lists the live candidates registered in group (see
+	// Session.Register), in registration order, for the rankings of
+	// package strategy. It may list one ID twice for a moment while a
+	// candidate replaces its session; callers keep the earliest.
+	Members(ctx context.Context, group string) ([]strategy.Candidate, error)
 }
 
 // Session is one candidate's liveness on a backend. Every lock acquired
@@ -72,12 +95,21 @@ type Session interface {
 	// not released since, and that the backend was found to hold for it no
 	// more although the session lives (deleted or evicted behind its back,
 	// their lease revoked), by name with the token they were granted under;
-	// nil if none. KeepAlive checks every lock; a LossNotifier reports a
-	// deletion sooner, and may then also report the locks of a session
-	// whose end it saw before KeepAlive reports the session lost. A name leaves Lost when Acquire grants
-	// it again or Release is called for it under its token. Lost does not
-	// block.
+	// nil if none. KeepAlive checks every lock; a session with Losses
+	// reports a deletion sooner, and may then also report the locks of a
+	// session whose end it saw before KeepAlive reports the session lost.
+	// A name leaves Lost when Acquire grants it again or Release is called
+	// for it under its token. Lost does not block.
 	Lost() map[string]events.Token
+	// Losses returns a channel that receives a value whenever Lost gains a
+	// lock, where the backend can push the loss of a lock (a watch on the
+	// session's own keys): a lock deleted or revoked behind the session's
+	// back is then reported within milliseconds, not only after the next
+	// KeepAlive. Signals coalesce (the buffer holds one), so the receiver
+	// reads Lost. The same channel on every call; it is never closed. The
+	// first call may start the watch that feeds it; Close stops it. nil
+	// where the backend pushes no losses: KeepAlive alone finds them.
+	Losses() <-chan struct{}
 	// Release gives up the lock name held under token. With hold > 0 the
 	// lock stays held for hold after the call (a minimum hold, so late
 	// candidates skip), by nobody alive: Holder still reports the releasing
@@ -91,17 +123,17 @@ type Session interface {
 	// again returns nil; any other call after Close returns an error
 	// matching ErrSessionClosed.
 	Close(ctx context.Context) error
-}
-
-// Watcher is implemented by backends that can wake waiting candidates and
-// observers when a lock changes, instead of leaving them to poll.
-type Watcher interface {
-	// Watch returns a channel that receives a value whenever the holder of
-	// name may have changed after Watch returned. Signals coalesce (the
-	// buffer holds one), so the receiver re-reads the state it cares about.
-	// The backend closes the channel when ctx ends or the watch breaks; the
-	// receiver should then fall back to polling or watch again.
-	Watch(ctx context.Context, name string) (<-chan struct{}, error)
+	// Register adds the session's candidate to group, or updates its
+	// entry, in the registry Backend.Members lists: the backend assigns
+	// Order at the first registration of this session (strictly
+	// increasing per group, over the life of the backend's data) and keeps
+	// it on updates; Score, Weight and Meta are replaced. The ID is the
+	// session's, and the entry lives as long as the session. It returns
+	// the entry as stored.
+	Register(ctx context.Context, group string, c strategy.Candidate) (strategy.Candidate, error)
+	// Deregister removes the session's entry from group; removing an entry
+	// that is not there is not an error.
+	Deregister(ctx context.Context, group string) error
 }
 
 // ReleaseWatcher is implemented by backends that can wake a waiting
@@ -109,25 +141,13 @@ type Watcher interface {
 // candidate taking the lock wakes nobody. A backend whose line of waiters
 // decides who is next has no use for it.
 type ReleaseWatcher interface {
-	// WatchReleases is Watch for a candidate waiting for name: the channel
+	// WatchReleases is Backend.Watch for a candidate waiting for name: the channel
 	// receives a value when name may have become free after an Acquire
 	// found it held, not when it is taken. Call it after an Acquire found
 	// name held, then Acquire again before waiting: a release between the
 	// two Acquires is not missed. Signals coalesce (the buffer holds one);
 	// the backend closes the channel when ctx ends or the watch breaks.
 	WatchReleases(ctx context.Context, name string) (<-chan struct{}, error)
-}
-
-// LossNotifier is implemented by the sessions of backends that can push
-// the loss of a lock (a watch on the session's own keys): Lost then
-// reports a lock deleted or revoked behind the session's back within
-// milliseconds, not only after the next KeepAlive.
-type LossNotifier interface {
-	// Losses returns a channel that receives a value whenever Lost gains a
-	// lock; signals coalesce (the buffer holds one), so the receiver reads
-	// Lost. The same channel on every call; it is never closed. The first
-	// call may start the watch that feeds it; Close stops it.
-	Losses() <-chan struct{}
 }
 
 // Holder describes who holds a lock, and what the store says of the term.
@@ -148,19 +168,6 @@ type Holder struct {
 	// ID in hex, a session node, key, row, record or Lease); "" for a
 	// lock released with a hold, or a store that has none.
 	Session string
-}
-
-// Lister is implemented by backends that can list the locks they hold,
-// for operators' tools. Listing changes no lock's holder (it tidies what
-// it finds dead only where Holder does too).
-type Lister interface {
-	// List returns the names of the locks held now (by a live session,
-	// or released with a hold that lasts) that start with prefix ("" for
-	// all), sorted by their bytes; nil if none. Its cost grows with the
-	// number of lock records under prefix; each backend's doc says how. A
-	// backend whose store turns out unable to list returns an error
-	// matching errors.ErrUnsupported.
-	List(ctx context.Context, prefix string) ([]string, error)
 }
 
 // Dequeuer is implemented by the sessions of backends that queue waiters

@@ -7,14 +7,13 @@
 // fencing token that strictly increases per name over the lifetime of the
 // backend's data.
 //
-// Optional powers are separate interfaces discovered with a type assertion:
-// Watcher lets waiting candidates and observers be woken by the backend
-// instead of polling; ReleaseWatcher wakes them on releases alone, so that
-// a lock taken wakes nobody; LossNotifier lets a session report a lock deleted
-// behind its back within milliseconds; Dequeuer lets a session that
-// queues waiters leave a line; Registry and Registrar keep the candidate
-// registry that group strategies rank. backendtest checks each power
-// where a backend has it.
+// Every backend also wakes waiters (Backend.Watch), lists its locks for
+// operators (Backend.List) and keeps the candidate registry that group
+// strategies rank (Backend.Members, Session.Register). Two powers only
+// some backends have are separate interfaces, discovered with a type
+// assertion: ReleaseWatcher wakes waiters on releases alone, so that a
+// lock taken wakes nobody; Dequeuer lets a session that queues waiters
+// leave a line. backendtest checks each power where a backend has it.
 //
 // The contract every implementation must keep is checked by the suite in
 // backends/backendtest; the embedded default is backends/memory.

@@ -15,8 +15,8 @@ import (
 // calls is a memory backend whose sessions count the calls that reach it,
 // and can lose the answer of their next lose successful acquires: the
 // server applied them, the client was told the backend is unavailable (a
-// timeout after the request went out). Its sessions hide memory's
-// optional powers (they are backends.Sessions only): no pushed losses.
+// timeout after the request went out). Its sessions push no losses, as
+// Redis's do not: KeepAlive alone finds them.
 type calls struct {
 	*memory.Backend
 	opens, acquires, releases, keepAlives, closes atomic.Int64
@@ -74,6 +74,9 @@ func (s *callsSession) KeepAlive(ctx context.Context) error {
 	s.c.keepAlives.Add(1)
 	return s.Session.KeepAlive(ctx)
 }
+
+// Losses is nil: the session hides memory's pushed losses.
+func (s *callsSession) Losses() <-chan struct{} { return nil }
 
 func (s *callsSession) Close(ctx context.Context) error {
 	s.c.closes.Add(1)

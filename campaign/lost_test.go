@@ -12,8 +12,8 @@ import (
 )
 
 // lossPaths are the two ways a campaign learns that its lock was deleted
-// behind its back: pushed by the session (memory's sessions are
-// backends.LossNotifiers, as etcd's are), within the same instant of the
+// behind its back: pushed by the session (memory's sessions push
+// losses, as etcd's do), within the same instant of the
 // fake clock; or found by the next renewal, which confirms every lock
 // (a wrapper hides the push, as on Redis), within a keep-alive interval.
 var lossPaths = []struct {

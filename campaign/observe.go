@@ -62,14 +62,13 @@ func (o *observer) run() {
 // ensureWatch sets up the backend watch before reading, so no change
 // between the read and the wait is missed.
 func (o *observer) ensureWatch() {
-	w, ok := o.b.(backends.Watcher)
-	if !ok || !o.watch.Due(time.Now()) {
+	if !o.watch.Due(time.Now()) {
 		return
 	}
 	// Only the set-up is bounded; the watch lives on with ctx.
 	setup, done := context.WithTimeout(o.ctx, o.cfg.TTL)
 	defer done()
-	if err := o.watch.Open(o.ctx, setup, w.Watch, []string{o.name}, nil, o.cfg.RetryPause()); err != nil {
+	if err := o.watch.Open(o.ctx, setup, o.b.Watch, []string{o.name}, nil, o.cfg.RetryPause()); err != nil {
 		o.cfg.Logger.Warn("watch failed; polling", "name", o.name, "err", err)
 	}
 }

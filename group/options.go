@@ -10,8 +10,8 @@ import (
 
 // These options apply to New (and to campaign.New, a group of one slot);
 // given to any other call, they make it return ErrInvalid. With a
-// strategy set, the backend must keep a candidate registry
-// (backends.Registry); every backend of this module does.
+// strategy set, the candidates are listed by the backend's registry
+// (Backend.Members) unless WithRegistry gives another.
 
 // strategic is where the options of this file apply.
 const strategic = elector.ForGroup | elector.ForCampaign

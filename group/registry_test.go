@@ -110,10 +110,10 @@ func (k *kaCount) Open(ctx context.Context, id string, ttl time.Duration) (backe
 }
 func (s *kaSess) KeepAlive(ctx context.Context) error { s.n.Add(1); return s.Session.KeepAlive(ctx) }
 func (s *kaSess) Register(ctx context.Context, g string, c strategy.Candidate) (strategy.Candidate, error) {
-	return s.Session.(backends.Registrar).Register(ctx, g, c)
+	return s.Session.Register(ctx, g, c)
 }
 func (s *kaSess) Deregister(ctx context.Context, g string) error {
-	return s.Session.(backends.Registrar).Deregister(ctx, g)
+	return s.Session.Deregister(ctx, g)
 }
 
 // A candidate the strategy does not prefer waits for its next rank

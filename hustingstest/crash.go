@@ -171,11 +171,15 @@ func (c *Crashable) Watch(ctx context.Context, name string) (<-chan struct{}, er
 	if err := c.gate(ctx); err != nil {
 		return nil, err
 	}
-	w, ok := c.b.(backends.Watcher)
-	if !ok {
-		return nil, fmt.Errorf("hustingstest: %T is not a Watcher", c.b)
+	return c.b.Watch(ctx, name)
+}
+
+// List lists the real backend's locks unless crashed.
+func (c *Crashable) List(ctx context.Context, prefix string) ([]string, error) {
+	if err := c.gate(ctx); err != nil {
+		return nil, err
 	}
-	return w.Watch(ctx, name)
+	return c.b.List(ctx, prefix)
 }
 
 // Members lists the real registry unless crashed.
@@ -183,27 +187,13 @@ func (c *Crashable) Members(ctx context.Context, group string) ([]strategy.Candi
 	if err := c.gate(ctx); err != nil {
 		return nil, err
 	}
-	r, ok := c.b.(backends.Registry)
-	if !ok {
-		return nil, fmt.Errorf("hustingstest: %T is not a Registry", c.b)
-	}
-	return r.Members(ctx, group)
+	return c.b.Members(ctx, group)
 }
 
 // session is a real session whose calls pass the gate of its Backend.
 type session struct {
 	backends.Session
 	c *Crashable
-}
-
-// Losses passes on the real session's pushed losses (see
-// backends.LossNotifier); a session that pushes none gives a nil channel,
-// which never receives.
-func (s *session) Losses() <-chan struct{} {
-	if n, ok := s.Session.(backends.LossNotifier); ok {
-		return n.Losses()
-	}
-	return nil
 }
 
 func (s *session) Acquire(ctx context.Context, name string, lease time.Duration) (events.Token, error) {
@@ -241,22 +231,14 @@ func (s *session) Register(ctx context.Context, group string, cand strategy.Cand
 	if err := s.c.gate(ctx); err != nil {
 		return strategy.Candidate{}, err
 	}
-	r, ok := s.Session.(backends.Registrar)
-	if !ok {
-		return strategy.Candidate{}, fmt.Errorf("hustingstest: %T is not a Registrar", s.Session)
-	}
-	return r.Register(ctx, group, cand)
+	return s.Session.Register(ctx, group, cand)
 }
 
 func (s *session) Deregister(ctx context.Context, group string) error {
 	if err := s.c.gate(ctx); err != nil {
 		return err
 	}
-	r, ok := s.Session.(backends.Registrar)
-	if !ok {
-		return fmt.Errorf("hustingstest: %T is not a Registrar", s.Session)
-	}
-	return r.Deregister(ctx, group)
+	return s.Session.Deregister(ctx, group)
 }
 
 func (s *session) Dequeue(ctx context.Context, name string) error {

@@ -15,7 +15,7 @@ import (
 
 // replicas runs reconcile under campaign.WhileLeader on candidates a and
 // b over the in-memory backend, a elected first, and calls fault once a
-// has led for a second. It returns the next term, how long after the
+// has led for a little over a second. It returns the next term, how long after the
 // fault it began, and the Recorder's verdict on the whole history.
 func replicas(t *testing.T, fault func(b *memory.Backend, a *hustingstest.Crashable, rec *hustingstest.Recorder)) (events.Event, time.Duration, error) {
 	b := memory.New()
@@ -43,7 +43,10 @@ func replicas(t *testing.T, fault func(b *memory.Backend, a *hustingstest.Crasha
 			<-terms
 		}
 	}
-	time.Sleep(time.Second)
+	// The fault lands between two of a's writes (every 100 ms from its
+	// election): a write in the fault's own instant races the tamper, and
+	// only a fence at the resource could refuse it.
+	time.Sleep(time.Second + 50*time.Millisecond)
 	at := time.Now()
 	fault(b, hosts["a"], rec)
 	next := <-terms

@@ -38,9 +38,6 @@ type Harness struct {
 	// UTF-8, no control characters) that this backend cannot store; each
 	// must be rejected with ErrInvalid.
 	BadNames []string
-	// Registry runs the registry checks too: the backend must implement
-	// backends.Registry and its sessions backends.Registrar.
-	Registry bool
 	// Delete removes the lock name from the backend behind its holder's
 	// back, as an operator's delete or an eviction would (a DEL of the key,
 	// a delete of the key or node). Required.
@@ -72,7 +69,7 @@ const (
 	always         power = iota
 	releaseWatcher       // the Backend is a backends.ReleaseWatcher
 	dequeuer             // its Sessions are backends.Dequeuers
-	lister               // the Backend is a backends.Lister whose store can list
+	lister               // the Backend's store can list (Backend.List)
 )
 
 // checks is the whole suite, in the order it runs.
@@ -116,11 +113,7 @@ func Run(t *testing.T, h Harness) {
 		t.Fatalf("backendtest: Harness needs New, Delete, Fence and a TTL > 0 (TTL is %v)", h.TTL)
 	}
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
-	all := checks
-	if h.Registry {
-		all = append(slices.Clone(all), registryChecks...)
-	}
-	all = append(slices.Clone(all), fenceChecks...)
+	all := slices.Concat(checks, registryChecks, fenceChecks)
 	has := powers(t, h)
 	for _, c := range all {
 		if !has[c.power] {

@@ -21,7 +21,7 @@ import (
 // every slot is refilled after each round, that the backend's holders are
 // the candidates that believe they lead, and, over the whole history, that
 // no more than 3 terms ever overlap, no slot has two holders, and tokens
-// per slot strictly increase. With h.Registry the candidates also rank
+// per slot strictly increase. The candidates also rank
 // themselves by strategy.FIFO through the backend's registry, so crashed
 // candidates must drop out of it for slots to be refilled in time. h.Advance
 // is not used; h.TTL should be a few seconds at most.
@@ -33,7 +33,7 @@ func RunGroups(t *testing.T, h Harness) {
 	next := 0
 	start := func() *groupCandidate {
 		next++
-		c := newGroupCandidate(t, b, name, fmt.Sprintf("g%d", next), slots, h.TTL, h.Registry, &hist)
+		c := newGroupCandidate(t, b, name, fmt.Sprintf("g%d", next), slots, h.TTL, &hist)
 		return c
 	}
 	var live []*groupCandidate
@@ -77,13 +77,11 @@ type groupCandidate struct {
 	crashed bool
 }
 
-func newGroupCandidate(t *testing.T, b backends.Backend, name, id string, slots int, ttl time.Duration, ranked bool, hist *History) *groupCandidate {
+func newGroupCandidate(t *testing.T, b backends.Backend, name, id string, slots int, ttl time.Duration, hist *History) *groupCandidate {
 	t.Helper()
 	c := hustingstest.NewCrashable(b)
-	opts := []campaign.Option{campaign.WithID(id), campaign.WithTTL(ttl), campaign.WithRetry(ttl / 4)}
-	if ranked {
-		opts = append(opts, group.WithStrategy(strategy.FIFO()), group.WithPatience(ttl))
-	}
+	opts := []campaign.Option{campaign.WithID(id), campaign.WithTTL(ttl), campaign.WithRetry(ttl / 4),
+		group.WithStrategy(strategy.FIFO()), group.WithPatience(ttl)}
 	g, err := group.New(c, name, slots, opts...)
 	if err != nil {
 		t.Fatalf("group.New: %v", err)

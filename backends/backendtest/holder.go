@@ -80,27 +80,22 @@ func listFindsHeldLocks(e *env) {
 	e.acquire(a, third, 0)
 	e.acquire(a, first, 0)
 	e.release(a, released, e.acquire(a, released, 0), 0)
-	l := e.b.(backends.Lister)
-	got, err := l.List(e.ctx, prefix)
+	got, err := e.b.List(e.ctx, prefix)
 	if err != nil {
 		e.t.Fatalf("List(%q): %v", prefix, err)
 	}
 	if want := []string{first, third}; !slices.Equal(got, want) {
 		e.t.Fatalf("List(%q) = %q, want %q", prefix, got, want)
 	}
-	got, err = l.List(e.ctx, prefix+"none-")
+	got, err = e.b.List(e.ctx, prefix+"none-")
 	if err != nil || len(got) != 0 {
 		e.t.Fatalf("List(%q) = %q, %v; want none", prefix+"none-", got, err)
 	}
 }
 
-// canList reports whether b is a Lister whose store can list.
+// canList reports whether b's store can list.
 func canList(t *testing.T, b backends.Backend) bool {
-	l, ok := b.(backends.Lister)
-	if !ok {
-		return false
-	}
-	_, err := l.List(t.Context(), "backendtest-powers-")
+	_, err := b.List(t.Context(), "backendtest-powers-")
 	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("backendtest: List to look at the backend's powers: %v", err)
 	}

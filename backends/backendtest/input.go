@@ -56,12 +56,10 @@ func (e *env) invalidName(s backends.Session, name string) {
 	e.wantInvalid("Release", name, s.Release(e.ctx, name, 1, 0))
 	_, err = e.b.Holder(e.ctx, name)
 	e.wantInvalid("Holder", name, err)
-	if w, ok := e.b.(backends.Watcher); ok {
-		ctx, cancel := context.WithCancel(e.ctx)
-		_, err = w.Watch(ctx, name)
-		cancel()
-		e.wantInvalid("Watch", name, err)
-	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	_, err = e.b.Watch(ctx, name)
+	cancel()
+	e.wantInvalid("Watch", name, err)
 }
 
 func (e *env) wantInvalid(call, name string, err error) {
@@ -85,16 +83,14 @@ func canceledContext(e *env) {
 	e.fails("KeepAlive", func() error { return a.KeepAlive(ctx) })
 	e.fails("Release", func() error { return a.Release(ctx, name, tok, 0) })
 	e.fails("Holder", func() error { _, err := e.b.Holder(ctx, name); return err })
-	if w, ok := e.b.(backends.Watcher); ok {
-		e.fails("Watch", func() error { return watchEnds(w, ctx, name) })
-	}
+	e.fails("Watch", func() error { return watchEnds(e.b, ctx, name) })
 	e.keepAlive(a)
 }
 
 // watchEnds returns Watch's error, or, if it returned a channel, an error
 // once the backend closes it.
-func watchEnds(w backends.Watcher, ctx context.Context, name string) error {
-	ch, err := w.Watch(ctx, name)
+func watchEnds(b backends.Backend, ctx context.Context, name string) error {
+	ch, err := b.Watch(ctx, name)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/hustings/hustings/strategy"
 )
 
-// registryChecks run when Harness.Registry is set.
+// registryChecks check Backend.Members and Session.Register.
 var registryChecks = []check{
 	{name: "RegistryOrderAndUpdate", run: registryOrderAndUpdate},
 	{name: "RegistryFollowsSessions", run: registryFollowsSessions},
@@ -17,24 +17,10 @@ var registryChecks = []check{
 	{name: "RegistryInvalidInput", run: registryInvalidInput},
 }
 
-// registrar returns s as a Registrar, failing the check if it is not one.
-func (e *env) registrar(s backends.Session) backends.Registrar {
-	e.t.Helper()
-	r, ok := s.(backends.Registrar)
-	if !ok {
-		e.t.Fatalf("the session is a %T, not a backends.Registrar", s)
-	}
-	return r
-}
-
 // members lists group, failing the check on any error.
 func (e *env) members(group string) []strategy.Candidate {
 	e.t.Helper()
-	reg, ok := e.b.(backends.Registry)
-	if !ok {
-		e.t.Fatalf("the backend is a %T, not a backends.Registry", e.b)
-	}
-	got, err := reg.Members(e.ctx, group)
+	got, err := e.b.Members(e.ctx, group)
 	if err != nil {
 		e.t.Fatalf("Members(%q): %v", group, err)
 	}
@@ -44,7 +30,7 @@ func (e *env) members(group string) []strategy.Candidate {
 // register registers s in group, failing the check on any error.
 func (e *env) register(s backends.Session, group string, c strategy.Candidate) strategy.Candidate {
 	e.t.Helper()
-	got, err := e.registrar(s).Register(e.ctx, group, c)
+	got, err := s.Register(e.ctx, group, c)
 	if err != nil {
 		e.t.Fatalf("%s: Register(%q): %v", s.ID(), group, err)
 	}
@@ -128,7 +114,7 @@ func registryDeregister(e *env) {
 	e.register(a, group, strategy.Candidate{})
 	e.register(b, group, strategy.Candidate{})
 	for range 2 {
-		if err := e.registrar(a).Deregister(e.ctx, group); err != nil {
+		if err := a.Deregister(e.ctx, group); err != nil {
 			e.t.Fatalf("Deregister: %v", err)
 		}
 	}
@@ -140,7 +126,7 @@ func registryDeregister(e *env) {
 // registryInvalidInput: bad group names, scores, weights and metadata are
 // rejected with ErrInvalid.
 func registryInvalidInput(e *env) {
-	r := e.registrar(e.open("a"))
+	r := e.open("a")
 	big := map[string]string{}
 	for i := range 100 {
 		big[string(rune('a'+i%26))+string(rune('0'+i/26))] = "x"
@@ -156,6 +142,6 @@ func registryInvalidInput(e *env) {
 	}
 	_, err := r.Register(e.ctx, "", strategy.Candidate{})
 	e.wantErr("Register with an empty group", err, backends.ErrInvalid)
-	_, err = e.b.(backends.Registry).Members(e.ctx, "")
+	_, err = e.b.Members(e.ctx, "")
 	e.wantErr("Members of an empty group name", err, backends.ErrInvalid)
 }

@@ -7,22 +7,11 @@ import (
 	"github.com/hustings/hustings/backends"
 )
 
-// watcher returns the backend as a Watcher: the contract requires
-// wake-ups, so a backend without them fails.
-func (e *env) watcher() backends.Watcher {
-	e.t.Helper()
-	w, ok := e.b.(backends.Watcher)
-	if !ok {
-		e.t.Fatalf("%T does not implement backends.Watcher; waiters must be woken on release", e.b)
-	}
-	return w
-}
-
 // watch starts watching name until the check ends, with any signal
 // already pending drained.
 func (e *env) watch(name string) <-chan struct{} {
 	e.t.Helper()
-	ch, err := e.watcher().Watch(e.ctx, name)
+	ch, err := e.b.Watch(e.ctx, name)
 	if err != nil {
 		e.t.Fatalf("Watch(%q): %v", name, err)
 	}
@@ -75,7 +64,7 @@ func closeWakesWaiter(e *env) {
 // watchClosedWithContext: the backend closes a watch channel when the
 // watch's context ends.
 func watchClosedWithContext(e *env) {
-	e.closedWithContext("Watch", e.watcher().Watch)
+	e.closedWithContext("Watch", e.b.Watch)
 }
 
 // closedWithContext checks that the channel watch returns is closed when

@@ -13,9 +13,7 @@ import (
 
 var (
 	_ backends.Backend        = (*Backend)(nil)
-	_ backends.Watcher        = (*Backend)(nil)
 	_ backends.ReleaseWatcher = (*Backend)(nil)
-	_ backends.Registry       = (*Backend)(nil)
 )
 
 // DefaultPrefix is the KV prefix the backend keeps its records under

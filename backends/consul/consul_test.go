@@ -64,11 +64,10 @@ func TestContract(t *testing.T) {
 	srv := consultest.Start(t)
 	c := client(t, srv)
 	backendtest.Run(t, backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv) },
-		TTL:      time.Second,
-		Registry: true,
-		Delete:   func(t *testing.T, b backends.Backend, name string) { deleteLock(t, c, b, name) },
-		Fence:    fencedWrite,
+		New:    func(t *testing.T) backends.Backend { return newBackend(t, srv) },
+		TTL:    time.Second,
+		Delete: func(t *testing.T, b backends.Backend, name string) { deleteLock(t, c, b, name) },
+		Fence:  fencedWrite,
 	})
 }
 
@@ -77,9 +76,8 @@ func TestContract(t *testing.T) {
 func TestGroups(t *testing.T) {
 	srv := consultest.Start(t)
 	backendtest.RunGroups(t, backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv) },
-		TTL:      time.Second,
-		Registry: true,
+		New: func(t *testing.T) backends.Backend { return newBackend(t, srv) },
+		TTL: time.Second,
 	})
 }
 

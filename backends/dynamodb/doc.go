@@ -130,7 +130,7 @@
 //     writer wins: conditions are checked per region. Use the table in
 //     one region only.
 //   - A lock item deleted by an operator is noticed by the holder's next
-//     KeepAlive, not pushed (no LossNotifier); deleting the counter item
+//     KeepAlive, not pushed (Session.Losses is nil); deleting the counter item
 //     starts tokens again from 1: never do it while tokens guard a
 //     resource.
 //

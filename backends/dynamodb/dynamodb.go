@@ -14,9 +14,7 @@ import (
 )
 
 var (
-	_ backends.Backend  = (*Backend)(nil)
-	_ backends.Watcher  = (*Backend)(nil)
-	_ backends.Registry = (*Backend)(nil)
+	_ backends.Backend = (*Backend)(nil)
 )
 
 // DefaultTable is the table the backend uses unless WithTable says

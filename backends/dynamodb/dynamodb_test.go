@@ -54,9 +54,8 @@ func harness(t *testing.T, srv *dynamotest.Server) backendtest.Harness {
 		t.Fatal(err)
 	}
 	return backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.Client()) },
-		TTL:      contractTTL,
-		Registry: true,
+		New: func(t *testing.T) backends.Backend { return newBackend(t, srv.Client()) },
+		TTL: contractTTL,
 		Delete: func(t *testing.T, _ backends.Backend, name string) {
 			out, err := c.DeleteItem(t.Context(), &sdk.DeleteItemInput{
 				TableName:    aws.String(dynamodb.DefaultTable),

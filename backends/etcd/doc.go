@@ -111,8 +111,7 @@
 //
 // # Candidate registry
 //
-// Backend implements backends.Registry and its sessions
-// backends.Registrar. A session's entry in a group is one key,
+// A session's entry in a group is one key,
 // prefix+"member/"+group+"\x00"+the session's lease ID in hex, bound to
 // the session's lease; its value is the JSON of the candidate's ID, score,
 // weight and metadata. Group names have no control characters, so the
@@ -139,7 +138,7 @@
 //
 // # Wake-ups
 //
-// Backend implements backends.Watcher with an etcd watch on the lock key
+// Watch is an etcd watch on the lock key
 // and its guard key. Watch first reads the current revision and watches
 // from the next one, so that etcd pushes changes at once instead of
 // catching the watcher up on its next pass; on compaction it reads again

@@ -18,7 +18,6 @@ import (
 
 var (
 	_ backends.Backend = (*Backend)(nil)
-	_ backends.Watcher = (*Backend)(nil)
 )
 
 // DefaultPrefix is where a Backend keeps its keys unless WithPrefix says

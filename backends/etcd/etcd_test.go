@@ -26,11 +26,10 @@ func TestMain(m *testing.M) {
 func TestContract(t *testing.T) {
 	cli := etcdtest.Start(t).Client(t)
 	backendtest.Run(t, backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, cli) },
-		TTL:      2 * time.Second,
-		Registry: true,
-		Delete:   deleteLock(cli),
-		Fence:    fencedWrite(cli),
+		New:    func(t *testing.T) backends.Backend { return newBackend(t, cli) },
+		TTL:    2 * time.Second,
+		Delete: deleteLock(cli),
+		Fence:  fencedWrite(cli),
 	})
 }
 
@@ -68,9 +67,8 @@ func deleteLock(cli *clientv3.Client) func(t *testing.T, b backends.Backend, nam
 func TestGroups(t *testing.T) {
 	cli := etcdtest.Start(t).Client(t)
 	backendtest.RunGroups(t, backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, cli) },
-		TTL:      time.Second,
-		Registry: true,
+		New: func(t *testing.T) backends.Backend { return newBackend(t, cli) },
+		TTL: time.Second,
 	})
 }
 

@@ -130,7 +130,7 @@ func TestWatchedKeepAliveReadsNoLock(t *testing.T) {
 	counts := &requests{n: make(map[string]int)}
 	b := newBackend(t, srv.Client(t, counts.dialOptions()...))
 	s := open(t, b, "watched", time.Minute)
-	s.(backends.LossNotifier).Losses()
+	s.Losses()
 	acquireMany(t, s, 1000, 0)
 	keepAlive(t, s) // the watch catches up with the acquires
 	// A KeepAlive whose progress answer takes longer than progressWait

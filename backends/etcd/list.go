@@ -5,11 +5,7 @@ import (
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/hustings/hustings/backends"
 )
-
-var _ backends.Lister = (*Backend)(nil)
 
 // List returns the names of the locks held now that start with prefix,
 // sorted: one range read of their keys, and one more read per lock

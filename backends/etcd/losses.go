@@ -16,7 +16,7 @@ import (
 // after its watch broke; KeepAlive confirms the locks meanwhile.
 const rewatchPause = time.Second
 
-// Losses returns the channel of backends.LossNotifier. Its first call
+// Losses returns the channel of backends.Session.Losses. Its first call
 // starts the session's loss watch: one etcd watch of every lock key of
 // the Backend, which moves a lock of this session deleted or rewritten
 // behind its back (an operator's delete or put, a revoke of the

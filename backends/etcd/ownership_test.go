@@ -55,7 +55,7 @@ func testLockTakenBehindItsBack(t *testing.T, watched bool) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := open(t, b, "a", time.Minute)
 			if watched {
-				a.(backends.LossNotifier).Losses()
+				a.Losses()
 			}
 			tok, err := a.Acquire(t.Context(), tc.name, tc.lease)
 			if err != nil {

@@ -14,11 +14,6 @@ import (
 	"github.com/hustings/hustings/strategy"
 )
 
-var (
-	_ backends.Registry  = (*Backend)(nil)
-	_ backends.Registrar = (*session)(nil)
-)
-
 // Members lists the candidates registered in group, in registration order,
 // with one prefix read sorted by create revision. An entry lives as long
 // as its session's lease: etcd deletes it when the lease is revoked or

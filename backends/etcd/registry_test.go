@@ -21,7 +21,7 @@ import (
 // register registers s in group, failing the test on error.
 func register(t *testing.T, s backends.Session, group string, c strategy.Candidate) strategy.Candidate {
 	t.Helper()
-	got, err := s.(backends.Registrar).Register(t.Context(), group, c)
+	got, err := s.Register(t.Context(), group, c)
 	if err != nil {
 		t.Fatalf("%s: Register(%q): %v", s.ID(), group, err)
 	}
@@ -59,12 +59,12 @@ func TestRegistryZombie(t *testing.T) {
 	if got := ids(members(t, b, "g")); len(got) != 0 {
 		t.Fatalf("Members after the lease was revoked = %v, want none", got)
 	}
-	_, err := zombie.(backends.Registrar).Register(t.Context(), "g", strategy.Candidate{Score: 2})
+	_, err := zombie.Register(t.Context(), "g", strategy.Candidate{Score: 2})
 	wantLost(t, "Register", err)
 	if got := ids(members(t, b, "g")); len(got) != 0 {
 		t.Fatalf("Members after the zombie's Register = %v, want none", got)
 	}
-	if err := zombie.(backends.Registrar).Deregister(t.Context(), "g"); err != nil {
+	if err := zombie.Deregister(t.Context(), "g"); err != nil {
 		t.Fatalf("Deregister by a lost session: %v", err)
 	}
 }
@@ -101,7 +101,7 @@ func TestRegistryOrderOutlivesRestart(t *testing.T) {
 	eventually(t, "Register after the restart", 15*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		defer cancel()
-		got, err := c.(backends.Registrar).Register(ctx, "g", strategy.Candidate{})
+		got, err := c.Register(ctx, "g", strategy.Candidate{})
 		later = got
 		return err == nil
 	})
@@ -112,7 +112,7 @@ func TestRegistryOrderOutlivesRestart(t *testing.T) {
 	if !slices.Equal(ids(got), []string{"a", "c"}) || got[0].Order != first.Order || got[0].Meta["zone"] != "x" {
 		t.Fatalf("Members = %+v, want a (order %d, zone x) then c", got, first.Order)
 	}
-	if err := a.(backends.Registrar).Deregister(t.Context(), "g"); err != nil {
+	if err := a.Deregister(t.Context(), "g"); err != nil {
 		t.Fatalf("Deregister: %v", err)
 	}
 	again := register(t, a, "g", strategy.Candidate{})

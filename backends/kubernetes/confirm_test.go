@@ -148,7 +148,7 @@ func newHolder(t *testing.T, ttl time.Duration, listen bool) holder {
 	h.b = newBackend(t, h.cs, h.ns)
 	h.s = backendtest.Open(t, h.b, "holder", ttl)
 	if listen {
-		h.s.(backends.LossNotifier).Losses()
+		h.s.Losses()
 	}
 	return h
 }

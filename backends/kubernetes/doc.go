@@ -35,8 +35,8 @@
 // of the session Lease's renewTime, conditioned on its resourceVersion.
 // The lock Leases are not renewed: a lock lives while the session its
 // label names does. KeepAlive reports by Lost every lock granted that no
-// longer names the session under its token. Sessions are
-// backends.LossNotifiers: once Losses was called, the Backend's watch
+// longer names the session under its token. Sessions push
+// losses: once Losses was called, the Backend's watch
 // (see Backend.Watch) reports such a lock within milliseconds: any
 // change of the Lease at a version after the token (the version the
 // take was conditioned on) that does not record the session's term.
@@ -116,7 +116,7 @@
 //
 // # Wake-ups
 //
-// Backend implements backends.Watcher: every Watch of a Backend shares
+// Every Watch of a Backend shares
 // one LIST and WATCH of the namespace's Leases with its prefix label; see
 // Backend.Watch.
 //
@@ -197,7 +197,7 @@
 //   - A paused process (GC, SIGSTOP) may still act after its session was
 //     judged expired; its deadline and the token (Fence) bound the harm.
 //   - A lock deleted or rewritten behind its holder's back is pushed
-//     (backends.LossNotifier) only while the Backend's watch runs and
+//     (Session.Losses) only while the Backend's watch runs and
 //     after the holder's Acquire returned; otherwise the holder's next
 //     KeepAlive finds it.
 //   - Lock Leases stay, one per name ever used; session Leases of

@@ -106,11 +106,10 @@ func TestContract(t *testing.T) {
 	cs := client(t, nil)
 	ns := namespace(t, cs)
 	backendtest.Run(t, backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, cs, ns) },
-		TTL:      2 * time.Second,
-		Registry: true,
-		Delete:   func(t *testing.T, b backends.Backend, name string) { deleteLock(t, cs, ns, b, name) },
-		Fence:    fencedWrite,
+		New:    func(t *testing.T) backends.Backend { return newBackend(t, cs, ns) },
+		TTL:    2 * time.Second,
+		Delete: func(t *testing.T, b backends.Backend, name string) { deleteLock(t, cs, ns, b, name) },
+		Fence:  fencedWrite,
 	})
 }
 
@@ -121,9 +120,8 @@ func TestGroups(t *testing.T) {
 	cs := client(t, nil)
 	ns := namespace(t, cs)
 	backendtest.RunGroups(t, backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, cs, ns) },
-		TTL:      2 * time.Second,
-		Registry: true,
+		New: func(t *testing.T) backends.Backend { return newBackend(t, cs, ns) },
+		TTL: 2 * time.Second,
 	})
 }
 

@@ -8,11 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/hustings/hustings/backends"
 )
-
-var _ backends.Lister = (*Backend)(nil)
 
 // List returns the names of the locks held now that start with prefix,
 // sorted: one LIST of the Backend's lock Leases, and a GET of each

@@ -4,12 +4,9 @@ import (
 	coordv1 "k8s.io/api/coordination/v1"
 	kwatch "k8s.io/apimachinery/pkg/watch"
 
-	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/internal/hub"
 	"github.com/hustings/hustings/events"
 )
-
-var _ backends.LossNotifier = (*session)(nil)
 
 // Losses returns the channel that signals when Lost gains a lock. The
 // first call registers the session with the Backend's watch (starting

@@ -20,11 +20,6 @@ import (
 	"github.com/hustings/hustings/strategy"
 )
 
-var (
-	_ backends.Registry  = (*Backend)(nil)
-	_ backends.Registrar = (*session)(nil)
-)
-
 // entry is what a member Lease's annotation hustings.io/entry holds.
 type entry struct {
 	Score  float64           `json:"score"`

@@ -6,12 +6,9 @@ import (
 
 	coordv1 "k8s.io/api/coordination/v1"
 
-	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/internal/hub"
 	"github.com/hustings/hustings/internal/validate"
 )
-
-var _ backends.Watcher = (*Backend)(nil)
 
 // Watch signals when the holder of name may have changed: every write
 // to its Lease (take, release, hold, delete) is seen by the one watch of

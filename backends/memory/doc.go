@@ -37,7 +37,7 @@
 //
 // # Watching
 //
-// Backend implements backends.Watcher. A watch channel receives a value
+// A watch channel receives a value
 // (coalesced, buffer of one) when a lock is acquired or released, when its
 // session closes, or when a KeepAlive or any other call finds that it
 // expired. The Backend closes the channel when the watch's context ends.

@@ -32,7 +32,7 @@ func TestExpireEndsTheSessionNow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.(backends.Registrar).Register(ctx, "g", strategy.Candidate{Score: 1}); err != nil {
+	if _, err := a.Register(ctx, "g", strategy.Candidate{Score: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Acquire(ctx, "other", 0); err != nil {
@@ -46,7 +46,7 @@ func TestExpireEndsTheSessionNow(t *testing.T) {
 	b.Expire("a")
 
 	select {
-	case <-a.(backends.LossNotifier).Losses():
+	case <-a.Losses():
 	default:
 		t.Fatal("Expire: the holder was not told of its loss")
 	}

@@ -15,11 +15,7 @@ import (
 )
 
 var (
-	_ backends.Backend   = (*Backend)(nil)
-	_ backends.Watcher   = (*Backend)(nil)
-	_ backends.Lister    = (*Backend)(nil)
-	_ backends.Registry  = (*Backend)(nil)
-	_ backends.Registrar = (*session)(nil)
+	_ backends.Backend = (*Backend)(nil)
 )
 
 // Clock tells the time. It must be safe for concurrent use and must not go

@@ -45,12 +45,11 @@ func (c *fakeClock) Advance(d time.Duration) {
 func TestContract(t *testing.T) {
 	clock := newFakeClock()
 	backendtest.Run(t, backendtest.Harness{
-		New:      func(*testing.T) backends.Backend { return memory.New(memory.WithClock(clock)) },
-		TTL:      time.Second,
-		Advance:  clock.Advance,
-		Registry: true,
-		Delete:   deleteLock,
-		Fence:    fencedWrite,
+		New:     func(*testing.T) backends.Backend { return memory.New(memory.WithClock(clock)) },
+		TTL:     time.Second,
+		Advance: clock.Advance,
+		Delete:  deleteLock,
+		Fence:   fencedWrite,
 	})
 }
 
@@ -61,11 +60,10 @@ func TestContractRealClock(t *testing.T) {
 		t.Skip("sleeps for a few seconds")
 	}
 	backendtest.Run(t, backendtest.Harness{
-		New:      func(*testing.T) backends.Backend { return memory.New() },
-		TTL:      time.Second, // shorter, a busy machine's scheduling delays outlast it
-		Registry: true,
-		Delete:   deleteLock,
-		Fence:    fencedWrite,
+		New:    func(*testing.T) backends.Backend { return memory.New() },
+		TTL:    time.Second, // shorter, a busy machine's scheduling delays outlast it
+		Delete: deleteLock,
+		Fence:  fencedWrite,
 	})
 }
 
@@ -283,9 +281,8 @@ func openWithin(b *memory.Backend, id string, d time.Duration) (backends.Session
 // TestGroups runs the group scenario of the contract suite in real time.
 func TestGroups(t *testing.T) {
 	backendtest.RunGroups(t, backendtest.Harness{
-		New:      func(*testing.T) backends.Backend { return memory.New() },
-		TTL:      time.Second,
-		Registry: true,
+		New: func(*testing.T) backends.Backend { return memory.New() },
+		TTL: time.Second,
 	})
 }
 

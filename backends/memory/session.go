@@ -92,7 +92,7 @@ func (s *session) KeepAlive(ctx context.Context) error {
 func (s *session) Lost() map[string]events.Token { return s.ledger.Lost() }
 
 // Losses tells of locks Delete took from the session; see
-// backends.LossNotifier.
+// backends.Session.
 func (s *session) Losses() <-chan struct{} { return s.ledger.Losses() }
 
 // Release gives up name held by s under token, at once or after hold.

@@ -138,7 +138,7 @@
 // alone (at, and hello's localTime); a server clock stepped forward ends
 // sessions early, one stepped back extends them; on a replica set the
 // members' clocks should agree. A lock deleted by an operator is noticed
-// by the holder's next KeepAlive, not pushed (no LossNotifier). A lock's
+// by the holder's next KeepAlive, not pushed (Session.Losses is nil). A lock's
 // root stays, one small document per name ever used; a writer that
 // crashed between a stale insert and its removal leaves a stray state
 // document below the chain, which nothing reads. On FerretDB, every

@@ -17,9 +17,7 @@ import (
 )
 
 var (
-	_ backends.Backend  = (*Backend)(nil)
-	_ backends.Watcher  = (*Backend)(nil)
-	_ backends.Registry = (*Backend)(nil)
+	_ backends.Backend = (*Backend)(nil)
 )
 
 var errInvalid = backends.ErrInvalid

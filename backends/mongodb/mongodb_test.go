@@ -78,10 +78,9 @@ func TestContract(t *testing.T) {
 	srv := mongotest.Start(t)
 	c := mongotest.Client(t, srv.URI())
 	backendtest.Run(t, backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.URI()) },
-		TTL:      time.Second,
-		Registry: true,
-		Delete:   deleteLock,
+		New:    func(t *testing.T) backends.Backend { return newBackend(t, srv.URI()) },
+		TTL:    time.Second,
+		Delete: deleteLock,
 		Fence: func(ctx context.Context, b backends.Backend, name string, token events.Token) error {
 			return fencedWrite(ctx, c, b.(*mongodb.Backend), name, token)
 		},
@@ -94,9 +93,8 @@ func TestContract(t *testing.T) {
 func TestGroups(t *testing.T) {
 	srv := mongotest.Start(t)
 	backendtest.RunGroups(t, backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.URI()) },
-		TTL:      time.Second,
-		Registry: true,
+		New: func(t *testing.T) backends.Backend { return newBackend(t, srv.URI()) },
+		TTL: time.Second,
 	})
 }
 

@@ -62,9 +62,9 @@
 // Clocks: expiry is judged on the server's clock alone; a server clock
 // stepped forward ends sessions early, one stepped back extends them.
 // A lock deleted by an operator is noticed by the holder's next
-// KeepAlive, not pushed (no LossNotifier).
+// KeepAlive, not pushed (Session.Losses is nil).
 //
-// The group registry (backends.Registry) is a members table whose rows
+// The group registry (Backend.Members) is a members table whose rows
 // live with their sessions; its orders come from the same counter.
 //
 // A Backend is safe for concurrent use; so are its sessions. Watch

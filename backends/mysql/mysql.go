@@ -17,7 +17,6 @@ import (
 
 var (
 	_ backends.Backend = (*Backend)(nil)
-	_ backends.Watcher = (*Backend)(nil)
 )
 
 var errInvalid = backends.ErrInvalid

@@ -48,9 +48,8 @@ func TestContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	backendtest.Run(t, backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.DSN()) },
-		TTL:      time.Second,
-		Registry: true,
+		New: func(t *testing.T) backends.Backend { return newBackend(t, srv.DSN()) },
+		TTL: time.Second,
 		Delete: func(t *testing.T, _ backends.Backend, name string) {
 			res, err := db.ExecContext(t.Context(), `DELETE FROM hustings_locks WHERE name = ?`, name)
 			if n, _ := res.RowsAffected(); err != nil || n != 1 {
@@ -216,9 +215,8 @@ func TestMissingTablesAreInvalid(t *testing.T) {
 func TestGroups(t *testing.T) {
 	srv := mysqltest.Start(t)
 	backendtest.RunGroups(t, backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.DSN()) },
-		TTL:      time.Second,
-		Registry: true,
+		New: func(t *testing.T) backends.Backend { return newBackend(t, srv.DSN()) },
+		TTL: time.Second,
 	})
 }
 

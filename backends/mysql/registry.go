@@ -6,11 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/strategy"
 )
-
-var _ backends.Registry = (*Backend)(nil)
 
 // registerSQL stores the entry if the session lives, keeping the order of
 // its first registration; $n is the counter value taken for it.

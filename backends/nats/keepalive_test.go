@@ -6,7 +6,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/nats"
 	"github.com/hustings/hustings/backends/nats/natstest"
@@ -39,7 +38,7 @@ func TestKeepAliveIsOneRequest(t *testing.T) {
 			}
 			s := backendtest.Open(t, b, "many", 10*time.Second)
 			if tc.pushed {
-				s.(backends.LossNotifier).Losses()
+				s.Losses()
 			}
 			names := backendtest.Names("keepalive-"+tc.name, 3000)
 			backendtest.AcquireAtOnce(t, s, names)

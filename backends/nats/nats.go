@@ -15,9 +15,7 @@ import (
 
 var (
 	_ backends.Backend        = (*Backend)(nil)
-	_ backends.Watcher        = (*Backend)(nil)
 	_ backends.ReleaseWatcher = (*Backend)(nil)
-	_ backends.Registry       = (*Backend)(nil)
 )
 
 // DefaultBucket is the KV bucket the backend keeps its records in unless

@@ -69,11 +69,10 @@ func TestContract(t *testing.T) {
 	newBackend(t, srv.URL()) // makes the bucket
 	kv := bucketKV(t, srv.URL())
 	backendtest.Run(t, backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.URL()) },
-		TTL:      time.Second,
-		Registry: true,
-		Delete:   func(t *testing.T, _ backends.Backend, name string) { deleteLock(t, kv, name) },
-		Fence:    fencedWrite,
+		New:    func(t *testing.T) backends.Backend { return newBackend(t, srv.URL()) },
+		TTL:    time.Second,
+		Delete: func(t *testing.T, _ backends.Backend, name string) { deleteLock(t, kv, name) },
+		Fence:  fencedWrite,
 	})
 }
 
@@ -82,9 +81,8 @@ func TestContract(t *testing.T) {
 func TestGroups(t *testing.T) {
 	srv := natstest.Start(t)
 	backendtest.RunGroups(t, backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.URL()) },
-		TTL:      time.Second,
-		Registry: true,
+		New: func(t *testing.T) backends.Backend { return newBackend(t, srv.URL()) },
+		TTL: time.Second,
 	})
 }
 
@@ -193,9 +191,8 @@ func TestContractReplicated(t *testing.T) {
 			}
 			return b
 		},
-		TTL:      time.Second,
-		Registry: true,
-		Delete:   func(t *testing.T, _ backends.Backend, name string) { deleteLock(t, kv, name) },
-		Fence:    fencedWrite,
+		TTL:    time.Second,
+		Delete: func(t *testing.T, _ backends.Backend, name string) { deleteLock(t, kv, name) },
+		Fence:  fencedWrite,
 	})
 }

@@ -24,7 +24,7 @@
 //   - epoch (UNLOGGED): one row while the locks table is intact; see
 //     "Crashes of the server" below.
 //   - holds: a logged copy of every lock released with a hold.
-//   - members: the group registry (backends.Registry), live while the
+//   - members: the group registry (Backend.Members), live while the
 //     entry's session is.
 //   - tokens (a bigint sequence, NO CYCLE): every fencing token. Tokens
 //     strictly increase per database, across holders, restarts and
@@ -180,8 +180,7 @@
 //   - Expiry is the server's clock: a server whose clock jumps ends
 //     sessions early or late.
 //   - A lock deleted behind its holder's back is found at the holder's
-//     next KeepAlive, not pushed (the session is not a
-//     backends.LossNotifier).
+//     next KeepAlive, not pushed (Session.Losses is nil).
 //   - Rows of expired sessions are deleted a few at a time by later Opens;
 //     lock rows stay, one per name ever used (a lock whose session row is
 //     gone is free).

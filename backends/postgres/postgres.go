@@ -20,8 +20,6 @@ import (
 
 var (
 	_ backends.Backend = (*Backend)(nil)
-	_ backends.Watcher = (*Backend)(nil)
-	_ backends.Lister  = (*Backend)(nil)
 )
 
 // DefaultSchema holds the backend's tables unless WithSchema says

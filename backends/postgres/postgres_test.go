@@ -65,10 +65,9 @@ func TestContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	backendtest.Run(t, backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.DSN()) },
-		TTL:      time.Second,
-		Registry: true,
-		Delete:   func(t *testing.T, _ backends.Backend, name string) { deleteLock(t, pool, name) },
+		New:    func(t *testing.T) backends.Backend { return newBackend(t, srv.DSN()) },
+		TTL:    time.Second,
+		Delete: func(t *testing.T, _ backends.Backend, name string) { deleteLock(t, pool, name) },
 		Fence: func(ctx context.Context, _ backends.Backend, name string, token events.Token) error {
 			return fencedWrite(ctx, pool, name, token)
 		},
@@ -93,9 +92,8 @@ func fencedWrite(ctx context.Context, pool *pgxpool.Pool, name string, token eve
 func TestGroups(t *testing.T) {
 	srv := pgtest.Start(t)
 	backendtest.RunGroups(t, backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.DSN()) },
-		TTL:      time.Second,
-		Registry: true,
+		New: func(t *testing.T) backends.Backend { return newBackend(t, srv.DSN()) },
+		TTL: time.Second,
 	})
 }
 

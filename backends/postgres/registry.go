@@ -7,14 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/internal/validate"
 	"github.com/hustings/hustings/strategy"
-)
-
-var (
-	_ backends.Registry  = (*Backend)(nil)
-	_ backends.Registrar = (*session)(nil)
 )
 
 // membersSQL lists the live entries of group $1 in registration order,

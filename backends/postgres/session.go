@@ -356,6 +356,9 @@ func (s *session) Close(ctx context.Context) error {
 // Lost returns the locks KeepAlive found gone; see backends.Session.
 func (s *session) Lost() map[string]events.Token { return s.ledger.Lost() }
 
+// Losses returns nil: KeepAlive alone finds a lost lock.
+func (s *session) Losses() <-chan struct{} { return nil }
+
 // usable returns an error matching backends.ErrSessionClosed once Close
 // was called.
 func (s *session) usable() error {

@@ -86,8 +86,8 @@
 // # Wake-ups
 //
 // The scripts PUBLISH to prefix:{name}:released when a lock is taken,
-// released (with or without a hold), freed by Close or taken over. Backend
-// implements backends.Watcher with a go-redis PubSub subscription to that
+// released (with or without a hold), freed by Close or taken over. Watch
+// is a go-redis PubSub subscription to that
 // channel. A try that finds the lock held also sets prefix:{name}:wanted
 // (PX 10 minutes); a release deletes it and, if it was there, PUBLISHes
 // to prefix:{name}:wake as well, which is what WatchReleases subscribes
@@ -101,8 +101,7 @@
 //
 // # Registry
 //
-// Backend implements backends.Registry and its sessions
-// backends.Registrar. A group's entries are one hash,
+// A group's entries are one hash,
 // prefix:{group}:members, with a field per session (its session ID)
 // holding "<order> <JSON of score, weight and metadata>"; the candidate ID
 // is the session's. Register is a Lua script that keeps the order already

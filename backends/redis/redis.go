@@ -15,9 +15,7 @@ import (
 
 var (
 	_ backends.Backend        = (*Backend)(nil)
-	_ backends.Watcher        = (*Backend)(nil)
 	_ backends.ReleaseWatcher = (*Backend)(nil)
-	_ backends.Lister         = (*Backend)(nil)
 )
 
 // DefaultPrefix starts every key and channel name unless WithPrefix says

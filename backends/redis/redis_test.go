@@ -43,9 +43,8 @@ func TestContract(t *testing.T) {
 	srv := redistest.Start(t)
 	client := redistest.Client(t, srv.Addr())
 	backendtest.Run(t, backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.Addr()) },
-		TTL:      time.Second,
-		Registry: true,
+		New: func(t *testing.T) backends.Backend { return newBackend(t, srv.Addr()) },
+		TTL: time.Second,
 		Delete: func(t *testing.T, b backends.Backend, name string) {
 			deleteLock(t, client, b.(*redis.Backend), name)
 		},
@@ -68,8 +67,7 @@ func TestContractCluster(t *testing.T) {
 			}
 			return b
 		},
-		TTL:      time.Second,
-		Registry: true,
+		TTL: time.Second,
 		Delete: func(t *testing.T, b backends.Backend, name string) {
 			deleteLock(t, client, b.(*redis.Backend), name)
 		},
@@ -93,9 +91,8 @@ func deleteLock(t *testing.T, client goredis.UniversalClient, b *redis.Backend, 
 func TestGroups(t *testing.T) {
 	srv := redistest.Start(t)
 	backendtest.RunGroups(t, backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, srv.Addr()) },
-		TTL:      time.Second,
-		Registry: true,
+		New: func(t *testing.T) backends.Backend { return newBackend(t, srv.Addr()) },
+		TTL: time.Second,
 	})
 }
 

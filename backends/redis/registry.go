@@ -17,11 +17,6 @@ import (
 	"github.com/hustings/hustings/strategy"
 )
 
-var (
-	_ backends.Registry  = (*Backend)(nil)
-	_ backends.Registrar = (*session)(nil)
-)
-
 // groupKeys are the names of one group's registry keys. They share the
 // hash tag {group}, so a script may touch them together on a Cluster.
 type groupKeys struct {

@@ -26,7 +26,7 @@ func TestRegistryKeys(t *testing.T) {
 	const group, members, counter = "a}b", "hustings:{a%7Db}:members", "hustings:{a%7Db}:order"
 	register := func(s backends.Session) strategy.Candidate {
 		t.Helper()
-		c, err := s.(backends.Registrar).Register(ctx, group, strategy.Candidate{Score: 0.1, Meta: map[string]string{"k": "v"}})
+		c, err := s.Register(ctx, group, strategy.Candidate{Score: 0.1, Meta: map[string]string{"k": "v"}})
 		if err != nil {
 			t.Fatalf("Register: %v", err)
 		}
@@ -68,7 +68,7 @@ func TestRegistryKeys(t *testing.T) {
 		t.Fatalf("after Members, %s has %d fields, want 1 (the expired session's deleted)", members, n)
 	}
 	// Deregistering and registering again is a new registration.
-	if err := kept.(backends.Registrar).Deregister(ctx, group); err != nil {
+	if err := kept.Deregister(ctx, group); err != nil {
 		t.Fatalf("Deregister: %v", err)
 	}
 	if again := register(kept); again.Order <= last.Order {
@@ -88,7 +88,7 @@ func TestRegisterLostSession(t *testing.T) {
 	ctx := t.Context()
 	s := openSession(t, b, "a", 50*time.Millisecond)
 	time.Sleep(100 * time.Millisecond)
-	_, err := s.(backends.Registrar).Register(ctx, "g", strategy.Candidate{})
+	_, err := s.Register(ctx, "g", strategy.Candidate{})
 	if !errors.Is(err, backends.ErrSessionLost) {
 		t.Fatalf("Register on an expired session = %v, want ErrSessionLost", err)
 	}

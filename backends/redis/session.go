@@ -334,3 +334,6 @@ func (b *Backend) undo(ctx context.Context, k lockKeys, val string) {
 
 // Lost returns the locks KeepAlive found gone; see backends.Session.
 func (s *session) Lost() map[string]events.Token { return s.ledger.Lost() }
+
+// Losses returns nil: KeepAlive alone finds a lost lock.
+func (s *session) Losses() <-chan struct{} { return nil }

@@ -22,11 +22,10 @@ func harness(t *testing.T) backendtest.Harness {
 	const timeout = 4 * time.Second
 	conn := dial(t, server(t).Addr(), timeout)
 	return backendtest.Harness{
-		New:      func(t *testing.T) backends.Backend { return newBackend(t, conn, timeout) },
-		TTL:      2 * time.Second, // room for a loaded machine between renewals
-		Registry: true,
-		Delete:   func(t *testing.T, _ backends.Backend, name string) { deleteHolder(t, conn, name) },
-		Fence:    fencedCreate(t, conn),
+		New:    func(t *testing.T) backends.Backend { return newBackend(t, conn, timeout) },
+		TTL:    2 * time.Second, // room for a loaded machine between renewals
+		Delete: func(t *testing.T, _ backends.Backend, name string) { deleteHolder(t, conn, name) },
+		Fence:  fencedCreate(t, conn),
 	}
 }
 

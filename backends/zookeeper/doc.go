@@ -115,8 +115,7 @@
 //
 // # Registry
 //
-// Backend implements backends.Registry and its sessions
-// backends.Registrar. A session's entry in a group is the node
+// A session's entry in a group is the node
 // <root>/groups/<group>/<sid>, holding the candidate's ID, score, weight and
 // metadata as JSON. Its order is the node's czxid, the zxid of its
 // creation: global and strictly increasing, so a later registration sorts
@@ -135,7 +134,7 @@
 //
 // # Wake-ups
 //
-// Backend implements backends.Watcher. A Watch sets one ZooKeeper watch at
+// A Watch sets one ZooKeeper watch at
 // a time: on the predecessor of the oldest node this Backend's sessions have
 // queued on the name, else on the holder, the hold marker, or the parent,
 // so each waiter is woken by its predecessor only, not by every change. It

@@ -51,7 +51,7 @@ func TestGroupUnpreferredWaiter(t *testing.T) {
 	f.waitQueued(t)
 	for _, id := range []string{"x", "y"} { // two better candidates, registered without a campaign
 		s := f.open(t, id)
-		if _, err := s.(backends.Registrar).Register(t.Context(), g.State().Name, strategy.Candidate{Score: 10}); err != nil {
+		if _, err := s.Register(t.Context(), g.State().Name, strategy.Candidate{Score: 10}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,11 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-
-	"github.com/hustings/hustings/backends"
 )
-
-var _ backends.Lister = (*Backend)(nil)
 
 // List returns the names of the locks held now that start with prefix,
 // sorted: one listing of the locks' parent nodes, then Holder for each

@@ -27,7 +27,7 @@ type lossWatch struct {
 	due    time.Time
 }
 
-// Losses returns the channel of backends.LossNotifier. Its first call
+// Losses returns the channel of backends.Session.Losses. Its first call
 // starts the session's loss watch: a goroutine of the session that sets an
 // exists watch on the node of every lock an Acquire grants the session
 // (one round trip each, after the grant, off the Acquire's path), and

@@ -83,7 +83,7 @@ func TestFirstCallsOpenTheSession(t *testing.T) {
 			return nil
 		},
 		"Register": func(s backends.Session) error {
-			_, err := s.(backends.Registrar).Register(t.Context(), "group", strategy.Candidate{ID: s.ID()})
+			_, err := s.Register(t.Context(), "group", strategy.Candidate{ID: s.ID()})
 			return err
 		},
 		"KeepAlive": func(s backends.Session) error { return s.KeepAlive(t.Context()) },

@@ -190,7 +190,7 @@ func TestShortHoldSetsNoLossWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls.Store(0)
-	s.(backends.LossNotifier).Losses() // starts the loss watch
+	s.Losses() // starts the loss watch
 	tok = backendtest.Acquire(t, s, "job")
 	if err := s.Release(t.Context(), "job", tok, 0); err != nil {
 		t.Fatal(err)

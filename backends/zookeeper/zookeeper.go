@@ -14,12 +14,9 @@ import (
 )
 
 var (
-	_ backends.Backend   = (*Backend)(nil)
-	_ backends.Watcher   = (*Backend)(nil)
-	_ backends.Registry  = (*Backend)(nil)
-	_ backends.Session   = (*session)(nil)
-	_ backends.Registrar = (*session)(nil)
-	_ backends.Dequeuer  = (*session)(nil)
+	_ backends.Backend  = (*Backend)(nil)
+	_ backends.Session  = (*session)(nil)
+	_ backends.Dequeuer = (*session)(nil)
 )
 
 // Defaults of the options.

@@ -92,7 +92,7 @@ func TestWaiterWatchesItsPredecessor(t *testing.T) {
 	addr := server(t).Addr()
 	ctx := t.Context()
 	var sessions []backends.Session
-	var watchers []backends.Watcher
+	var watchers []backends.Backend
 	for _, id := range []string{"a", "b", "c"} {
 		b := newBackend(t, dial(t, addr, timeout), timeout) // one Backend per candidate, as in three processes
 		s, err := b.Open(ctx, id, timeout)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/dial"
 )
 
@@ -30,13 +29,9 @@ func runList(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	defer closeStore()
-	l, ok := b.(backends.Lister)
-	if !ok {
-		return c.fail(exitFailure, "the %s store cannot list its locks: ask who or watch by name", t.Scheme)
-	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	names, err := l.List(ctx, prefix)
+	names, err := b.List(ctx, prefix)
 	switch {
 	case errors.Is(err, errors.ErrUnsupported):
 		return c.fail(exitFailure, "the %s store cannot list its locks: ask who or watch by name", t.Scheme)

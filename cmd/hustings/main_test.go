@@ -319,21 +319,16 @@ func waitFor(t *testing.T, out *buffer, done <-chan int, want string) {
 
 func TestListCannotList(t *testing.T) {
 	open := func(context.Context, string, time.Duration, *slog.Logger) (backends.Backend, func(), error) {
-		return struct{ backends.Backend }{memory.New()}, func() {}, nil // a Backend and nothing more
+		return cannotList{memory.New()}, func() {}, nil // a store that turns out unable to list
 	}
-	unsupported := func(context.Context, string, time.Duration, *slog.Logger) (backends.Backend, func(), error) {
-		return cannotList{memory.New()}, func() {}, nil // a Lister whose store turns out unable to list
+	r := runCmd(t, open, "list", "--backend", "memory")
+	if r.code != exitFailure || r.stdout != "" || !strings.Contains(r.stderr, "cannot list") {
+		t.Fatalf("list on a store that cannot: exit %d, stderr %q; want 1 and a line saying it cannot list", r.code, r.stderr)
 	}
-	for what, open := range map[string]opener{"no Lister": open, "ErrUnsupported": unsupported} {
-		r := runCmd(t, open, "list", "--backend", "memory")
-		if r.code != exitFailure || r.stdout != "" || !strings.Contains(r.stderr, "cannot list") {
-			t.Fatalf("list on a store that cannot (%s): exit %d, stderr %q; want 1 and a line saying it cannot list", what, r.code, r.stderr)
-		}
-		oneLine(t, "list", r.stderr)
-	}
+	oneLine(t, "list", r.stderr)
 }
 
-// cannotList is a Lister whose store cannot list, as a record store on a
+// cannotList is a backend whose store cannot list, as a record store on a
 // driver that cannot.
 type cannotList struct{ backends.Backend }
 

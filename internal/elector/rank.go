@@ -3,7 +3,6 @@ package elector
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -19,9 +18,8 @@ import (
 // candidate without a slot gives its slot up. Safety never depends on it:
 // the slot locks alone keep the holders to N. Owned by the actor.
 type gate struct {
-	cfg      *Config // its Strategy, Patience, Preempt and Rotation
-	registry backends.Registry
-	own      backends.Registrar // registers us; nil: the session does
+	cfg *Config  // its Strategy, Patience, Preempt and Rotation
+	own Registry // lists and registers us; nil: the backend and session do
 
 	registered     bool      // the current session is registered
 	registerAt     time.Time // no registration before this (after a failure)
@@ -37,15 +35,6 @@ func newGate(b backends.Backend, name string, cfg *Config) (*gate, error) {
 	if cfg.Strategy == nil {
 		return nil, nil
 	}
-	var reg backends.Registry
-	var own backends.Registrar
-	if cfg.Registry != nil {
-		reg, own = cfg.Registry, cfg.Registry
-	} else if r, ok := b.(backends.Registry); ok {
-		reg = r
-	} else {
-		return nil, fmt.Errorf("%w: strategy %s needs a candidate registry; the backend %T has none and none was given", ErrInvalid, cfg.Strategy.Name(), b)
-	}
 	me := cfg.Me
 	me.ID = cfg.ID
 	if err := validate.Candidate(name, me); err != nil {
@@ -54,7 +43,7 @@ func newGate(b backends.Backend, name string, cfg *Config) (*gate, error) {
 	if _, err := cfg.Strategy.Rank(name, 0, []strategy.Candidate{me}); err != nil {
 		return nil, Invalid(err)
 	}
-	return &gate{cfg: cfg, registry: reg, own: own}, nil
+	return &gate{cfg: cfg, own: cfg.Registry}, nil
 }
 
 // epoch is the rotation period's index, the same on every node whose
@@ -78,8 +67,13 @@ type view struct {
 	epoch   uint64
 }
 
+// members lists a group's candidates: a Backend or a Registry.
+type members interface {
+	Members(ctx context.Context, group string) ([]strategy.Candidate, error)
+}
+
 // readView reads the registry and the slot holders.
-func readView(ctx context.Context, b backends.Backend, reg backends.Registry, name string, slots []string, epoch uint64) (view, error) {
+func readView(ctx context.Context, b backends.Backend, reg members, name string, slots []string, epoch uint64) (view, error) {
 	members, err := reg.Members(ctx, name)
 	if err != nil {
 		return view{}, err

@@ -6,18 +6,16 @@ import (
 	"time"
 
 	"github.com/hustings/hustings/backends"
+	"github.com/hustings/hustings/strategy"
 )
 
 // startRegister puts this candidate's entry in the group's registry.
 func (a *actor) startRegister() {
-	r, ok := a.gate.own, a.gate.own != nil
-	if !ok {
-		r, ok = a.on.sess.(backends.Registrar)
-	}
-	if !ok {
-		a.failed("register", errors.New("campaign: the backend's sessions keep no registry"))
-		a.gate.registered = true // nothing to do; ranking lists us anyway
-		return
+	var r interface {
+		Register(ctx context.Context, group string, c strategy.Candidate) (strategy.Candidate, error)
+	} = a.on.sess
+	if a.gate.own != nil {
+		r = a.gate.own
 	}
 	me, name := a.e.entry(), a.e.name
 	a.call(opRegister, nil, func(ctx context.Context, sent error) outcome {
@@ -59,7 +57,11 @@ func (a *actor) deregister() {
 
 // startRank reads the registry and the slot holders for the gate.
 func (a *actor) startRank() {
-	b, reg, name, slots := a.e.backend, a.gate.registry, a.e.name, a.e.slots
+	b, name, slots := a.e.backend, a.e.name, a.e.slots
+	var reg members = b
+	if a.gate.own != nil {
+		reg = a.gate.own
+	}
 	epoch := a.gate.epoch(time.Now())
 	a.call(opRank, nil, func(ctx context.Context, sent error) outcome {
 		v, err := view{}, sent

@@ -271,16 +271,10 @@ func (c *Session) tick(ctx context.Context) (time.Time, error) {
 // losses returns the current session's pushed lock losses, or nil.
 func (c *Session) losses() <-chan struct{} {
 	cur, _ := c.state()
-	return lossesOf(cur.sess)
-}
-
-// lossesOf returns s's pushed lock losses (see backends.LossNotifier), or
-// nil if s has none.
-func lossesOf(s backends.Session) <-chan struct{} {
-	if n, ok := s.(backends.LossNotifier); ok {
-		return n.Losses()
+	if cur.sess == nil {
+		return nil
 	}
-	return nil
+	return cur.sess.Losses()
 }
 
 // stop asks the electors on the session to end their terms gracefully

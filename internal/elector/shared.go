@@ -96,10 +96,8 @@ func (a *actor) releaseShared() {
 		})
 	}
 	if a.gate != nil && a.gate.own == nil {
-		if r, ok := a.on.sess.(backends.Registrar); ok {
-			// The entry would outlive the campaign.
-			_ = a.inTurn(laneFree, func(ctx context.Context) error { return r.Deregister(ctx, a.e.name) })
-		}
+		// The entry would outlive the campaign.
+		_ = a.inTurn(laneFree, func(ctx context.Context) error { return a.on.sess.Deregister(ctx, a.e.name) })
 	}
 }
 

@@ -41,7 +41,7 @@ func newWaiter(ctx context.Context, b backends.Backend, names []string, cfg *Con
 func (w *waiter) watchIfDue() bool {
 	watch, releases := releasesOf(w.b)
 	now := time.Now()
-	if watch == nil || w.cfg.Wait <= 0 || !now.Before(w.until) || !w.watch.Due(now) {
+	if w.cfg.Wait <= 0 || !now.Before(w.until) || !w.watch.Due(now) {
 		return false
 	}
 	setup, done := context.WithDeadline(w.ctx, w.until)
@@ -55,16 +55,12 @@ func (w *waiter) watchIfDue() bool {
 
 // releasesOf returns what a waiter watches b with: its releases alone
 // where b can tell them apart (another candidate taking the lock is no
-// reason to try again), and then releases is true; else every change; nil
-// if b cannot watch.
+// reason to try again), and then releases is true; else every change.
 func releasesOf(b backends.Backend) (watch WatchFunc, releases bool) {
 	if rw, ok := b.(backends.ReleaseWatcher); ok {
 		return rw.WatchReleases, true
 	}
-	if wb, ok := b.(backends.Watcher); ok {
-		return wb.Watch, false
-	}
-	return nil, false
+	return b.Watch, false
 }
 
 // wait blocks until the next try is due. It returns false when the wait is

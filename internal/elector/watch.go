@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/hustings/hustings/backends"
 )
 
 // watchAll watches every name and merges the signals into one channel
@@ -93,7 +91,7 @@ func (w *waiting) held() {
 // While it lives, one goroutine hands its signals to the actor: a waiting
 // campaign costs that goroutine, a holding one does not.
 func (a *actor) startWatch() {
-	w := a.e.backend.(backends.Watcher)
+	watch := a.e.backend.Watch
 	a.call(opWatch, nil, func(ctx context.Context, sent error) outcome {
 		var (
 			ch     <-chan struct{}
@@ -101,7 +99,7 @@ func (a *actor) startWatch() {
 		)
 		err := sent
 		if sent == nil {
-			ch, cancel, err = OpenWatch(a.ctx, ctx, w.Watch, a.e.slots, &a.wg, &a.wait.fired)
+			ch, cancel, err = OpenWatch(a.ctx, ctx, watch, a.e.slots, &a.wg, &a.wait.fired)
 		}
 		return outcome{
 			apply: func() { a.watched(ch, cancel, err) },
@@ -120,8 +118,7 @@ func (a *actor) startWatch() {
 // behind a strategy's gate watches from the start: it may wait without
 // trying, and a release is what tells it to rank again.
 func (a *actor) needWatch(now time.Time) bool {
-	_, ok := a.e.backend.(backends.Watcher)
-	return ok && (a.losing() || a.gate != nil) && a.wait.watch.Due(now)
+	return (a.losing() || a.gate != nil) && a.wait.watch.Due(now)
 }
 
 func (a *actor) watched(ch <-chan struct{}, cancel context.CancelFunc, err error) {

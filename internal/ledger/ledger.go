@@ -21,7 +21,7 @@ type Ledger struct {
 
 // Losses returns a channel that receives a value whenever a lock goes to
 // Lost (signals coalesce: the buffer holds one); the same channel on every
-// call, never closed. For backends.LossNotifier.
+// call, never closed. For backends.Session.Losses.
 func (l *Ledger) Losses() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -49,8 +49,8 @@
 // Store's Members and its sessions' Register return ErrInvalid). A
 // driver that can push changes implements Notifier: its feed reports
 // every write of a lock record (removals and expiries included) and the
-// end of every session record, and the Store's sessions are then
-// backends.LossNotifier (a write to a held lock's record after its take,
+// end of every session record, and the Store's sessions then push
+// losses (Session.Losses: a write to a held lock's record after its take,
 // or the session's own end, is pushed to Lost). Otherwise the Store
 // polls the watched locks at Config.Poll. Either way the hub re-reads a
 // watched lock when it expires as last read, if the read reported an

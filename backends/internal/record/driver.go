@@ -119,8 +119,7 @@ type Driver interface {
 
 // Notifier is implemented by drivers whose store can push changes of
 // records (a KV watch, a change stream). A Store on a Notifier pushes
-// wake-ups (Watch, WatchReleases) and the losses of locks (its sessions
-// are backends.LossNotifier).
+// wake-ups (Watch, WatchReleases) and the losses of locks (Session.Losses).
 type Notifier interface {
 	// Notify runs the store's change feed until ctx ends (then it returns
 	// nil) or the feed breaks (an error). It calls f.Ready once the feed
@@ -159,7 +158,7 @@ func (f *Feed) Progress(version uint64) { f.r.Advance(version) }
 func (f *Feed) Ended(sid string) { f.t.ended(f.r, sid) }
 
 // Registrar is implemented by drivers that keep each group's registry of
-// live candidates (for backends.Registry): entries tied to session
+// live candidates (for Backend.Members): entries tied to session
 // records, gone when their session is.
 type Registrar interface {
 	// Register stores session sid's entry in group if the session lives:

@@ -12,7 +12,7 @@ import (
 func SetKeepHook(t testing.TB, s backends.Session, f func()) {
 	old := keepHook
 	keepHook = func(ss *session) {
-		if p, ok := s.(pushSession); ok && p.session == ss {
+		if s == backends.Session(ss) {
 			f()
 		}
 	}

@@ -306,7 +306,7 @@ func TestSessionEndIsPushedLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	losses := a.(backends.LossNotifier).Losses()
+	losses := a.Losses()
 	tok, err := a.Acquire(ctx, "ends", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -337,7 +337,7 @@ func TestKeepAliveConfirmedByFeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close(ctx)
-	losses := a.(backends.LossNotifier).Losses()
+	losses := a.Losses()
 	names := backendtest.Names("covered", 20)
 	backendtest.AcquireAtOnce(t, a, names)
 	// The feed reports its first progress within a tick of the takes.
@@ -402,7 +402,7 @@ func TestCloseWaitsForTheFeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.(backends.LossNotifier).Losses()
+	a.Losses()
 	if _, err := a.Acquire(ctx, "slow", 0); err != nil { // waits for the feed
 		t.Fatal(err)
 	}

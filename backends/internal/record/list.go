@@ -6,11 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/hustings/hustings/backends"
 )
-
-var _ backends.Lister = (*Store)(nil)
 
 // Lister is implemented by drivers that can list their lock records, for
 // the Store's List.

@@ -4,23 +4,19 @@ import (
 	"context"
 	"time"
 
-	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/internal/hub"
 )
 
-// pushSession is a session of a Store whose driver is a Notifier: its
-// losses are pushed.
-type pushSession struct{ *session }
-
-var _ backends.LossNotifier = pushSession{}
-
-// Losses returns the channel signalled when Lost gains a lock; see
-// backends.LossNotifier. The first call joins the session to the Store's
-// feed (started by it, and again by Acquire and KeepAlive if it broke),
-// which then reports a write to a lock record after the session's take,
-// and the end of the session's own record. Close leaves it.
-func (p pushSession) Losses() <-chan struct{} {
-	ss := p.session
+// Losses returns the channel signalled when Lost gains a lock (see
+// backends.Session), or nil if the Store's driver is no Notifier. The
+// first call joins the session to the Store's feed (started by it, and
+// again by Acquire and KeepAlive if it broke), which then reports a write
+// to a lock record after the session's take, and the end of the session's
+// own record. Close leaves it.
+func (ss *session) Losses() <-chan struct{} {
+	if ss.s.hub.feed == nil {
+		return nil
+	}
 	ss.mu.Lock()
 	first := !ss.push
 	ss.push = true

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/internal/record"
 )
 
@@ -30,7 +29,7 @@ func TestCloseDuringLossesLeavesNoFeed(t *testing.T) {
 		case <-time.After(100 * time.Millisecond): // Close waits for the join
 		}
 	})
-	ss.(backends.LossNotifier).Losses()
+	ss.Losses()
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,6 @@ import (
 	"github.com/hustings/hustings/strategy"
 )
 
-var (
-	_ backends.Registry  = (*Store)(nil)
-	_ backends.Registrar = (*session)(nil)
-)
-
 // registrar returns the driver's registry, or an ErrInvalid error if it
 // keeps none.
 func (s *Store) registrar() (Registrar, error) {
@@ -43,7 +38,7 @@ func (s *Store) Members(ctx context.Context, group string) ([]strategy.Candidate
 }
 
 // Register adds or updates the session's entry in group; see
-// backends.Registrar. A session that expired stores nothing and reports
+// backends.Session.Register. A session that expired stores nothing and reports
 // ErrSessionLost.
 func (ss *session) Register(ctx context.Context, group string, c strategy.Candidate) (strategy.Candidate, error) {
 	if err := ss.usable(); err != nil {

@@ -17,7 +17,6 @@ import (
 
 var (
 	_ backends.Backend        = (*Store)(nil)
-	_ backends.Watcher        = (*Store)(nil)
 	_ backends.ReleaseWatcher = (*Store)(nil)
 )
 
@@ -84,9 +83,6 @@ func (s *Store) Open(ctx context.Context, id string, ttl time.Duration) (backend
 	})
 	if err != nil {
 		return nil, err
-	}
-	if s.hub.feed != nil {
-		return pushSession{ss}, nil
 	}
 	return ss, nil
 }
