@@ -211,7 +211,7 @@ func TestRevokedAtDeadlineWhileBackendHangs(t *testing.T) {
 		b.Partition("a") // every call of a now hangs
 		other := start(t, b, "b")
 		e := next(t, a.c.Events())
-		if e.Kind != events.Revoked || !errors.Is(e.Reason, events.ErrUnreachable) {
+		if e.Kind != events.Revoked || !errors.Is(e.Reason, events.ErrLeaseExpired) || !errors.Is(e.Reason, backends.ErrUnavailable) {
 			t.Fatalf("got %s, want revoked for an unreachable backend", e)
 		}
 		if e.Time.After(deadline) {

@@ -169,7 +169,7 @@ func TestCancelEndsTheTermWithReason(t *testing.T) {
 			t.Fatalf("Run = %v, want context.Canceled", err)
 		}
 		e := next(t, c.Events())
-		if e.Kind != events.Revoked || e.Token != won.Token || !errors.Is(e.Reason, events.ErrCanceled) {
+		if e.Kind != events.Revoked || e.Token != won.Token || !errors.Is(e.Reason, events.ErrResigned) || !errors.Is(e.Reason, context.Canceled) {
 			t.Fatalf("got %s, want revoked for a cancelled context", e)
 		}
 		if h := holderOf(t, b, "x"); h.ID != "" {

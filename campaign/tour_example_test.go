@@ -39,7 +39,7 @@ func Example_events() {
 	}
 	// Output:
 	// elected, token 1 true
-	// revoked: events: context canceled
+	// revoked: events: resigned: context canceled
 }
 
 // Work under WhileLeader writes through the lock's store with the term's

@@ -44,19 +44,19 @@ func (k Kind) String() string {
 // Reasons a term is revoked, carried in Event.Reason and matched with
 // errors.Is.
 var (
-	// ErrResigned: the candidate gave the term up (Resign, Close).
+	// ErrResigned: the candidate gave the term up gracefully: Resign,
+	// Close, or the end of the context its campaign ran under (the reason
+	// then also matches that context's error, context.Canceled or
+	// context.DeadlineExceeded).
 	ErrResigned = errors.New("events: resigned")
 	// ErrLeaseExpired: the local deadline passed without a successful
-	// renewal.
+	// renewal. When the backend failed or had not answered by then, the
+	// reason also matches backends.ErrUnavailable and wraps the last
+	// failure.
 	ErrLeaseExpired = errors.New("events: lease expired")
 	// ErrSessionLost: the backend reported that the candidate's session (and
 	// so every lock of it) is gone.
 	ErrSessionLost = errors.New("events: session lost")
-	// ErrUnreachable: the local deadline passed while the backend could not
-	// be reached.
-	ErrUnreachable = errors.New("events: backend unreachable")
-	// ErrCanceled: the context the campaign ran under ended.
-	ErrCanceled = errors.New("events: context canceled")
 	// ErrLockLost: the session lives, but the backend no longer holds the
 	// lock for it: deleted or evicted behind its back, its lease revoked.
 	// Another candidate may already hold it.

@@ -143,7 +143,7 @@ func (t *traceTerm) Ended(e events.Event) {
 		t.on.mu.Unlock()
 	}
 	t.span.SetAttributes(attrReason.String(elector.ReasonCode(e.Reason)))
-	if e.Reason != nil && !errors.Is(e.Reason, events.ErrResigned) && !errors.Is(e.Reason, events.ErrCanceled) {
+	if e.Reason != nil && !errors.Is(e.Reason, events.ErrResigned) {
 		t.span.SetStatus(codes.Error, e.Reason.Error())
 	}
 	t.span.End(trace.WithTimestamp(e.Time))

@@ -96,7 +96,7 @@ func blackholedLeader(t *testing.T, srv *consultest.Server) []*backendtest.Recor
 	if h, err := direct.Holder(t.Context(), name); err != nil || h.ID != "a" || h.Token != first.Token {
 		t.Fatalf("Holder when a published Revoked = %+v, %v; want a's lock still alive on the server (a, %d)", h, err, first.Token)
 	}
-	if !errors.Is(revoked.Reason, events.ErrUnreachable) && !errors.Is(revoked.Reason, events.ErrLeaseExpired) {
+	if !errors.Is(revoked.Reason, events.ErrLeaseExpired) {
 		t.Errorf("a revoked with reason %v, want unreachable or lease expired", revoked.Reason)
 	}
 	second := b.Expect(t, events.Elected, faultWait)

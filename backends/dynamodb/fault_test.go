@@ -293,7 +293,7 @@ func blackholedLeader(t *testing.T, srv *dynamotest.Server) []*backendtest.Recor
 
 	link.Blackhole()
 	revoked := a.Expect(t, events.Revoked, faultTTL+faultWait)
-	if !errors.Is(revoked.Reason, events.ErrUnreachable) && !errors.Is(revoked.Reason, events.ErrLeaseExpired) {
+	if !errors.Is(revoked.Reason, events.ErrLeaseExpired) {
 		t.Errorf("a revoked with reason %v, want unreachable or lease expired", revoked.Reason)
 	}
 	second := b.Expect(t, events.Elected, faultWait)

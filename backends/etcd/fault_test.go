@@ -167,8 +167,8 @@ func blackholeLeader(t *testing.T, srv *etcdtest.Server, h *history) {
 	if holder.ID != "blackholed" || holder.Token != first.Token {
 		t.Fatalf("Holder right after the cut-off leader's Revoked = %+v, want blackholed, %d: the leader must give up before the server frees the lock", holder, first.Token)
 	}
-	if !errors.Is(revoked.Reason, events.ErrUnreachable) {
-		t.Errorf("Revoked reason = %v, want ErrUnreachable", revoked.Reason)
+	if !errors.Is(revoked.Reason, events.ErrLeaseExpired) || !errors.Is(revoked.Reason, backends.ErrUnavailable) {
+		t.Errorf("Revoked reason = %v, want ErrLeaseExpired with backends.ErrUnavailable", revoked.Reason)
 	}
 	next := nth(t, f, events.Elected, 1, faultTTL+15*time.Second)
 	if next.Token <= first.Token {

@@ -78,7 +78,7 @@ func blackholedLeader(t *testing.T, srv *redistest.Server) []*backendtest.Record
 	if h, err := direct.Holder(t.Context(), name); err != nil || h.ID != "a" || h.Token != first.Token {
 		t.Fatalf("Holder when a published Revoked = %+v, %v; want a's session still alive on the server (a, %d)", h, err, first.Token)
 	}
-	if !errors.Is(revoked.Reason, events.ErrUnreachable) && !errors.Is(revoked.Reason, events.ErrLeaseExpired) {
+	if !errors.Is(revoked.Reason, events.ErrLeaseExpired) {
 		t.Errorf("a revoked with reason %v, want unreachable or lease expired", revoked.Reason)
 	}
 	second := b.Expect(t, events.Elected, faultWait)
@@ -129,7 +129,7 @@ func serverRestart(t *testing.T, srv *redistest.Server) []*backendtest.Recorder 
 		t.Fatal(err)
 	}
 	revoked := leader.Expect(t, events.Revoked, faultTTL+faultWait)
-	if !errors.Is(revoked.Reason, events.ErrSessionLost) && !errors.Is(revoked.Reason, events.ErrUnreachable) {
+	if !errors.Is(revoked.Reason, events.ErrSessionLost) && !errors.Is(revoked.Reason, events.ErrLeaseExpired) {
 		t.Errorf("%s revoked with reason %v, want session lost or unreachable", leader.ID, revoked.Reason)
 	}
 	_, third := electedOf(t, a, b)

@@ -43,7 +43,7 @@ func TestBlackholedLeader(t *testing.T) {
 	cut := time.Now()
 	link.Blackhole()
 	revoked := a.WaitFor(t, events.Revoked, 5*time.Second)
-	if !errors.Is(revoked.Reason, events.ErrUnreachable) && !errors.Is(revoked.Reason, events.ErrLeaseExpired) {
+	if !errors.Is(revoked.Reason, events.ErrLeaseExpired) {
 		t.Errorf("a revoked for %v, want the deadline (unreachable or lease expired)", revoked.Reason)
 	}
 	if late := revoked.Time.Sub(cut); late > timeoutA+500*time.Millisecond {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/events"
 )
@@ -164,18 +166,30 @@ func (t *timeline) elapsed(at time.Time) string {
 	return fmt.Sprintf("%.1fms", float64(at.Sub(t.start).Microseconds())/1000)
 }
 
-// reasons are the revocation reasons the demo tells apart: a code for the
-// node's JSON lines and a phrase for the timeline.
+// reasons are the revocation reasons the demo tells apart, the first
+// whose errors a reason all matches: a code for the node's JSON lines and
+// a phrase for the timeline.
 var reasons = []struct {
-	err          error
+	errs         []error
 	code, phrase string
 }{
-	{events.ErrResigned, "resigned", "resigned"},
-	{events.ErrUnreachable, "unreachable", "backend unreachable at the deadline"},
-	{events.ErrLeaseExpired, "lease-expired", "lease expired"},
-	{events.ErrSessionLost, "session-lost", "session lost"},
-	{events.ErrLockLost, "lock-lost", "lock lost: removed from the backend"},
-	{events.ErrCanceled, "canceled", "context canceled"},
+	{[]error{events.ErrResigned, context.Canceled}, "canceled", "context canceled"},
+	{[]error{events.ErrResigned, context.DeadlineExceeded}, "canceled", "context deadline exceeded"},
+	{[]error{events.ErrResigned}, "resigned", "resigned"},
+	{[]error{events.ErrLeaseExpired, backends.ErrUnavailable}, "unreachable", "backend unreachable at the deadline"},
+	{[]error{events.ErrLeaseExpired}, "lease-expired", "lease expired"},
+	{[]error{events.ErrSessionLost}, "session-lost", "session lost"},
+	{[]error{events.ErrLockLost}, "lock-lost", "lock lost: removed from the backend"},
+}
+
+// matches reports whether err matches every one of errs.
+func matches(err error, errs []error) bool {
+	for _, e := range errs {
+		if !errors.Is(err, e) {
+			return false
+		}
+	}
+	return true
 }
 
 // reasonCode returns the code of a revocation reason: "other" for an error
@@ -185,7 +199,7 @@ func reasonCode(err error) string {
 		return ""
 	}
 	for _, r := range reasons {
-		if errors.Is(err, r.err) {
+		if matches(err, r.errs) {
 			return r.code
 		}
 	}
@@ -195,7 +209,7 @@ func reasonCode(err error) string {
 // reason names a revocation reason briefly.
 func reason(err error) string {
 	for _, r := range reasons {
-		if errors.Is(err, r.err) {
+		if matches(err, r.errs) {
 			return r.phrase
 		}
 	}

@@ -109,7 +109,7 @@ func (a *actor) begin() {
 		return
 	}
 	a.end.stopCtx = context.AfterFunc(a.ctx, func() {
-		a.do(func() { a.stop(events.ErrCanceled, a.ctx.Err()) })
+		a.do(func() { a.stop(fmt.Errorf("%w: %w", events.ErrResigned, a.ctx.Err()), a.ctx.Err()) })
 	})
 }
 
@@ -191,7 +191,7 @@ func (a *actor) revoke(reason error) *term {
 	// Hooks (metrics) and logs first: whoever reads the event may look at them.
 	t.hook.Ended(e)
 	level := slog.LevelWarn
-	if errors.Is(reason, events.ErrResigned) || errors.Is(reason, events.ErrCanceled) {
+	if errors.Is(reason, events.ErrResigned) {
 		level = slog.LevelInfo
 	}
 	cfg.Logger.Log(context.Background(), level, "revoked", "name", a.e.name, "id", cfg.ID, "slot", e.Slot, "token", e.Token, "reason", reason)

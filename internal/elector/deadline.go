@@ -1,9 +1,11 @@
 package elector
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
 )
 
@@ -135,10 +137,13 @@ func (a *actor) expireIfDue(now time.Time) time.Time {
 	if cause == nil {
 		cause = failing
 	}
-	if cause != nil || renewing {
-		reason = events.ErrUnreachable
+	if cause == nil && renewing {
+		cause = errors.New("the renewal in flight had no answer")
 	}
 	if cause != nil {
+		if !errors.Is(cause, backends.ErrUnavailable) {
+			cause = fmt.Errorf("%w: %w", backends.ErrUnavailable, cause)
+		}
 		reason = fmt.Errorf("%w: %w", reason, cause)
 	}
 	t := a.revoke(reason)

@@ -1,8 +1,11 @@
 package elector
 
 import (
+	"context"
 	"errors"
 	"fmt"
+
+	"github.com/hustings/hustings/backends"
 
 	"github.com/hustings/hustings/events"
 )
@@ -69,27 +72,26 @@ func (r Reason) String() string {
 
 // ReasonCode returns the short, stable code of a revocation reason (an
 // events.Err* value, possibly wrapped), for metric labels and traces:
-// "resigned", "lease-expired", "session-lost", "lock-lost", "unreachable"
-// or "canceled"; "other" for an error that wraps none of them, and "" for
-// nil.
+// "resigned", "canceled" (resigned because the campaign's context
+// ended), "lease-expired", "unreachable" (expired while the backend was
+// unavailable), "session-lost" or "lock-lost"; "other" for an error that
+// wraps none of them, and "" for nil.
 func ReasonCode(reason error) string {
-	if reason == nil {
+	switch {
+	case reason == nil:
 		return ""
-	}
-	for _, r := range []struct {
-		err  error
-		code string
-	}{
-		{events.ErrResigned, "resigned"},
-		{events.ErrUnreachable, "unreachable"},
-		{events.ErrLeaseExpired, "lease-expired"},
-		{events.ErrSessionLost, "session-lost"},
-		{events.ErrLockLost, "lock-lost"},
-		{events.ErrCanceled, "canceled"},
-	} {
-		if errors.Is(reason, r.err) {
-			return r.code
-		}
+	case errors.Is(reason, events.ErrResigned) && (errors.Is(reason, context.Canceled) || errors.Is(reason, context.DeadlineExceeded)):
+		return "canceled"
+	case errors.Is(reason, events.ErrResigned):
+		return "resigned"
+	case errors.Is(reason, events.ErrLeaseExpired) && errors.Is(reason, backends.ErrUnavailable):
+		return "unreachable"
+	case errors.Is(reason, events.ErrLeaseExpired):
+		return "lease-expired"
+	case errors.Is(reason, events.ErrSessionLost):
+		return "session-lost"
+	case errors.Is(reason, events.ErrLockLost):
+		return "lock-lost"
 	}
 	return "other"
 }

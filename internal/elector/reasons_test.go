@@ -1,10 +1,12 @@
 package elector
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
 
+	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
 )
 
@@ -16,9 +18,10 @@ func TestReasonCode(t *testing.T) {
 		{nil, ""},
 		{events.ErrResigned, "resigned"},
 		{events.ErrLeaseExpired, "lease-expired"},
-		{fmt.Errorf("%w: %w", events.ErrUnreachable, errors.New("dial tcp: refused")), "unreachable"},
+		{fmt.Errorf("%w: %w: dial tcp: refused", events.ErrLeaseExpired, backends.ErrUnavailable), "unreachable"},
 		{fmt.Errorf("%w: gone", events.ErrSessionLost), "session-lost"},
-		{events.ErrCanceled, "canceled"},
+		{fmt.Errorf("%w: %w", events.ErrResigned, context.Canceled), "canceled"},
+		{fmt.Errorf("%w: %w", events.ErrResigned, context.DeadlineExceeded), "canceled"},
 		{fmt.Errorf("%w: deleted", events.ErrLockLost), "lock-lost"},
 		{errors.New("something else"), "other"},
 	} {

@@ -99,7 +99,7 @@ func newTestActor(t *testing.T, ctx context.Context) *actor {
 
 // stopTestActor stops a and waits for its campaign to finish.
 func stopTestActor(a *actor) {
-	a.do(func() { a.stop(events.ErrCanceled, nil) })
+	a.do(func() { a.stop(events.ErrResigned, nil) })
 	<-a.e.finished()
 }
 
