@@ -66,7 +66,7 @@ type hustingsLocker struct {
 }
 
 func (h hustingsLocker) run(ctx context.Context, name string, cs func()) error {
-	opts := []campaign.Option{campaign.WithLease(hustingsLease), campaign.WithRetry(hustingsRetry)}
+	opts := []campaign.Option{campaign.WithTTL(hustingsLease), campaign.WithRetry(hustingsRetry)}
 	if h.wait > 0 {
 		opts = append(opts, campaign.WithWait(h.wait))
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 func TestFailureModes(t *testing.T) {
-	lease := campaign.WithLease(2 * time.Second)
+	lease := campaign.WithTTL(2 * time.Second)
 	tests := []struct {
 		name    string
 		opts    []campaign.Option
@@ -87,7 +87,7 @@ func TestFailOpenNeverRunsAfterContentionThenFailure(t *testing.T) {
 		res, err := campaign.RunIfLeader(t.Context(), f, "x", func(ctx context.Context, tok events.Token) (int, error) {
 			ran = true
 			return 0, nil
-		}, campaign.WithID("a"), campaign.WithLease(2*time.Second), campaign.WithWait(10*time.Second),
+		}, campaign.WithID("a"), campaign.WithTTL(2*time.Second), campaign.WithWait(10*time.Second),
 			campaign.WithFailOpen())
 		h, herr := f.Backend.Holder(context.Background(), "x")
 		if herr != nil {
@@ -114,7 +114,7 @@ func TestWaitingRunKeepAliveIsBounded(t *testing.T) {
 		defer cancel()
 		start := time.Now()
 		res, err := campaign.RunIfLeader(ctx, b, "x", answer, campaign.WithID("a"),
-			campaign.WithLease(2*time.Second), campaign.WithWait(10*time.Second), campaign.WithSkipOnFailure())
+			campaign.WithTTL(2*time.Second), campaign.WithWait(10*time.Second), campaign.WithSkipOnFailure())
 		if took := time.Since(start); took > 20*time.Second {
 			t.Errorf("RunIfLeader (lease 2s, wait 10s, Skip) returned after %v: %+v, %v; want a backend failure within the wait + lease", took, res, err)
 		}

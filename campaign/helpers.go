@@ -59,7 +59,7 @@ func Every(ctx context.Context, b backends.Backend, name string, period time.Dur
 	if period < elector.MinTTL {
 		return fmt.Errorf("%w: period %v is shorter than %v", ErrInvalid, period, elector.MinTTL)
 	}
-	opts = append([]Option{WithLease(period)}, opts...)
+	opts = append([]Option{ttl(period)}, opts...)
 	cfg := elector.NewConfig(opts)
 	if _, err := validateRun(ctx, &cfg, b, name, fn == nil, elector.ForEvery); err != nil {
 		return err
@@ -81,7 +81,7 @@ func Every(ctx context.Context, b backends.Backend, name string, period time.Dur
 			cfg.Logger.Info("late for the window; skipping it", "name", name, "window", w, "late", late)
 			continue
 		}
-		end := w.Add(period - cfg.MarginFor(cfg.Lease))
+		end := w.Add(period - cfg.MarginFor(cfg.RunTTL))
 		lock := windowName(name, w.UnixNano()/int64(period))
 		res, err := runIfLeader(ctx, b, lock, run, elector.ForEvery, append(opts, minHold(max(end.Sub(now()), 0))))
 		switch {

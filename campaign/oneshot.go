@@ -62,7 +62,7 @@ type Result[T any] struct {
 
 // RunIfLeader runs fn once if the lock name can be had, and releases the
 // lock after. fn gets the fencing token, and a context that ends when the
-// lease (WithLease, default 30s) runs out, less the safety margin: after
+// run's TTL (WithTTL, default 30s) runs out, less the safety margin: after
 // that the backend frees the lock whether or not this process lives. A
 // write fn makes after a pause can land after that: fence it with the
 // token where it lands (see WhileLeader and package fence).
@@ -161,7 +161,7 @@ func onFailure[T any](ctx context.Context, cfg *elector.Config, name, label stri
 		return Result[T]{Outcome: Skipped, Err: err}, nil
 	case elector.FailOpenRun:
 		cfg.Logger.Warn("backend failed; running without the lock", "id", cfg.ID, "err", err)
-		fctx, cancel := context.WithTimeout(ctx, cfg.Lease-cfg.MarginFor(cfg.Lease))
+		fctx, cancel := context.WithTimeout(ctx, cfg.RunTTL-cfg.MarginFor(cfg.RunTTL))
 		defer cancel()
 		deadline, _ := fctx.Deadline()
 		defer hook.Work(0, 0, deadline)() // no lock: slot 0, token 0

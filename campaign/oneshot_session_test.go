@@ -122,7 +122,7 @@ func TestRunIfLeaderOnSessionEndsWithTheSession(t *testing.T) {
 			<-ctx.Done()
 			b.Heal("a")
 			return time.Since(start), ctx.Err()
-		}, campaign.WithSession(s), campaign.WithLease(time.Hour))
+		}, campaign.WithSession(s), campaign.WithTTL(time.Hour))
 		if err != nil || res.Outcome != campaign.ActionFailed || !errors.Is(res.Err, context.Canceled) {
 			t.Fatalf("RunIfLeader = %+v, %v; want ActionFailed with context.Canceled", res, err)
 		}
@@ -193,7 +193,7 @@ func TestRunIfLeaderOnSessionOutlivesTheTTL(t *testing.T) {
 		res, err := campaign.RunIfLeader(t.Context(), b, "job", func(ctx context.Context, _ events.Token) (error, error) {
 			time.Sleep(3 * ttl)
 			return ctx.Err(), nil
-		}, campaign.WithSession(s), campaign.WithLease(time.Hour))
+		}, campaign.WithSession(s), campaign.WithTTL(time.Hour))
 		if err != nil || res.Outcome != campaign.Succeeded || res.Value != nil {
 			t.Fatalf("RunIfLeader = %+v, %v; want Succeeded with fn's context still live after 3 TTLs", res, err)
 		}

@@ -61,12 +61,12 @@ func TestRunIfLeaderRejectsBadInput(t *testing.T) {
 		{"nil backend", nil, "x", answer, nil},
 		{"nil fn", b, "x", nil, nil},
 		{"empty name", b, "", answer, nil},
-		{"negative lease", b, "x", answer, []campaign.Option{campaign.WithLease(-1)}},
-		{"zero lease", b, "x", answer, []campaign.Option{campaign.WithLease(0)}},
-		{"lease overflowing milliseconds", b, "x", answer, []campaign.Option{campaign.WithLease(math.MaxInt64)}},
+		{"negative lease", b, "x", answer, []campaign.Option{campaign.WithTTL(-1)}},
+		{"zero lease", b, "x", answer, []campaign.Option{campaign.WithTTL(0)}},
+		{"lease overflowing milliseconds", b, "x", answer, []campaign.Option{campaign.WithTTL(math.MaxInt64)}},
 		{"negative wait", b, "x", answer, []campaign.Option{campaign.WithWait(-1)}},
 		{"negative hold", b, "x", answer, []campaign.Option{campaign.WithMinHold(-1)}},
-		{"margin over lease", b, "x", answer, []campaign.Option{campaign.WithLease(time.Second), campaign.WithSafetyMargin(2 * time.Second)}},
+		{"margin over lease", b, "x", answer, []campaign.Option{campaign.WithTTL(time.Second), campaign.WithSafetyMargin(2 * time.Second)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,7 +127,7 @@ func TestRunIfLeaderLeaseEndsFnContext(t *testing.T) {
 			<-ctx.Done()
 			ended = time.Now()
 			return 0, ctx.Err()
-		}, campaign.WithLease(lease))
+		}, campaign.WithTTL(lease))
 		if err != nil || res.Outcome != campaign.ActionFailed || !errors.Is(res.Err, context.DeadlineExceeded) {
 			t.Fatalf("%+v, %v; want action-failed with the lease deadline", res, err)
 		}
@@ -324,7 +324,7 @@ func TestRunIfLeaderNeverRunsWithSpentLease(t *testing.T) {
 		res, err := campaign.RunIfLeader(t.Context(), f, "x", func(ctx context.Context, tok events.Token) (int, error) {
 			atStart = ctx.Err()
 			return 0, nil
-		}, campaign.WithID("a"), campaign.WithLease(10*time.Second))
+		}, campaign.WithID("a"), campaign.WithTTL(10*time.Second))
 		if err != nil || res.Outcome != campaign.Succeeded || atStart != nil {
 			t.Errorf("after a 9.5s Open on a 10s lease: %+v, %v, fn's context at start: %v; want a renewed lease", res, err, atStart)
 		}
@@ -340,7 +340,7 @@ func TestRunIfLeaderWaitKeepsSessionAlive(t *testing.T) {
 		s, _ := holding(t, b, "holder", "x")
 		closed := make(chan error, 1)
 		time.AfterFunc(3*time.Second, func() { closed <- s.Close(context.Background()) })
-		res, err := campaign.RunIfLeader(t.Context(), b, "x", answer, campaign.WithLease(time.Second), campaign.WithWait(10*time.Second))
+		res, err := campaign.RunIfLeader(t.Context(), b, "x", answer, campaign.WithTTL(time.Second), campaign.WithWait(10*time.Second))
 		if err != nil || res.Outcome != campaign.Succeeded {
 			t.Errorf("lock freed after 3s within a 10s wait: %+v, %v; want elected", res, err)
 		}

@@ -33,19 +33,22 @@ func positive(what string, d time.Duration) error {
 	return fmt.Errorf("%s %v must be > 0", what, d)
 }
 
-// WithTTL sets a session's TTL: how long the backend keeps the locks after
-// the last successful keep-alive. Default 10s; from 100ms (shorter, the
-// renewals a third of a TTL apart would be within a busy machine's
-// scheduling delays) to 7 days, else ErrInvalid.
-// Applies to New, NewSession and group.New.
+// WithTTL sets how long the backend keeps a lock without hearing from its
+// holder. For a campaign or a session, it is the session's TTL: the locks
+// live until a TTL after the last successful keep-alive, renewed every
+// third of it; default 10s, from 100ms (shorter, the renewals would be
+// within a busy machine's scheduling delays). For a one-shot run
+// (RunIfLeader, Every), it is how long the run may hold the lock: fn's
+// context ends a safety margin before it, and the backend frees the lock
+// then even if this process dies; default 30s (Every: the period), from
+// 1ms; on a Session (WithSession), whose own TTL keeps the lock alive, it
+// still bounds fn. At most 7 days; else ErrInvalid. With WithSession, a
+// campaign takes the session's TTL instead. Applies everywhere but
+// Observe.
 func WithTTL(d time.Duration) Option {
-	return elector.Opt("WithTTL", elector.ForCampaign|elector.ForGroup|elector.ForSession, func(c *elector.Config) {
+	return elector.Opt("WithTTL", elector.ForAll&^elector.ForObserve, func(c *elector.Config) {
 		c.TTL = d
-		err := validate.TTL("TTL", d)
-		if err == nil && d < elector.MinTTL {
-			err = fmt.Errorf("TTL %v is too short to hold a lock (a campaign renews every third of it): the shortest that works is %v", d, elector.MinTTL)
-		}
-		c.Reject(err)
+		c.Reject(validate.TTL("TTL", d))
 	})
 }
 
@@ -63,9 +66,9 @@ func WithRetry(d time.Duration) Option {
 
 // WithSafetyMargin sets how long before the backend's lease runs out the
 // candidate stops believing it leads: a term's local deadline is the start of
-// the last successful acquire or renewal + TTL (or lease) − margin. It
-// covers clock drift and delivery delays. Default: a tenth of the TTL or
-// lease. Applies everywhere but Observe.
+// the last successful acquire or renewal + TTL − margin. It covers clock
+// drift and delivery delays. Default: a tenth of the TTL. Applies
+// everywhere but Observe.
 func WithSafetyMargin(d time.Duration) Option {
 	return elector.Opt("WithSafetyMargin", elector.ForAll&^elector.ForObserve, func(c *elector.Config) { c.Margin, c.MarginSet = d, true })
 }
@@ -77,17 +80,6 @@ func WithSafetyMargin(d time.Duration) Option {
 // group.New.
 func WithGrace(d time.Duration) Option {
 	return elector.Opt("WithGrace", elector.ForCampaign|elector.ForGroup|elector.ForSession, func(c *elector.Config) { c.Grace, c.GraceSet = d, true })
-}
-
-// WithLease sets how long a RunIfLeader run may hold the lock: fn's context
-// ends then, and the backend frees the lock even if this process dies.
-// Default 30s; Every defaults it to the period. From 1ms to
-// 7 days. Applies to RunIfLeader and Every.
-func WithLease(d time.Duration) Option {
-	return elector.Opt("WithLease", elector.ForRun|elector.ForEvery, func(c *elector.Config) {
-		c.Lease = d
-		c.Reject(validate.TTL("lease", d))
-	})
 }
 
 // WithWait makes RunIfLeader wait up to d for a held lock instead of
@@ -108,6 +100,12 @@ func WithMinHold(d time.Duration) Option {
 // the caller.
 func minHold(d time.Duration) Option {
 	return elector.OptionFunc(func(c *elector.Config) { c.MinHold = d })
+}
+
+// ttl is Every's default TTL, the period, which a WithTTL after it
+// overrides.
+func ttl(d time.Duration) Option {
+	return elector.OptionFunc(func(c *elector.Config) { c.TTL = d })
 }
 
 // WithLogger sets where lost leases, backend errors and failed actions are

@@ -24,11 +24,11 @@ func TestOptionThatDoesNotApplyIsRefused(t *testing.T) {
 		call   func() error
 	}{
 		{"WithTTL", func() error {
-			_, err := campaign.RunIfLeader(t.Context(), b, "job", fn, campaign.WithTTL(time.Minute))
+			_, err := campaign.Observe(t.Context(), b, "lock", campaign.WithTTL(time.Minute))
 			return err
 		}},
-		{"WithLease", func() error {
-			_, err := campaign.New(b, "lock", campaign.WithLease(time.Minute))
+		{"WithGrace", func() error {
+			_, err := campaign.RunIfLeader(t.Context(), b, "job", fn, campaign.WithGrace(time.Minute))
 			return err
 		}},
 		{"WithWait", func() error {
@@ -60,7 +60,7 @@ func TestEveryTakesItsOptions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	err := campaign.Every(ctx, memory.New(), "job", time.Second, func(context.Context, events.Token) error { return nil },
-		campaign.WithClock(time.Now), campaign.WithLease(time.Second), campaign.WithSkipOnFailure())
+		campaign.WithClock(time.Now), campaign.WithTTL(time.Second), campaign.WithSkipOnFailure())
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Every = %v, want it to run until its context ends", err)
 	}

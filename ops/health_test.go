@@ -146,7 +146,7 @@ func TestHealthFailsForOneShotWorkPastItsLease(t *testing.T) {
 			_, err := campaign.RunIfLeader(context.Background(), memory.New(), "nightly", func(ctx context.Context, _ events.Token) (int, error) {
 				time.Sleep(20 * time.Second) // ignores ctx, whose lease is 10s
 				return 0, nil
-			}, campaign.WithLease(10*time.Second), ops.WithHealth(h))
+			}, campaign.WithTTL(10*time.Second), ops.WithHealth(h))
 			done <- err
 		}()
 		time.Sleep(9 * time.Second) // the deadline is 9s: the lease less a tenth

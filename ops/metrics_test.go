@@ -60,7 +60,7 @@ func TestMetrics(t *testing.T) {
 			// Each mode's result is the subject of TestFailureModes;
 			// here only what they count matters, and that a failure is
 			// the backend's.
-			if _, err := campaign.RunIfLeader(t.Context(), b, "job", answer, append(mode, with, campaign.WithLease(2*time.Second))...); err != nil && !errors.Is(err, backends.ErrUnavailable) {
+			if _, err := campaign.RunIfLeader(t.Context(), b, "job", answer, append(mode, with, campaign.WithTTL(2*time.Second))...); err != nil && !errors.Is(err, backends.ErrUnavailable) {
 				t.Fatalf("a run on a backend that is down: %v, want ErrUnavailable or none", err)
 			}
 		}

@@ -128,7 +128,7 @@ func BenchmarkRunIfLeaderOnSession(b *testing.B) {
 	runs := map[string]func(ctx context.Context, name string) error{
 		"hustings": func(ctx context.Context, name string) error {
 			res, err := campaign.RunIfLeader(ctx, be, name, func(context.Context, events.Token) (int, error) { return 0, nil },
-				campaign.WithSession(sess), campaign.WithLease(4*time.Second))
+				campaign.WithSession(sess), campaign.WithTTL(4*time.Second))
 			if err == nil && res.Outcome != campaign.Succeeded {
 				err = fmt.Errorf("outcome %v: %v", res.Outcome, res.Err)
 			}
@@ -219,7 +219,7 @@ func BenchmarkContendedOnSession(b *testing.B) {
 		})
 		runs[i] = func(ctx context.Context, cs func()) error {
 			res, err := campaign.RunIfLeader(ctx, be, "contended", func(context.Context, events.Token) (int, error) { cs(); return 0, nil },
-				campaign.WithSession(sess), campaign.WithLease(4*time.Second), campaign.WithWait(time.Minute), campaign.WithRetry(100*time.Millisecond))
+				campaign.WithSession(sess), campaign.WithTTL(4*time.Second), campaign.WithWait(time.Minute), campaign.WithRetry(100*time.Millisecond))
 			if err == nil && res.Outcome != campaign.Succeeded {
 				err = fmt.Errorf("outcome %v: %v", res.Outcome, res.Err)
 			}

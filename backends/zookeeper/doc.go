@@ -43,9 +43,9 @@
 // go-zookeeper does not report the timeout it negotiated: pass the one given
 // to zk.Connect with WithSessionTimeout (default 4 s). A new ZooKeeper
 // session on the conn (the old one expired) loses every Session opened
-// before it. One-shot runs open their session with the lease as TTL, so
-// campaign.RunIfLeader and Every on ZooKeeper need campaign.WithLease no
-// longer than the session timeout (RunIfLeader's default lease is 30 s).
+// before it. One-shot runs open their session with the run's TTL, so
+// campaign.RunIfLeader and Every on ZooKeeper need campaign.WithTTL no
+// longer than the session timeout (RunIfLeader's default is 30 s).
 //
 // # Locks and fencing
 //

@@ -100,7 +100,7 @@ func cacheWarmReplica(ctx context.Context, tl *timeline, b backends.Backend, pre
 			}
 		}
 		res, err := cacheWarmTry(ctx, b, fmt.Sprintf("%s/partition-%d", prefix, p), warm,
-			campaign.WithID(id), campaign.WithLease(cacheWarmLease), campaign.WithMinHold(cacheWarmHold))
+			campaign.WithID(id), campaign.WithTTL(cacheWarmLease), campaign.WithMinHold(cacheWarmHold))
 		switch {
 		case err != nil:
 			return err

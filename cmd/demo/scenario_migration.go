@@ -141,7 +141,7 @@ func migrationRun(tl *timeline, id string, m *migrationMarker) func(context.Cont
 // undecided, not skipped: it tries again, for a while.
 func migrationTry(ctx context.Context, b backends.Backend, name, id string, migrate func(context.Context, events.Token) (bool, error)) (res campaign.Result[bool], err error) {
 	for range 20 {
-		res, err = campaign.RunIfLeader(ctx, b, name, migrate, campaign.WithID(id), campaign.WithLease(migrationLease))
+		res, err = campaign.RunIfLeader(ctx, b, name, migrate, campaign.WithID(id), campaign.WithTTL(migrationLease))
 		if !errors.Is(err, backends.ErrUnavailable) || migrationSleep(ctx, migrationPoll) != nil {
 			break
 		}

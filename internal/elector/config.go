@@ -1,6 +1,7 @@
 package elector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,10 +31,10 @@ var errRunning = fmt.Errorf("%w: already running (Run was called twice, or on a 
 
 // Defaults, in one place; the public packages document them.
 const (
-	DefaultTTL   = 10 * time.Second
-	DefaultRetry = time.Second
-	DefaultGrace = 5 * time.Second
-	DefaultLease = 30 * time.Second
+	DefaultTTL    = 10 * time.Second
+	DefaultRetry  = time.Second
+	DefaultGrace  = 5 * time.Second
+	DefaultRunTTL = 30 * time.Second
 	// MinTTL is the shortest TTL a campaign takes: it renews every third of
 	// the TTL and revokes a tenth before its end, and below this those
 	// intervals are within a busy machine's scheduling delays, so a term
@@ -118,7 +119,7 @@ type Config struct {
 	Jitter    time.Duration
 	Margin    time.Duration
 	Grace     time.Duration
-	Lease     time.Duration
+	RunTTL    time.Duration
 	Wait      time.Duration
 	MinHold   time.Duration
 	Logger    *slog.Logger
@@ -230,6 +231,9 @@ func (c *Config) defaults() {
 	if c.ID == "" && c.Session == nil { // a Session gives its own (UseSession)
 		c.ID = defaultID()
 	}
+	if c.RunTTL == 0 { // a one-shot run's TTL, kept apart from a Session's (UseSession)
+		c.RunTTL = cmp.Or(c.TTL, DefaultRunTTL)
+	}
 	if c.TTL == 0 {
 		c.TTL = DefaultTTL
 	}
@@ -244,9 +248,6 @@ func (c *Config) defaults() {
 	}
 	if !c.GraceSet {
 		c.Grace = DefaultGrace
-	}
-	if c.Lease == 0 {
-		c.Lease = DefaultLease
 	}
 	if c.Logger == nil {
 		c.Logger = discard
@@ -287,8 +288,8 @@ func (c *Config) ValidateElector() error {
 		return c.Bad[0]
 	}
 	switch {
-	case c.TTL < 0:
-		return fmt.Errorf("%w: TTL %v must be > 0", ErrInvalid, c.TTL)
+	case c.TTL < MinTTL:
+		return fmt.Errorf("%w: TTL %v is too short to hold a lock (a campaign renews every third of it): the shortest that works is %v", ErrInvalid, c.TTL, MinTTL)
 	case c.KeepAlive >= c.TTL-c.MarginFor(c.TTL) && c.MarginFor(c.TTL) < c.TTL:
 		return fmt.Errorf("%w: safety margin %v leaves no room to renew the TTL %v every %v: it must be under %v", ErrInvalid, c.MarginFor(c.TTL), c.TTL, c.KeepAlive, c.TTL-c.KeepAlive)
 	case c.Grace < 0:
@@ -309,14 +310,14 @@ func (c *Config) ValidateOneShot() error {
 		return c.Bad[0]
 	}
 	switch {
-	case c.Lease < 0:
-		return fmt.Errorf("%w: lease %v must be > 0", ErrInvalid, c.Lease)
+	case c.RunTTL < 0:
+		return fmt.Errorf("%w: TTL %v must be > 0", ErrInvalid, c.RunTTL)
 	case c.Wait < 0:
 		return fmt.Errorf("%w: wait %v must be ≥ 0", ErrInvalid, c.Wait)
 	case c.MinHold < 0:
 		return fmt.Errorf("%w: minimum hold %v must be ≥ 0", ErrInvalid, c.MinHold)
 	}
-	return c.ValidateCommon(c.Lease)
+	return c.ValidateCommon(c.RunTTL)
 }
 
 // ValidateCommon checks retry, jitter and the margin against a lease.

@@ -75,7 +75,7 @@ func lock(ctx context.Context, b backends.Backend, s *Session, names []string, c
 			cur = s.cur
 		}
 	} else {
-		cur, err = s.await(ctx, cfg.Lease)
+		cur, err = s.await(ctx, cfg.RunTTL)
 	}
 	if err != nil {
 		return nil, ctxOr(ctx, err)
@@ -100,7 +100,7 @@ func lock(ctx context.Context, b backends.Backend, s *Session, names []string, c
 	for {
 		var slot int
 		var tok events.Token
-		err := s.inTurn(ctx, laneTake, cfg.Lease, func(ctx context.Context) (err error) {
+		err := s.inTurn(ctx, laneTake, cfg.RunTTL, func(ctx context.Context) (err error) {
 			slot, tok, doubt, err = acquireAny(ctx, cur.sess, names, cfg.ID, doubt, 0)
 			if err == nil {
 				doubt = disownAll(ctx, cur.sess, doubt)
@@ -123,7 +123,7 @@ func lock(ctx context.Context, b backends.Backend, s *Session, names []string, c
 			err = wrapBackend("keep-alive", err)
 		}
 		h := &Held{on: s, private: private, sess: cur.sess, names: names}
-		h.giveUp(ctx, doubt, cfg.Lease)
+		h.giveUp(ctx, doubt, cfg.RunTTL)
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
@@ -140,9 +140,9 @@ func lock(ctx context.Context, b backends.Backend, s *Session, names []string, c
 // the lease, and nothing renews it but the run while it waits (the
 // waiter, which keeps the start of its last renewal).
 func openRun(ctx context.Context, b backends.Backend, cfg *Config) (*Session, error) {
-	octx, cancel := context.WithTimeout(ctx, cfg.Lease)
+	octx, cancel := context.WithTimeout(ctx, cfg.RunTTL)
 	defer cancel()
-	bs, err := b.Open(octx, cfg.ID, cfg.Lease)
+	bs, err := b.Open(octx, cfg.ID, cfg.RunTTL)
 	if err != nil {
 		return nil, fmt.Errorf("campaign: open session: %w", err)
 	}
@@ -157,7 +157,7 @@ func openRun(ctx context.Context, b backends.Backend, cfg *Config) (*Session, er
 // fn never starts with a spent lease; or from the start of a run on a
 // Session.
 func (w *waiter) held(h *Held) (*Held, error) {
-	span := w.cfg.Lease - w.cfg.MarginFor(w.cfg.Lease)
+	span := w.cfg.RunTTL - w.cfg.MarginFor(w.cfg.RunTTL)
 	if !h.private {
 		h.Deadline = w.start.Add(span)
 		return h, nil
@@ -166,7 +166,7 @@ func (w *waiter) held(h *Held) (*Held, error) {
 		return h, nil
 	}
 	if err := w.renew(h.sess, true); err != nil {
-		h.giveUp(w.ctx, nil, w.cfg.Lease)
+		h.giveUp(w.ctx, nil, w.cfg.RunTTL)
 		return nil, ctxOr(w.ctx, wrapBackend("keep-alive", err))
 	}
 	h.Deadline = w.renewed.Add(span)
@@ -210,7 +210,7 @@ func (h *Held) Unlock(ctx context.Context, cfg *Config) {
 	hold := max(cfg.MinHold-time.Since(h.acquired), 0)
 	if !h.private {
 		defer h.on.unclaim(h.names)
-		err := h.on.release(ctx, laneFree, cfg.Lease, func(ctx context.Context) error {
+		err := h.on.release(ctx, laneFree, cfg.RunTTL, func(ctx context.Context) error {
 			return h.sess.Release(ctx, h.name, h.Token, hold)
 		})
 		if err != nil && !errors.Is(err, backends.ErrNotHeld) && !errors.Is(err, backends.ErrSessionLost) {
@@ -219,7 +219,7 @@ func (h *Held) Unlock(ctx context.Context, cfg *Config) {
 		}
 		return
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Lease)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.RunTTL)
 	defer cancel()
 	if hold > 0 {
 		// Close would free the lock at once: release it with its hold

@@ -71,7 +71,7 @@ func (w *waiter) wait() bool {
 		return false
 	}
 	// Wake in time to renew the session before half its lease is gone.
-	renewIn := max(time.Until(w.renewed.Add(w.cfg.Lease/2)), 0)
+	renewIn := max(time.Until(w.renewed.Add(w.cfg.RunTTL/2)), 0)
 	t := time.NewTimer(min(left, w.cfg.RetryPause(), renewIn))
 	defer t.Stop()
 	select {
@@ -125,11 +125,11 @@ func (w *waiter) yield(left time.Duration) bool {
 // renew keeps the session alive when half its lease has gone by while
 // waiting, or always if forced.
 func (w *waiter) renew(s backends.Session, force bool) error {
-	if !force && time.Since(w.renewed) < w.cfg.Lease/2 {
+	if !force && time.Since(w.renewed) < w.cfg.RunTTL/2 {
 		return nil
 	}
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.Lease) // a hung backend is a failure
+	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.RunTTL) // a hung backend is a failure
 	defer cancel()
 	if err := s.KeepAlive(ctx); err != nil {
 		return err
