@@ -1,10 +1,13 @@
 package group
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/internal/elector"
+	"github.com/hustings/hustings/internal/validate"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -19,9 +22,16 @@ const strategic = elector.ForGroup | elector.ForCampaign
 // WithStrategy makes the group prefer candidates by s: only candidates
 // ranked within the top N of the registered candidates try for a slot at
 // once; the others try only once a slot has stayed free for the patience
-// period. Default: none, every candidate tries for any free slot.
+// period. Default: none, every candidate tries for any free slot; a nil
+// s is ErrInvalid.
 func WithStrategy(s strategy.Strategy) campaign.Option {
-	return elector.Opt("WithStrategy", strategic, func(c *elector.Config) { c.Strategy = s })
+	return elector.Opt("WithStrategy", strategic, func(c *elector.Config) {
+		if validate.Nil(s) {
+			c.Reject(errors.New("nil strategy"))
+			return
+		}
+		c.Strategy = s
+	})
 }
 
 // WithScore sets this candidate's initial score, for strategy.Score;
@@ -64,14 +74,32 @@ func WithRotation(d time.Duration) campaign.Option {
 
 // Registry is a candidate registry other than the backend's, such as the
 // gossip of package transport/memberlist: it lists a group's candidates and
-// takes this candidate's entry.
-type Registry = elector.Registry
+// takes this candidate's entry. Its methods must be safe for concurrent
+// use.
+type Registry interface {
+	// Members lists group's live candidates, as backends.Backend's
+	// Members does.
+	Members(ctx context.Context, group string) ([]strategy.Candidate, error)
+	// Register adds or updates this candidate's entry, as
+	// backends.Session's Register does.
+	Register(ctx context.Context, group string, c strategy.Candidate) (strategy.Candidate, error)
+	// Deregister removes this candidate's entry; removing an entry that
+	// is not there is not an error.
+	Deregister(ctx context.Context, group string) error
+}
 
 // WithRegistry makes the strategy rank the candidates r lists, and
 // registers this candidate with r, instead of using the backend's registry.
 // A registry whose entries are not tied to the backend session (gossip) can
 // list a dead candidate for a while; the patience period keeps that from
-// blocking a slot. Default: the backend's registry.
+// blocking a slot. Default: the backend's registry; a nil r is
+// ErrInvalid.
 func WithRegistry(r Registry) campaign.Option {
-	return elector.Opt("WithRegistry", strategic, func(c *elector.Config) { c.Registry = r })
+	return elector.Opt("WithRegistry", strategic, func(c *elector.Config) {
+		if validate.Nil(r) {
+			c.Reject(errors.New("nil registry"))
+			return
+		}
+		c.Registry = r
+	})
 }

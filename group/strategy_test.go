@@ -245,6 +245,9 @@ func TestStrategyInputErrors(t *testing.T) {
 		{"weighted without weight", b, []campaign.Option{group.WithStrategy(strategy.Weighted())}},
 		{"negative weight", b, []campaign.Option{group.WithStrategy(strategy.Weighted()), group.WithWeight(-1)}},
 		{"negative preemption", b, []campaign.Option{group.WithStrategy(strategy.Score()), group.WithPreemption(-1)}},
+		{"nil strategy", b, []campaign.Option{group.WithStrategy(nil)}},
+		{"nil registry", b, []campaign.Option{group.WithStrategy(strategy.FIFO()), group.WithRegistry(nil)}},
+		{"typed nil registry", b, []campaign.Option{group.WithStrategy(strategy.FIFO()), group.WithRegistry((*mapRegistry)(nil))}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

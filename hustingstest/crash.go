@@ -23,6 +23,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/validate"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -41,7 +42,8 @@ type Crashable struct {
 
 var _ backends.Backend = (*Crashable)(nil)
 
-// NewCrashable wraps b; calls pass through until Crash.
+// NewCrashable wraps b; calls pass through until Crash. With a nil b
+// (or a typed nil) every call fails with backends.ErrInvalid.
 func NewCrashable(b backends.Backend) *Crashable {
 	return &Crashable{b: b, refused: make(chan struct{}), open: make(map[*session]struct{})}
 }
@@ -97,8 +99,11 @@ func (c *Crashable) Slow(d time.Duration) {
 }
 
 // gate returns nil unless crashed, after the delay of Slow; crashed, it
-// blocks until ctx ends or Refuse.
+// blocks until ctx ends or Refuse. Without a backend it refuses at once.
 func (c *Crashable) gate(ctx context.Context) error {
+	if validate.Nil(c.b) {
+		return fmt.Errorf("%w: hustingstest: a Crashable of a nil backend", backends.ErrInvalid)
+	}
 	c.mu.Lock()
 	crashed, slow := c.crashed, c.slow
 	c.mu.Unlock()

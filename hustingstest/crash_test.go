@@ -53,3 +53,29 @@ func TestRefuseAlone(t *testing.T) {
 		t.Fatalf("Open after Refuse = %v, want ErrUnavailable", err)
 	}
 }
+
+// TestCrashableOfNilBackend: a Crashable wrapping no backend (nil, or a
+// typed nil) fails every call with ErrInvalid instead of panicking, so a
+// campaign on it ends with ErrInvalid.
+func TestCrashableOfNilBackend(t *testing.T) {
+	for name, b := range map[string]backends.Backend{"nil": nil, "typed nil": (*memory.Backend)(nil)} {
+		t.Run(name, func(t *testing.T) {
+			c := hustingstest.NewCrashable(b)
+			if _, err := c.Open(t.Context(), "a", time.Second); !errors.Is(err, backends.ErrInvalid) {
+				t.Errorf("Open = %v, want ErrInvalid", err)
+			}
+			if _, err := c.Holder(t.Context(), "x"); !errors.Is(err, backends.ErrInvalid) {
+				t.Errorf("Holder = %v, want ErrInvalid", err)
+			}
+			if _, err := c.Watch(t.Context(), "x"); !errors.Is(err, backends.ErrInvalid) {
+				t.Errorf("Watch = %v, want ErrInvalid", err)
+			}
+			if _, err := c.List(t.Context(), ""); !errors.Is(err, backends.ErrInvalid) {
+				t.Errorf("List = %v, want ErrInvalid", err)
+			}
+			if _, err := c.Members(t.Context(), "g"); !errors.Is(err, backends.ErrInvalid) {
+				t.Errorf("Members = %v, want ErrInvalid", err)
+			}
+		})
+	}
+}

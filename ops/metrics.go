@@ -11,6 +11,7 @@ import (
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/elector"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // Metrics counts what campaigns, groups and one-shot runs do, as
@@ -33,7 +34,7 @@ type Metrics struct {
 // registered globally. It returns the registration's error, for example
 // when the metrics are already registered on reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	if reg == nil {
+	if validate.Nil(reg) {
 		return nil, fmt.Errorf("%w: ops: nil prometheus.Registerer", campaign.ErrInvalid)
 	}
 	nb := []string{"name", "backend"}

@@ -153,6 +153,9 @@ func TestNewMetricsRefusesNil(t *testing.T) {
 	if !errors.Is(err, campaign.ErrInvalid) {
 		t.Errorf("NewMetrics(nil): %v, want ErrInvalid", err)
 	}
+	if _, err := ops.NewMetrics((*prometheus.Registry)(nil)); !errors.Is(err, campaign.ErrInvalid) {
+		t.Errorf("NewMetrics of a nil *prometheus.Registry: %v, want ErrInvalid", err)
+	}
 	if _, err := campaign.New(memory.New(), "x", ops.WithMetrics(nil)); !errors.Is(err, campaign.ErrInvalid) {
 		t.Errorf("WithMetrics(nil): %v, want ErrInvalid", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/elector"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // The gauge's name, help and label are client-go's and controller-runtime's
@@ -42,7 +43,7 @@ type MasterStatus struct {
 // registered globally. It returns the registration's error, for example
 // when a gauge of that name is already registered on reg.
 func NewMasterStatus(reg prometheus.Registerer) (*MasterStatus, error) {
-	if reg == nil {
+	if validate.Nil(reg) {
 		return nil, fmt.Errorf("%w: ops: nil prometheus.Registerer", campaign.ErrInvalid)
 	}
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: masterStatusName, Help: masterStatusHelp}, []string{"name"})

@@ -124,6 +124,9 @@ func TestMasterStatusRejectsBadInput(t *testing.T) {
 	if _, err := ops.NewMasterStatus(nil); !errors.Is(err, campaign.ErrInvalid) {
 		t.Errorf("NewMasterStatus(nil) = %v, want ErrInvalid", err)
 	}
+	if _, err := ops.NewMasterStatus((*prometheus.Registry)(nil)); !errors.Is(err, campaign.ErrInvalid) {
+		t.Errorf("NewMasterStatus of a nil *prometheus.Registry = %v, want ErrInvalid", err)
+	}
 	reg := prometheus.NewRegistry()
 	m, err := ops.NewMasterStatus(reg)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/elector"
+	"github.com/hustings/hustings/internal/validate"
 )
 
 // tracerName is the instrumentation scope of the spans.
@@ -58,7 +59,7 @@ const (
 // production.
 func WithTracerProvider(tp trace.TracerProvider) campaign.Option {
 	return elector.Opt("ops.WithTracerProvider", uses, func(c *elector.Config) {
-		if tp == nil {
+		if validate.Nil(tp) {
 			c.Reject(errors.New("ops: nil trace.TracerProvider"))
 			return
 		}

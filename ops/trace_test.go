@@ -235,4 +235,7 @@ func TestTracerProviderRejectsNil(t *testing.T) {
 	if _, err := campaign.New(memory.New(), "x", ops.WithTracerProvider(nil)); !errors.Is(err, campaign.ErrInvalid) {
 		t.Errorf("WithTracerProvider(nil) = %v, want ErrInvalid", err)
 	}
+	if _, err := campaign.New(memory.New(), "x", ops.WithTracerProvider((*sdktrace.TracerProvider)(nil))); !errors.Is(err, campaign.ErrInvalid) {
+		t.Errorf("WithTracerProvider of a nil *sdktrace.TracerProvider = %v, want ErrInvalid", err)
+	}
 }
