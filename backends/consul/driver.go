@@ -16,9 +16,8 @@ import (
 )
 
 var (
-	_ record.Driver    = (*driver)(nil)
-	_ record.Notifier  = (*driver)(nil)
-	_ record.Registrar = (*driver)(nil)
+	_ record.Driver   = (*driver)(nil)
+	_ record.Notifier = (*driver)(nil)
 )
 
 // maxOps is how many operations Consul takes in one transaction.

@@ -28,8 +28,7 @@ type driver struct {
 }
 
 var (
-	_ record.Driver    = (*driver)(nil)
-	_ record.Registrar = (*driver)(nil)
+	_ record.Driver = (*driver)(nil)
 )
 
 // ownSession is what the driver knows of a session it opened.

@@ -77,8 +77,7 @@ func take(ctx context.Context, gate chan struct{}) error {
 }
 
 var (
-	_ record.Driver    = (*driver)(nil)
-	_ record.Registrar = (*driver)(nil)
+	_ record.Driver = (*driver)(nil)
 )
 
 func newDriver(c *mongo.Client, db, prefix string) *driver {

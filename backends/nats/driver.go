@@ -14,9 +14,8 @@ import (
 )
 
 var (
-	_ record.Driver    = (*bucket)(nil)
-	_ record.Notifier  = (*bucket)(nil)
-	_ record.Registrar = (*bucket)(nil)
+	_ record.Driver   = (*bucket)(nil)
+	_ record.Notifier = (*bucket)(nil)
 )
 
 const closeWrites = 64 // removals DeleteSession has in flight at once

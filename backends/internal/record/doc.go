@@ -45,8 +45,7 @@
 // store's clock at the read (Now), the holder session's state, and the
 // caller's own. A store that has no clock reports the client's.
 //
-// A driver that keeps a group registry implements Registrar (else the
-// Store's Members and its sessions' Register return ErrInvalid). A
+// A driver keeps the group registry too (Registrar). A
 // driver that can push changes implements Notifier: its feed reports
 // every write of a lock record (removals and expiries included) and the
 // end of every session record, and the Store's sessions then push

@@ -87,6 +87,7 @@ type View struct {
 
 // Driver is a store of session and lock records. See the package doc.
 type Driver interface {
+	Registrar // every store keeps the candidate registry
 	// CreateSession writes a new session record that lives s.TTL from
 	// now, and returns its version.
 	CreateSession(ctx context.Context, s Session) (version uint64, err error)
@@ -98,7 +99,7 @@ type Driver interface {
 	// held is nil when the feed confirms them (Feed.Progress): renew alone.
 	Renew(ctx context.Context, s Session, held []Lock) (Renewal, error)
 	// DeleteSession deletes session s's record, its lock records that are
-	// not holds, and its registry entries (a Registrar). held are as for
+	// not holds, and its registry entries. held are as for
 	// Renew. It returns the names of the locks it freed, for their
 	// waiters. A session record already gone is backends.ErrSessionLost
 	// or nil.
@@ -157,9 +158,9 @@ func (f *Feed) Progress(version uint64) { f.r.Advance(version) }
 // deleted): the locks that name it are free.
 func (f *Feed) Ended(sid string) { f.t.ended(f.r, sid) }
 
-// Registrar is implemented by drivers that keep each group's registry of
-// live candidates (for Backend.Members): entries tied to session
-// records, gone when their session is.
+// Registrar is a driver's registry of each group's live candidates (for
+// Backend.Members): entries tied to session records, gone when their
+// session is.
 type Registrar interface {
 	// Register stores session sid's entry in group if the session lives:
 	// Order is assigned at the entry's first registration (strictly

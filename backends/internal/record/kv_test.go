@@ -23,10 +23,11 @@ import (
 // version, removals that leave a marker with a version, and a feed of
 // every write, removals and expiries included (a record.Notifier).
 type kvDriver struct {
-	mu   sync.Mutex
-	n    uint64
-	keys map[string]kvKey // "s/<sid>" or "l/<name>"
-	log  []kvChange       // every change, for the feeds
+	mu      sync.Mutex
+	entries entries
+	n       uint64
+	keys    map[string]kvKey // "s/<sid>" or "l/<name>"
+	log     []kvChange       // every change, for the feeds
 
 	renews, reads int // Renew calls, and those that read locks
 	// lax keeps session records this long past their TTL, as Consul may
@@ -35,10 +36,11 @@ type kvDriver struct {
 }
 
 type kvKey struct {
-	lock    record.Lock // a lock record (a marker: no Session, no Hold)
-	ttl     time.Duration
-	expires time.Time // zero: never
-	version uint64
+	lock      record.Lock // a lock record (a marker: no Session, no Hold)
+	candidate string      // a session record's
+	ttl       time.Duration
+	expires   time.Time // zero: never
+	version   uint64
 }
 
 type kvChange struct {
@@ -78,7 +80,7 @@ func (d *kvDriver) CreateSession(_ context.Context, s record.Session) (uint64, e
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.n++
-	d.keys["s/"+s.ID] = kvKey{ttl: s.TTL, expires: time.Now().Add(s.TTL + d.lax), version: d.n}
+	d.keys["s/"+s.ID] = kvKey{candidate: s.Candidate, ttl: s.TTL, expires: time.Now().Add(s.TTL + d.lax), version: d.n}
 	return d.n, nil
 }
 

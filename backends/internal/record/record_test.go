@@ -22,14 +22,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // process's clock, a counter for tokens and versions.
 type mapDriver struct {
 	mu       sync.Mutex
+	entries  entries
 	n        uint64 // the last token or version given
 	sessions map[string]*mapSession
 	locks    map[string]record.Lock
 }
 
 type mapSession struct {
-	ttl     time.Duration
-	expires time.Time
+	candidate string
+	ttl       time.Duration
+	expires   time.Time
 }
 
 func newMapDriver() *mapDriver {
@@ -47,7 +49,7 @@ func (d *mapDriver) alive(sid string, now time.Time) (bool, time.Time) {
 func (d *mapDriver) CreateSession(_ context.Context, s record.Session) (uint64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.sessions[s.ID] = &mapSession{ttl: s.TTL, expires: time.Now().Add(s.TTL)}
+	d.sessions[s.ID] = &mapSession{candidate: s.Candidate, ttl: s.TTL, expires: time.Now().Add(s.TTL)}
 	return 0, nil
 }
 

@@ -2,36 +2,21 @@ package record
 
 import (
 	"context"
-	"fmt"
 	"maps"
 
-	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/internal/validate"
 	"github.com/hustings/hustings/strategy"
 )
 
-// registrar returns the driver's registry, or an ErrInvalid error if it
-// keeps none.
-func (s *Store) registrar() (Registrar, error) {
-	if r, ok := s.d.(Registrar); ok {
-		return r, nil
-	}
-	return nil, fmt.Errorf("%w: %s keeps no candidate registry", backends.ErrInvalid, s.name)
-}
-
 // Members lists the live candidates registered in group, in registration
-// order. A store whose driver keeps no registry returns ErrInvalid.
+// order.
 func (s *Store) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
 	if err := validate.Name(group); err != nil {
 		return nil, err
 	}
-	r, err := s.registrar()
-	if err != nil {
-		return nil, err
-	}
 	var out []strategy.Candidate
-	err = s.call(ctx, "members", func() (err error) {
-		out, err = r.Members(ctx, group)
+	err := s.call(ctx, "members", func() (err error) {
+		out, err = s.d.Members(ctx, group)
 		return err
 	})
 	return out, err
@@ -47,15 +32,12 @@ func (ss *session) Register(ctx context.Context, group string, c strategy.Candid
 	if err := validate.Candidate(group, c); err != nil {
 		return strategy.Candidate{}, err
 	}
-	r, err := ss.s.registrar()
-	if err != nil {
-		return strategy.Candidate{}, err
-	}
+	r := ss.s.d
 	var (
 		order uint64
 		alive bool
 	)
-	err = ss.s.call(ctx, "register", func() (err error) {
+	err := ss.s.call(ctx, "register", func() (err error) {
 		order, alive, err = r.Register(ctx, group, ss.sid, c)
 		return err
 	})
@@ -81,9 +63,5 @@ func (ss *session) Deregister(ctx context.Context, group string) error {
 	if err := validate.Name(group); err != nil {
 		return err
 	}
-	r, err := ss.s.registrar()
-	if err != nil {
-		return err
-	}
-	return ss.s.call(ctx, "deregister", func() error { return r.Deregister(ctx, group, ss.sid) })
+	return ss.s.call(ctx, "deregister", func() error { return ss.s.d.Deregister(ctx, group, ss.sid) })
 }
