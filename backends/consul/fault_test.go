@@ -128,6 +128,9 @@ func serverPaused(t *testing.T, srv *consultest.Server) []*backendtest.Recorder 
 	}
 	t.Cleanup(func() { _ = srv.Resume() })
 	leader.Expect(t, events.Revoked, faultTTL+faultWait)
+	// Kept as a sleep: the server stalled for longer than the TTL is
+	// what is tested; nothing happens in it to wait on, and nobody may be
+	// elected.
 	time.Sleep(faultTTL)
 	for _, k := range []*backendtest.Recorder{a, b} {
 		if s := k.C.State(); s.Leader {
@@ -176,7 +179,9 @@ func serverRestart(t *testing.T, srv *consultest.Server) []*backendtest.Recorder
 
 	srv.Kill()
 	leader.Expect(t, events.Revoked, faultTTL+faultWait)
-	time.Sleep(faultTTL) // a long outage: nobody can be elected
+	// Kept as a sleep: the outage lasting longer than the TTL is what is
+	// tested; nothing happens in it to wait on, and nobody may be elected.
+	time.Sleep(faultTTL)
 	for _, k := range []*backendtest.Recorder{a, b} {
 		if s := k.C.State(); s.Leader {
 			t.Fatalf("%s believes it leads while the server is down", k.ID)
@@ -193,13 +198,9 @@ func serverRestart(t *testing.T, srv *consultest.Server) []*backendtest.Recorder
 	if err := srv.Restart(); err != nil { // a crash, back at once
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(faultWait)
-	for !a.C.State().Leader && !b.C.State().Leader {
-		if time.Now().After(deadline) {
-			t.Fatalf("no leader %v after the quick restart", faultWait)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	eventually(t, "a leader after the quick restart", faultWait, func() bool {
+		return a.C.State().Leader || b.C.State().Leader
+	})
 	return []*backendtest.Recorder{a, b}
 }
 
@@ -222,7 +223,9 @@ func TestServerRestart(t *testing.T) {
 
 	srv.Kill()
 	leader.Expect(t, events.Revoked, faultTTL+faultWait)
-	time.Sleep(faultTTL) // a long outage: nobody can be elected
+	// Kept as a sleep: the outage lasting longer than the TTL is what is
+	// tested; nothing happens in it to wait on, and nobody may be elected.
+	time.Sleep(faultTTL)
 	for _, k := range []*backendtest.Recorder{a, b} {
 		if s := k.C.State(); s.Leader {
 			t.Fatalf("%s believes it leads while the server is down", k.ID)
@@ -274,17 +277,29 @@ func TestOverwrittenLockIsPushed(t *testing.T) {
 // electedOf waits for one of ks to publish Elected and returns it.
 func electedOf(t *testing.T, ks ...*backendtest.Recorder) (*backendtest.Recorder, events.Event) {
 	t.Helper()
-	deadline := time.Now().Add(faultWait)
-	for time.Now().Before(deadline) {
+	var got *backendtest.Recorder
+	eventually(t, "somebody elected", faultWait, func() bool {
 		for _, k := range ks {
 			if k.Pending() {
-				return k, k.Expect(t, events.Elected, 0)
+				got = k
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	})
+	return got, got.Expect(t, events.Elected, 0)
+}
+
+// eventually polls cond every 10 ms until it holds, failing after within.
+func eventually(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not so after %v", what, within)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("nobody elected within %v", faultWait)
-	return nil, events.Event{}
 }
 
 // logTerms logs every event, for the record of a run.

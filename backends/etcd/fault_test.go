@@ -52,21 +52,20 @@ func (h *history) start(t *testing.T, b backends.Backend, id string, opts ...cam
 // nth waits up to d for k's n-th event (from 1) of kind and returns it.
 func nth(t *testing.T, k *cand, kind events.Kind, n int, d time.Duration) events.Event {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
+	var got events.Event
+	eventually(t, fmt.Sprintf("%s: %s event #%d", k.ID, kind, n), d, func() bool {
 		seen := 0
 		for _, e := range k.Events() {
 			if e.Kind == kind {
 				if seen++; seen == n {
-					return e
+					got = e
+					return true
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no %s event #%d within %v; events: %v", k.ID, kind, n, d, k.Events())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	})
+	return got
 }
 
 // term is one holding of the lock by one candidate, as it believed it.
@@ -207,6 +206,8 @@ func restartServer(t *testing.T, srv *etcdtest.Server, h *history) {
 			return !k.C.State().Leader
 		})
 	}
+	// Kept as a sleep: the outage lasting past the TTL, with nobody
+	// elected in it, is what is tested; nothing happens in it to wait on.
 	time.Sleep(time.Until(stopped.Add(faultTTL + time.Second)))
 	electedDuring := a.Count(events.Elected) + b.Count(events.Elected)
 	if err := srv.Restart(); err != nil {
@@ -231,6 +232,8 @@ func slowLink(t *testing.T, srv *etcdtest.Server, h *history) {
 	l := h.start(t, newBackend(t, linked), "slow", campaign.WithTTL(ttl), campaign.WithSafetyMargin(ttl/10))
 	nth(t, l, events.Elected, 1, 30*time.Second)
 	h.start(t, newBackend(t, srv.Client(t)), "fast")
+	// Kept as a sleep: the term surviving two TTLs of renewals over the
+	// slow link is what is tested; nothing happens in them to wait on.
 	time.Sleep(2 * ttl)
 	if n := l.Count(events.Revoked); n != 0 {
 		t.Fatalf("slow link: %d Revoked events: %v", n, l.Events())

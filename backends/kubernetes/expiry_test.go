@@ -46,7 +46,9 @@ func TestExpiryIgnoresTimestamps(t *testing.T) {
 			if err != nil || h.ID != "a" || h.Token != tok {
 				t.Fatalf("Holder just after the renewal = %+v, %v; want a under %d", h, err, tok)
 			}
-			time.Sleep(ttl / 2) // not to wait for anything: to ask again mid-TTL
+			// Kept as a sleep: it waits for nothing but real time, to ask
+			// again mid-TTL, which is what is tested.
+			time.Sleep(ttl / 2)
 			h, err = observer.Holder(t.Context(), "skewed")
 			if err != nil {
 				t.Fatal(err)
@@ -90,7 +92,11 @@ func TestLateRenewalKeepsLocks(t *testing.T) {
 	if h, err := observer.Holder(t.Context(), "late"); err != nil || h.ID != "a" {
 		t.Fatalf("Holder = %+v, %v; want a", h, err)
 	}
-	time.Sleep(ttl + ttl/10) // the observer may now judge a's session expired
+	// Kept as a sleep: the observer judges a's session on its own clock,
+	// a TTL after it first saw the session's record, and nothing on the
+	// server marks that moment; asking it (Holder) would reap the session
+	// before the late renewal this test needs.
+	time.Sleep(ttl + ttl/10)
 
 	leases := plain.CoordinationV1().Leases(ns)
 	renew := func() { // a's renewal, sent before its deadline, lands now

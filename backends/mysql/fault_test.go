@@ -111,7 +111,9 @@ func serverRestart(t *testing.T, srv *mysqltest.Server) []*backendtest.Recorder 
 
 	srv.Kill()
 	leader.Expect(t, events.Revoked, faultTTL+faultWait)
-	time.Sleep(faultTTL) // a long outage: nobody can be elected
+	// Kept as a sleep: the outage lasting longer than the TTL is what is
+	// tested; nothing happens in it to wait on, and nobody may be elected.
+	time.Sleep(faultTTL)
 	for _, k := range []*backendtest.Recorder{a, b} {
 		if s := k.C.State(); s.Leader {
 			t.Fatalf("%s believes it leads while the server is down", k.ID)
@@ -128,30 +130,38 @@ func serverRestart(t *testing.T, srv *mysqltest.Server) []*backendtest.Recorder 
 	if err := srv.Restart(); err != nil { // a crash, back at once
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(faultWait)
-	for !a.C.State().Leader && !b.C.State().Leader {
-		if time.Now().After(deadline) {
-			t.Fatalf("no leader %v after the quick restart", faultWait)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	eventually(t, "a leader after the quick restart", faultWait, func() bool {
+		return a.C.State().Leader || b.C.State().Leader
+	})
 	return []*backendtest.Recorder{a, b}
 }
 
 // electedOf waits for one of ks to publish Elected and returns it.
 func electedOf(t *testing.T, ks ...*backendtest.Recorder) (*backendtest.Recorder, events.Event) {
 	t.Helper()
-	deadline := time.Now().Add(faultWait)
-	for time.Now().Before(deadline) {
+	var got *backendtest.Recorder
+	eventually(t, "somebody elected", faultWait, func() bool {
 		for _, k := range ks {
 			if k.Pending() {
-				return k, k.Expect(t, events.Elected, 0)
+				got = k
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	})
+	return got, got.Expect(t, events.Elected, 0)
+}
+
+// eventually polls cond every 10 ms until it holds, failing after within.
+func eventually(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not so after %v", what, within)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("nobody elected within %v", faultWait)
-	return nil, events.Event{}
 }
 
 // latency: 100 ms added each way on the leader's link, with a TTL of

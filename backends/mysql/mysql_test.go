@@ -175,7 +175,16 @@ WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'k_renew'`).Scan(&at, &body
 		return at + " " + body
 	}
 	first := created()
-	time.Sleep(1100 * time.Millisecond) // CREATED counts whole seconds: a recreation would show
+	// CREATED counts whole seconds: once the server's clock is past the
+	// procedure's, a recreation would show.
+	eventually(t, "the server's clock past the procedure's CREATED second", 10*time.Second, func() bool {
+		var later bool
+		if err := db.QueryRowContext(t.Context(), `SELECT NOW() > CREATED FROM information_schema.ROUTINES
+WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'k_renew'`).Scan(&later); err != nil {
+			t.Fatalf("reading the procedure's CREATED: %v", err)
+		}
+		return later
+	})
 	if err := mysql.Migrate(t.Context(), db, mysql.WithPrefix("k_")); err != nil {
 		t.Fatal(err)
 	}

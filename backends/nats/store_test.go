@@ -202,11 +202,18 @@ func TestStoreKeyTTL(t *testing.T) {
 	}
 
 	// Renewed with the TTL, a key outlives its first TTL; updated
-	// without, it never expires.
+	// without, it never expires. A witness key written with the same TTL
+	// just after the renewed key's first write tells when that first TTL
+	// is over on the server's clock.
 	r1, err := ttlPublish(ctx, js, "renewed", 0, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := ttlPublish(ctx, js, "witness", 0, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// Kept as a sleep: the renewal is to come mid-TTL, as a keep-alive's
+	// does; nothing happens before it to wait on.
 	time.Sleep(600 * time.Millisecond)
 	if _, err := ttlPublish(ctx, js, "renewed", r1, 2*time.Second); err != nil {
 		t.Fatal(err)
@@ -218,17 +225,26 @@ func TestStoreKeyTTL(t *testing.T) {
 	if _, err := kv.Update(ctx, "updated", []byte("v"), u1); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	eventually(t, "the witness key expired", 30*time.Second, func() bool { return keyGone(t, kv, "witness") })
 	if _, err := kv.Get(ctx, "renewed"); err != nil {
-		t.Fatalf("renewed key 1.5s after its first write: %v", err)
+		t.Fatalf("renewed key after its first TTL (the witness's) ran out: %v", err)
 	}
-	time.Sleep(2 * time.Second)
-	if _, err := kv.Get(ctx, "renewed"); !errors.Is(err, jetstream.ErrKeyNotFound) {
-		t.Fatalf("renewed key after its renewed TTL: %v, want ErrKeyNotFound", err)
-	}
+	// The renewed TTL ends 2.6s after the first write; the updated key's,
+	// had Update kept it, 1.6s after.
+	eventually(t, "the renewed key expired after its renewed TTL", 10*time.Second, func() bool { return keyGone(t, kv, "renewed") })
 	if _, err := kv.Get(ctx, "updated"); err != nil {
-		t.Fatalf("key updated without a TTL, 3.5s later: %v (Update kept the TTL?)", err)
+		t.Fatalf("key updated without a TTL, after the renewed key's 2s TTL ran out: %v (Update kept the TTL?)", err)
 	}
+}
+
+// keyGone reports whether kv has no key k.
+func keyGone(t *testing.T, kv jetstream.KeyValue, k string) bool {
+	t.Helper()
+	_, err := kv.Get(t.Context(), k)
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("Get(%q): %v", k, err)
+	}
+	return err != nil
 }
 
 // TestStoreTTLIsWholeSeconds: the server keeps a message TTL in whole
@@ -271,7 +287,7 @@ func TestStoreRevisionsSurviveRestart(t *testing.T) {
 	}
 	// Wait until c expired and its marker (kept 1s) went too, and drop
 	// the purge markers: the stream is empty.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	eventually(t, "the stream empty", 30*time.Second, func() bool {
 		if err := kv.PurgeDeletes(ctx, jetstream.DeleteMarkersOlderThan(-1)); err != nil {
 			t.Fatal(err)
 		}
@@ -279,26 +295,20 @@ func TestStoreRevisionsSurviveRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Values() == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d messages left in the stream after 30s", st.Values())
-		}
-	}
+		return st.Values() == 0
+	})
 	srv.Kill()
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	for {
+	eventually(t, "a Create after the restart", time.Minute, func() bool { // reconnecting
 		rev, err := kv.Create(ctx, "d", []byte("1"))
 		if err != nil && ctx.Err() == nil {
-			time.Sleep(50 * time.Millisecond) // reconnecting
-			continue
+			return false
 		}
 		up(rev, err)
-		break
-	}
+		return true
+	})
 }
 
 // next returns the watch's next entry, failing the test after 30 s.

@@ -16,18 +16,18 @@ import (
 )
 
 // answered retries f while the server is unreachable (a pool's
-// connections broken by a restart), for up to 30 s, and returns its last
-// error.
+// connections broken by a restart), failing the test after 30 s, and
+// returns f's first other result.
 func answered(t *testing.T, f func() error) error {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := f()
-		if !errors.Is(err, backends.ErrUnavailable) || time.Now().After(deadline) {
+	var err error
+	eventually(t, 30*time.Second, func() error {
+		if err = f(); errors.Is(err, backends.ErrUnavailable) {
 			return err
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return err
 }
 
 // TestACrashEndsNoTermEarly: the locks table is UNLOGGED, so a crash of
@@ -135,17 +135,15 @@ func TestACrashWaitsForExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	var tok events.Token
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually(t, 30*time.Second, func() error {
 		if err = s.KeepAlive(ctx); err != nil {
-			break
+			return nil // failed below
 		}
-		tok, err = s.Acquire(ctx, "lock", 0)
-		if !errors.Is(err, backends.ErrHeld) || time.Now().After(deadline) {
-			break
+		if tok, err = s.Acquire(ctx, "lock", 0); errors.Is(err, backends.ErrHeld) {
+			return err
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	if err != nil || tok <= before {
 		t.Fatalf("Acquire once the crashed holder's session expired = %d, %v, want a token > %d", tok, err, before)
 	}

@@ -43,7 +43,7 @@ func TestFenceRefusesStaleLeader(t *testing.T) {
 	if err := postgres.Fence(ctx, tx, "fenced", oldTok); err != nil {
 		t.Fatalf("Fence by the holder: %v", err)
 	}
-	time.Sleep(ttl + ttl/2)
+	waitFor(t, pool, `SELECT expires_at < clock_timestamp() FROM hustings.sessions WHERE id = $1`, sessionID(t, pool, "old"))
 
 	next := openSession(t, b, "next", ttl)
 	type result struct {

@@ -247,20 +247,16 @@ func TestTakeOverWaitsForACommittingRenewal(t *testing.T) {
 // up to 30 seconds.
 func waitFor(t *testing.T, pool *pgxpool.Pool, query string, arg any) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually(t, 30*time.Second, func() error {
 		var ok bool
 		if err := pool.QueryRow(t.Context(), query, arg).Scan(&ok); err != nil {
 			t.Fatal(err)
 		}
-		if ok {
-			return
+		if !ok {
+			return fmt.Errorf("%s (%v) still false", query, arg)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s (%v) still false after 30 s", query, arg)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // fence runs Fence in a transaction of its own, rolled back.

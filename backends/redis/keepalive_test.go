@@ -307,20 +307,13 @@ func TestEvictedLockIsLost(t *testing.T) {
 // clock (seconds): keys used later are then younger.
 func waitIdle(t *testing.T, client *goredis.Client, key string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually(t, key+" idle for a second", 10*time.Second, func() bool {
 		idle, err := client.ObjectIdleTime(t.Context(), key).Result()
 		if err != nil {
 			t.Fatalf("OBJECT IDLETIME %s: %v", key, err)
 		}
-		if idle >= time.Second {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s idle for %v after 10s", key, idle)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return idle >= time.Second
+	})
 }
 
 // exists reports whether key exists; EXISTS does not touch it.

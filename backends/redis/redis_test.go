@@ -219,7 +219,7 @@ func TestLostSessionChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(400 * time.Millisecond)
+	waitExpired(t, redistest.Client(t, srv.Addr()), expired)
 	err = expired.Release(ctx, "expired", tok, time.Minute)
 	wantErrs(t, "Release with a hold of an expired session", err, backends.ErrNotHeld, backends.ErrSessionLost)
 	wantFree(t, b, "expired")
@@ -242,7 +242,7 @@ func TestTakeOverWakesWatchers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(400 * time.Millisecond)
+	waitExpired(t, redistest.Client(t, srv.Addr()), old)
 	select {
 	case <-ch:
 		t.Fatal("signal for an expiry: Redis publishes none")
@@ -326,8 +326,7 @@ func TestUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The driver may report its last failed dial for a moment.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	eventually(t, "Open and KeepAlive work after the restart", 15*time.Second, func() bool {
 		// Both of the client's pools must reach the server again (go-redis
 		// pipelines have a pool of their own), or a dial retry of the
 		// other outlives the test: a GET (Holder) and a pipeline
@@ -340,14 +339,11 @@ func TestUnreachable(t *testing.T) {
 				_ = s.Close(ctx)
 			}
 		}
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, backends.ErrUnavailable) || time.Now().After(deadline) {
+		if err != nil && !errors.Is(err, backends.ErrUnavailable) {
 			t.Fatalf("Open and KeepAlive after the restart: %v", err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil
+	})
 }
 
 // watch watches name until the test ends.
@@ -374,6 +370,26 @@ func waitClosed(t *testing.T, ch <-chan struct{}, after string, d time.Duration)
 			t.Fatalf("watch channel still open %v after %s", d, after)
 		}
 	}
+}
+
+// eventually polls cond every 10 ms until it holds, failing after within.
+func eventually(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not so after %v", what, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitExpired waits until Redis has expired the key of s, which must have
+// been set by a call of s; EXISTS expires a key past its TTL.
+func waitExpired(t *testing.T, client *goredis.Client, s backends.Session) {
+	t.Helper()
+	key := redis.SessionKey(s)
+	eventually(t, "session key "+key+" expired", 10*time.Second, func() bool { return !exists(t, client, key) })
 }
 
 // openSession opens a session that is closed when the test ends.

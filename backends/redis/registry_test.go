@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func TestRegistryKeys(t *testing.T) {
 	if n := fields(); n != 2 {
 		t.Fatalf("after Close, %s has %d fields, want 2", members, n)
 	}
-	time.Sleep(300 * time.Millisecond) // y's session expires
+	waitExpired(t, client, expiring)
 	got, err := b.Members(ctx, group)
 	if err != nil {
 		t.Fatalf("Members: %v", err)
@@ -87,7 +88,10 @@ func TestRegisterLostSession(t *testing.T) {
 	b := newBackend(t, srv.Addr())
 	ctx := t.Context()
 	s := openSession(t, b, "a", 50*time.Millisecond)
-	time.Sleep(100 * time.Millisecond)
+	if err := s.KeepAlive(ctx); err != nil { // Open sends nothing: set the key
+		t.Fatal(err)
+	}
+	waitExpired(t, client, s)
 	_, err := s.Register(ctx, "g", strategy.Candidate{})
 	if !errors.Is(err, backends.ErrSessionLost) {
 		t.Fatalf("Register on an expired session = %v, want ErrSessionLost", err)
@@ -139,13 +143,9 @@ func TestScoreStrategy(t *testing.T) {
 	}
 	waitUntil := func(what string, want []string) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for !slices.Equal(leaders(), want) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: leaders %v, want %v", what, leaders(), want)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		eventually(t, fmt.Sprintf("%s: leaders %v", what, want), 15*time.Second, func() bool {
+			return slices.Equal(leaders(), want)
+		})
 	}
 	waitUntil("at first", []string{"hi", "mid"})
 	if err := gs[2].SetScore(7); err != nil {

@@ -102,14 +102,10 @@ func TestWatchesShareOneConnection(t *testing.T) {
 		t.Fatalf("%d channels with solo's watch, want 101", channels)
 	}
 	soloCancel()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if conns, channels := subscribers(t, admin); conns == 1 && channels == 100 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("solo's channel was not left when its watch ended")
-		}
-	}
+	eventually(t, "solo's channel left when its watch ended", 10*time.Second, func() bool {
+		conns, channels := subscribers(t, admin)
+		return conns == 1 && channels == 100
+	})
 	cancel()
 	for name, cs := range chans {
 		for _, ch := range cs {
@@ -118,13 +114,10 @@ func TestWatchesShareOneConnection(t *testing.T) {
 			}
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for conns, _ := subscribers(t, admin); conns > 0; conns, _ = subscribers(t, admin) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d subscribed connections after every watch ended", conns)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually(t, "no subscribed connection after every watch ended", 10*time.Second, func() bool {
+		conns, _ := subscribers(t, admin)
+		return conns == 0
+	})
 	ch, err := b.Watch(t.Context(), "w1")
 	if err != nil {
 		t.Fatalf("Watch after the connection closed: %v", err)

@@ -86,7 +86,8 @@ func TestServerRestart(t *testing.T) {
 	srv := zktest.Start(t) // its own: this test kills it
 	const timeout = 2 * time.Second
 	ba := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
-	bb := newBackend(t, dial(t, srv.Addr(), timeout), timeout)
+	connB := dial(t, srv.Addr(), timeout)
+	bb := newBackend(t, connB, timeout)
 	opts := []campaign.Option{campaign.WithTTL(timeout), campaign.WithRetry(200 * time.Millisecond)}
 	a := backendtest.Record(t, ba, "job", "a", opts...)
 	first := a.WaitFor(t, events.Elected, 10*time.Second)
@@ -95,11 +96,11 @@ func TestServerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitUntil(t, "b waits in the lock's line behind a", func() bool { return lineLength(t, connB, "job") == 2 })
 
 	down := time.Now()
 	srv.Stop()
-	time.Sleep(300 * time.Millisecond)
+	waitUntil(t, "b's client noticed the server is down", func() bool { return connB.State() != zk.StateHasSession })
 	if err := probe.KeepAlive(t.Context()); !errors.Is(err, backends.ErrUnavailable) {
 		t.Errorf("KeepAlive while the server is down: %v, want ErrUnavailable", err)
 	}
@@ -107,6 +108,9 @@ func TestServerRestart(t *testing.T) {
 	if late := revoked.Time.Sub(down); late > timeout+500*time.Millisecond {
 		t.Errorf("a revoked %v after the server went down, want within its TTL %v", late, timeout)
 	}
+	// Kept as a sleep: an outage longer than the TTL is what is tested
+	// (the probe's session must be lost by it); nothing happens in it to
+	// wait on.
 	time.Sleep(time.Until(down.Add(timeout + time.Second)))
 	restart := time.Now()
 	if err := srv.Restart(); err != nil {
@@ -151,7 +155,10 @@ func TestLatencyNoSpuriousRevoke(t *testing.T) {
 	a := backendtest.Record(t, ba, "job", "a", opts...)
 	a.WaitFor(t, events.Elected, 15*time.Second)
 	b := backendtest.Record(t, bb, "job", "b", opts...)
-	time.Sleep(5 * time.Second) // almost four keep-alives
+	// Kept as a sleep: that a keeps leading through almost four
+	// keep-alives under latency is what is tested; nothing happens in
+	// them to wait on.
+	time.Sleep(5 * time.Second)
 	if n := a.Count(events.Revoked); n > 0 {
 		t.Errorf("a was revoked %d times under 100 ms latency: %v", n, a.Events())
 	}
@@ -190,20 +197,21 @@ func sessionEnd(t *testing.T, conn, observer *zk.Conn) <-chan time.Time {
 // any of the candidates.
 func electedAfter(t *testing.T, since time.Time, timeout time.Duration, cands ...*candidate) events.Event {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	var got events.Event
+	eventually(t, timeout, func() error {
 		for _, k := range cands {
 			for _, e := range k.Events() {
 				if e.Kind == events.Elected && e.Time.After(since) {
-					return e
+					got = e
+					return nil
 				}
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	for _, k := range cands {
-		t.Logf("%s: state %+v", k.ID, k.C.State())
-	}
-	t.Fatalf("nobody elected within %v", timeout)
-	return events.Event{}
+		var states []string
+		for _, k := range cands {
+			states = append(states, fmt.Sprintf("%s: state %+v", k.ID, k.C.State()))
+		}
+		return fmt.Errorf("nobody elected; %v", states)
+	})
+	return got
 }

@@ -3,6 +3,7 @@ package zookeeper_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"slices"
 	"sync"
@@ -58,18 +59,14 @@ func TestGroupUnpreferredWaiter(t *testing.T) {
 	// n ranks again, finds itself out of the top 2 and leaves both lines.
 	waitUntil(t, "n left both lines", func() bool { return lineLength(t, f.conn, f.slot(0)) == 1 && lineLength(t, f.conn, f.slot(1)) == 1 })
 	f.release(t, 0)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	eventually(t, 5*time.Second, func() error {
 		h, err := f.b.Holder(t.Context(), f.slot(0))
 		s := g.State()
 		if err == nil && (h.ID == "" || h.ID == "n" && s.Leader && s.Slot == 0) {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("5s after slot 0's release: Holder(slot 0) = %+v, %v; n leads: %v (slot %d): n holds slot 0 without knowing", h, err, s.Leader, s.Slot)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("after slot 0's release: Holder(slot 0) = %+v, %v; n leads: %v (slot %d): n holds slot 0 without knowing", h, err, s.Leader, s.Slot)
+	})
 }
 
 // TestSharedSessionLeavesLineOnClose: a campaign on a shared session
@@ -273,13 +270,29 @@ func (f *twoSlots) release(t *testing.T, i int) {
 	}
 }
 
-// waitUntil polls cond every 20 ms, failing the test after 10 s.
+// waitUntil polls cond, failing the test after 10 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
+	eventually(t, 10*time.Second, func() error {
+		if !cond() {
+			return errors.New(what)
+		}
+		return nil
+	})
+}
+
+// eventually calls check every 20 ms until it returns nil, failing with
+// its last error after within.
+func eventually(t *testing.T, within time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not so after 10s", what)
+			t.Fatalf("not so after %v: %v", within, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -258,7 +258,10 @@ func TestLockRecreatedIsJudgedAfresh(t *testing.T) {
 	if err := conn.Delete(root(t)+"/locks/job", -1); err != nil { // as the server does to an empty container
 		t.Fatal(err)
 	}
-	time.Sleep(2 * lease) // the first node's lease is over, on any clock
+	// Kept as a sleep: the waiter's memory of the first node's lease must
+	// be out of date, so that lease must be over on any clock; nothing
+	// happens on the server to wait on.
+	time.Sleep(2 * lease)
 	if _, err := h.Acquire(t.Context(), "job", time.Minute); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hustings/hustings/backends"
@@ -385,15 +386,21 @@ type slowStop struct {
 
 func (d *slowStop) Notify(ctx context.Context, f *record.Feed) error {
 	err := d.kvDriver.Notify(ctx, f)
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // in the test's synctest bubble: a slow stop that takes no real time
 	d.returned.Store(true)
 	return err
 }
 
 // TestCloseWaitsForTheFeed: Close of the last session using the feed
 // returns once the driver's feed returned, so nothing of the Store runs
-// after the caller closed everything.
+// after the caller closed everything. It runs in a synctest bubble: the
+// feed's slow stop takes no real time, and a Close that did not wait
+// would return before it, every time.
 func TestCloseWaitsForTheFeed(t *testing.T) {
+	synctest.Test(t, closeWaitsForTheFeed)
+}
+
+func closeWaitsForTheFeed(t *testing.T) {
 	d := &slowStop{kvDriver: newKV()}
 	s, err := record.New(d, record.Config{Name: "slow"})
 	if err != nil {
@@ -419,8 +426,13 @@ func TestCloseWaitsForTheFeed(t *testing.T) {
 // TestSessionPastItsTTLIsLost: a session whose store keeps its record
 // past the TTL (as Consul may) is lost all the same once a TTL has passed
 // since the start of its last renewal: KeepAlive and Acquire say so, and
-// a lock it held is not granted again under its old token.
+// a lock it held is not granted again under its old token. It runs in a
+// synctest bubble: the TTL passes on the bubble's clock.
 func TestSessionPastItsTTLIsLost(t *testing.T) {
+	synctest.Test(t, sessionPastItsTTLIsLost)
+}
+
+func sessionPastItsTTLIsLost(t *testing.T) {
 	d := newKV()
 	d.lax = time.Hour
 	s, err := record.New(d, record.Config{Name: "kv"})
