@@ -8,6 +8,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/dynamodb/dynamotest"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 // leaseTTL is the session TTL of the lease tests.
@@ -67,7 +68,7 @@ func TestCrashedHolderIsTakenAfterTTL(t *testing.T) {
 	b := backendtest.Open(t, waiter, "b", 30*time.Second)
 	first := time.Now() // before the waiter's first read of a's session
 	var tok uint64
-	eventually(t, "the crashed holder's lock taken", 30*time.Second, func() bool {
+	testserver.Eventually(t, "the crashed holder's lock taken", 30*time.Second, func() bool {
 		got, err := b.Acquire(t.Context(), "crashed", 0)
 		if err != nil && !errors.Is(err, backends.ErrHeld) {
 			t.Fatalf("waiter's Acquire: %v, want ErrHeld", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 const (
@@ -53,7 +54,7 @@ func (h *history) start(t *testing.T, b backends.Backend, id string, opts ...cam
 func nth(t *testing.T, k *cand, kind events.Kind, n int, d time.Duration) events.Event {
 	t.Helper()
 	var got events.Event
-	eventually(t, fmt.Sprintf("%s: %s event #%d", k.ID, kind, n), d, func() bool {
+	testserver.Eventually(t, fmt.Sprintf("%s: %s event #%d", k.ID, kind, n), d, func() bool {
 		seen := 0
 		for _, e := range k.Events() {
 			if e.Kind == kind {
@@ -202,7 +203,7 @@ func restartServer(t *testing.T, srv *etcdtest.Server, h *history) {
 	stopped := time.Now()
 	srv.Stop()
 	for _, k := range []*cand{a, b} {
-		eventually(t, fmt.Sprintf("%s believes it leads during the outage", k.ID), faultTTL+10*time.Second, func() bool {
+		testserver.Eventually(t, fmt.Sprintf("%s believes it leads during the outage", k.ID), faultTTL+10*time.Second, func() bool {
 			return !k.C.State().Leader
 		})
 	}
@@ -245,7 +246,7 @@ func slowLink(t *testing.T, srv *etcdtest.Server, h *history) {
 func elected(t *testing.T, d time.Duration, cands ...*cand) events.Event {
 	t.Helper()
 	var got events.Event
-	eventually(t, "a candidate is elected", d, func() bool {
+	testserver.Eventually(t, "a candidate is elected", d, func() bool {
 		for _, k := range cands {
 			if s := k.C.State(); s.Leader {
 				got = s.LastEvent
@@ -255,18 +256,6 @@ func elected(t *testing.T, d time.Duration, cands ...*cand) events.Event {
 		return false
 	})
 	return got
-}
-
-// eventually polls cond every 10 ms until it holds, failing after d.
-func eventually(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not so after %v", what, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // onMessage is a slog.Handler that signals ch (without blocking) at each

@@ -15,6 +15,7 @@ import (
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/group"
+	"github.com/hustings/hustings/internal/testserver"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -98,7 +99,7 @@ func TestRegistryOrderOutlivesRestart(t *testing.T) {
 		t.Fatalf("Restart: %v", err)
 	}
 	var later strategy.Candidate
-	eventually(t, "Register after the restart", 15*time.Second, func() bool {
+	testserver.Eventually(t, "Register after the restart", 15*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		defer cancel()
 		got, err := c.Register(ctx, "g", strategy.Candidate{})
@@ -170,11 +171,11 @@ func TestGroupsRankByScore(t *testing.T) {
 		}
 		return out
 	}
-	eventually(t, "n2 and n3 lead", 15*time.Second, func() bool { return slices.Equal(leaders(), []string{"n2", "n3"}) })
+	testserver.Eventually(t, "n2 and n3 lead", 15*time.Second, func() bool { return slices.Equal(leaders(), []string{"n2", "n3"}) })
 	if err := gs[0].SetScore(10); err != nil {
 		t.Fatalf("SetScore: %v", err)
 	}
-	eventually(t, "n0 and n3 lead", 15*time.Second, func() bool { return slices.Equal(leaders(), []string{"n0", "n3"}) })
+	testserver.Eventually(t, "n0 and n3 lead", 15*time.Second, func() bool { return slices.Equal(leaders(), []string{"n0", "n3"}) })
 	got := members(t, b, name)
 	byID := map[string]strategy.Candidate{}
 	for i, c := range got {

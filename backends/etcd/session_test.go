@@ -13,6 +13,7 @@ import (
 	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/etcd"
 	"github.com/hustings/hustings/backends/etcd/etcdtest"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 func TestNewNilClient(t *testing.T) {
@@ -162,7 +163,7 @@ func TestZombieAfterExpiry(t *testing.T) {
 	b := newBackend(t, cli)
 	zombie := open(t, b, "zombie", time.Second)
 	id := leaseOf(t, cli)
-	eventually(t, "the server expired and revoked the 1s lease", 15*time.Second, func() bool {
+	testserver.Eventually(t, "the server expired and revoked the 1s lease", 15*time.Second, func() bool {
 		ttl, err := cli.TimeToLive(t.Context(), id)
 		return err == nil && ttl.TTL == -1
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/hustings/hustings/backends/mysql/mysqltest"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/faultlink"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 func TestMain(m *testing.M) {
@@ -177,7 +178,7 @@ WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'k_renew'`).Scan(&at, &body
 	first := created()
 	// CREATED counts whole seconds: once the server's clock is past the
 	// procedure's, a recreation would show.
-	eventually(t, "the server's clock past the procedure's CREATED second", 10*time.Second, func() bool {
+	testserver.Eventually(t, "the server's clock past the procedure's CREATED second", 10*time.Second, func() bool {
 		var later bool
 		if err := db.QueryRowContext(t.Context(), `SELECT NOW() > CREATED FROM information_schema.ROUTINES
 WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'k_renew'`).Scan(&later); err != nil {

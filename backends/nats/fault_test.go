@@ -10,6 +10,7 @@ import (
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/faultlink"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 // Fault-test timing: short TTLs, generous waits.
@@ -132,7 +133,7 @@ func serverRestart(t *testing.T, srv *natstest.Server) []*backendtest.Recorder {
 	if err := srv.Restart(); err != nil { // a crash, back at once
 		t.Fatal(err)
 	}
-	eventually(t, "a leader after the quick restart", faultWait, func() bool {
+	testserver.Eventually(t, "a leader after the quick restart", faultWait, func() bool {
 		return a.C.State().Leader || b.C.State().Leader
 	})
 	return []*backendtest.Recorder{a, b}
@@ -142,7 +143,7 @@ func serverRestart(t *testing.T, srv *natstest.Server) []*backendtest.Recorder {
 func electedOf(t *testing.T, ks ...*backendtest.Recorder) (*backendtest.Recorder, events.Event) {
 	t.Helper()
 	var got *backendtest.Recorder
-	eventually(t, "somebody elected", faultWait, func() bool {
+	testserver.Eventually(t, "somebody elected", faultWait, func() bool {
 		for _, k := range ks {
 			if k.Pending() {
 				got = k
@@ -152,18 +153,6 @@ func electedOf(t *testing.T, ks ...*backendtest.Recorder) (*backendtest.Recorder
 		return false
 	})
 	return got, got.Expect(t, events.Elected, 0)
-}
-
-// eventually polls cond every 10 ms until it holds, failing after within.
-func eventually(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not so after %v", what, within)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // serverPaused: the server stops (SIGSTOP) for longer than the TTL, its

@@ -9,6 +9,7 @@ import (
 	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/nats"
 	"github.com/hustings/hustings/backends/nats/natstest"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 // TestKeepAliveIsOneRequest: a session whose losses are pushed, holding
@@ -61,7 +62,7 @@ func TestKeepAliveIsOneRequest(t *testing.T) {
 			if err := kv.Delete(t.Context(), nats.LockKey(names[7])); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the deleted lock reported lost", 30*time.Second, func() bool {
+			testserver.Eventually(t, "the deleted lock reported lost", 30*time.Second, func() bool {
 				if s.Lost()[names[7]] != 0 {
 					return true
 				}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hustings/hustings/backends/nats/natstest"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 // bucket makes a bucket with per-key TTLs (limit markers kept markerTTL)
@@ -225,13 +226,13 @@ func TestStoreKeyTTL(t *testing.T) {
 	if _, err := kv.Update(ctx, "updated", []byte("v"), u1); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the witness key expired", 30*time.Second, func() bool { return keyGone(t, kv, "witness") })
+	testserver.Eventually(t, "the witness key expired", 30*time.Second, func() bool { return keyGone(t, kv, "witness") })
 	if _, err := kv.Get(ctx, "renewed"); err != nil {
 		t.Fatalf("renewed key after its first TTL (the witness's) ran out: %v", err)
 	}
 	// The renewed TTL ends 2.6s after the first write; the updated key's,
 	// had Update kept it, 1.6s after.
-	eventually(t, "the renewed key expired after its renewed TTL", 10*time.Second, func() bool { return keyGone(t, kv, "renewed") })
+	testserver.Eventually(t, "the renewed key expired after its renewed TTL", 10*time.Second, func() bool { return keyGone(t, kv, "renewed") })
 	if _, err := kv.Get(ctx, "updated"); err != nil {
 		t.Fatalf("key updated without a TTL, after the renewed key's 2s TTL ran out: %v (Update kept the TTL?)", err)
 	}
@@ -287,7 +288,7 @@ func TestStoreRevisionsSurviveRestart(t *testing.T) {
 	}
 	// Wait until c expired and its marker (kept 1s) went too, and drop
 	// the purge markers: the stream is empty.
-	eventually(t, "the stream empty", 30*time.Second, func() bool {
+	testserver.Eventually(t, "the stream empty", 30*time.Second, func() bool {
 		if err := kv.PurgeDeletes(ctx, jetstream.DeleteMarkersOlderThan(-1)); err != nil {
 			t.Fatal(err)
 		}
@@ -301,7 +302,7 @@ func TestStoreRevisionsSurviveRestart(t *testing.T) {
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a Create after the restart", time.Minute, func() bool { // reconnecting
+	testserver.Eventually(t, "a Create after the restart", time.Minute, func() bool { // reconnecting
 		rev, err := kv.Create(ctx, "d", []byte("1"))
 		if err != nil && ctx.Err() == nil {
 			return false

@@ -10,6 +10,7 @@ import (
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/faultlink"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 // Fault-test timing: short TTLs, generous waits.
@@ -145,7 +146,7 @@ func serverRestart(t *testing.T, srv *redistest.Server) []*backendtest.Recorder 
 func electedOf(t *testing.T, ks ...*backendtest.Recorder) (*backendtest.Recorder, events.Event) {
 	t.Helper()
 	var got *backendtest.Recorder
-	eventually(t, "somebody elected", faultWait, func() bool {
+	testserver.Eventually(t, "somebody elected", faultWait, func() bool {
 		for _, k := range ks {
 			if k.Pending() {
 				got = k

@@ -16,6 +16,7 @@ import (
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/redis/redistest"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 // counter is a go-redis hook that counts what the client sends: round
@@ -307,7 +308,7 @@ func TestEvictedLockIsLost(t *testing.T) {
 // clock (seconds): keys used later are then younger.
 func waitIdle(t *testing.T, client *goredis.Client, key string) {
 	t.Helper()
-	eventually(t, key+" idle for a second", 10*time.Second, func() bool {
+	testserver.Eventually(t, key+" idle for a second", 10*time.Second, func() bool {
 		idle, err := client.ObjectIdleTime(t.Context(), key).Result()
 		if err != nil {
 			t.Fatalf("OBJECT IDLETIME %s: %v", key, err)

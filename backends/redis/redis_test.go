@@ -16,6 +16,7 @@ import (
 	"github.com/hustings/hustings/backends/redis/redistest"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/faultlink"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 func TestMain(m *testing.M) {
@@ -326,7 +327,7 @@ func TestUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The driver may report its last failed dial for a moment.
-	eventually(t, "Open and KeepAlive work after the restart", 15*time.Second, func() bool {
+	testserver.Eventually(t, "Open and KeepAlive work after the restart", 15*time.Second, func() bool {
 		// Both of the client's pools must reach the server again (go-redis
 		// pipelines have a pool of their own), or a dial retry of the
 		// other outlives the test: a GET (Holder) and a pipeline
@@ -372,24 +373,12 @@ func waitClosed(t *testing.T, ch <-chan struct{}, after string, d time.Duration)
 	}
 }
 
-// eventually polls cond every 10 ms until it holds, failing after within.
-func eventually(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not so after %v", what, within)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // waitExpired waits until Redis has expired the key of s, which must have
 // been set by a call of s; EXISTS expires a key past its TTL.
 func waitExpired(t *testing.T, client *goredis.Client, s backends.Session) {
 	t.Helper()
 	key := redis.SessionKey(s)
-	eventually(t, "session key "+key+" expired", 10*time.Second, func() bool { return !exists(t, client, key) })
+	testserver.Eventually(t, "session key "+key+" expired", 10*time.Second, func() bool { return !exists(t, client, key) })
 }
 
 // openSession opens a session that is closed when the test ends.

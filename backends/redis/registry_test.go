@@ -12,6 +12,7 @@ import (
 	"github.com/hustings/hustings/backends/redis/redistest"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/group"
+	"github.com/hustings/hustings/internal/testserver"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -143,7 +144,7 @@ func TestScoreStrategy(t *testing.T) {
 	}
 	waitUntil := func(what string, want []string) {
 		t.Helper()
-		eventually(t, fmt.Sprintf("%s: leaders %v", what, want), 15*time.Second, func() bool {
+		testserver.Eventually(t, fmt.Sprintf("%s: leaders %v", what, want), 15*time.Second, func() bool {
 			return slices.Equal(leaders(), want)
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/backends/redis/redistest"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 // subscribers returns how many connections Redis counts as subscribed
@@ -102,7 +103,7 @@ func TestWatchesShareOneConnection(t *testing.T) {
 		t.Fatalf("%d channels with solo's watch, want 101", channels)
 	}
 	soloCancel()
-	eventually(t, "solo's channel left when its watch ended", 10*time.Second, func() bool {
+	testserver.Eventually(t, "solo's channel left when its watch ended", 10*time.Second, func() bool {
 		conns, channels := subscribers(t, admin)
 		return conns == 1 && channels == 100
 	})
@@ -114,7 +115,7 @@ func TestWatchesShareOneConnection(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, "no subscribed connection after every watch ended", 10*time.Second, func() bool {
+	testserver.Eventually(t, "no subscribed connection after every watch ended", 10*time.Second, func() bool {
 		conns, _ := subscribers(t, admin)
 		return conns == 0
 	})

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -246,5 +247,19 @@ func (p *Process) WaitFor(timeout time.Duration, ready func() error) error {
 			return fmt.Errorf("testserver: not ready after %v: %w\n%s", timeout, err, p.Log())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Eventually polls cond every 10 ms until it holds, and fails the test,
+// saying what it waited for, if it does not within the bound. Call it
+// from the test's goroutine: it may call t.Fatalf.
+func Eventually(t testing.TB, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not so after %v", what, within)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
