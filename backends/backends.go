@@ -103,9 +103,10 @@ type Session interface {
 	Lost() map[string]events.Token
 	// Losses returns a channel that receives a value whenever Lost gains a
 	// lock, where the backend can push the loss of a lock (a watch on the
-	// session's own keys): a lock deleted or revoked behind the session's
-	// back is then reported within milliseconds, not only after the next
-	// KeepAlive. Signals coalesce (the buffer holds one), so the receiver
+	// session's own keys): a lock deleted, revoked or taken over behind the
+	// session's back is then reported within milliseconds, as far as the
+	// backend sees it (each backend's doc says what it pushes: Redis pushes
+	// take-overs, not bare deletes), not only after the next KeepAlive. Signals coalesce (the buffer holds one), so the receiver
 	// reads Lost. The same channel on every call; it is never closed. The
 	// first call may start the watch that feeds it; Close stops it. nil
 	// where the backend pushes no losses: KeepAlive alone finds them.

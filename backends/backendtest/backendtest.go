@@ -84,7 +84,7 @@ var checks = []check{
 	{name: "RaceForFreeLock", run: raceForFreeLock},
 	{name: "KeepAliveKeepsLocks", run: keepAliveKeepsLocks},
 	{name: "DeletedLockIsLost", run: deletedLockIsLost},
-	{name: "DeletedLockIsPushed", run: deletedLockIsPushed},
+	{name: "TakenOverLockIsPushed", run: takenOverLockIsPushed},
 	{name: "ReleasedLockIsNotLost", run: releasedLockIsNotLost},
 	{name: "ExpiryFreesLock", run: expiryFreesLock},
 	{name: "ExpiryLosesAllLocks", run: expiryLosesAllLocks},

@@ -45,6 +45,7 @@ type Backend struct {
 	client goredis.UniversalClient
 	prefix string
 	hub    *hub.Hub[struct{}] // every Watch, over one connection
+	losers losers             // the sessions whose loss watch follows a lock
 
 	// oneServer: client is a *goredis.Client, which talks to one server
 	// (standalone, or the primary a Sentinel names), so a script may read
@@ -64,7 +65,8 @@ func New(client goredis.UniversalClient, opts ...Option) (*Backend, error) {
 		return nil, fmt.Errorf("%w: redis: nil client", backends.ErrInvalid)
 	}
 	_, oneServer := client.(*goredis.Client)
-	b := &Backend{client: client, prefix: DefaultPrefix, oneServer: oneServer, hub: newHub(client)}
+	b := &Backend{client: client, prefix: DefaultPrefix, oneServer: oneServer}
+	b.hub = newHub(client, b.losers.took)
 	for _, o := range opts {
 		if o != nil {
 			o.apply(b)

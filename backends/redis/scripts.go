@@ -72,7 +72,7 @@ if ARGV[2] ~= '0' then
 else
   redis.call('MSET', KEYS[1], val, KEYS[2], tok)
 end
-redis.call('PUBLISH', ARGV[3], 'acquired')
+redis.call('PUBLISH', ARGV[3], val)
 return {'taken', tok}
 `)
 

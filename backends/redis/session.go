@@ -35,6 +35,7 @@ type session struct {
 	groups  map[string]struct{} // groups it may have an entry in
 	pending bool                // the session key is not known to be set yet
 	opened  time.Time           // start of Open
+	loss    *lossWatch          // started by the first Losses; nil before
 
 	ledger ledger.Ledger // what Acquire granted, and what KeepAlive found gone
 }
@@ -100,6 +101,7 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	tok, err := s.acquire(ctx, name, lease)
 	if err == nil {
 		s.ledger.Granted(name, tok)
+		s.kickLosses()
 	}
 	return tok, err
 }
@@ -195,6 +197,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 		return err
 	}
 	s.ledger.Released(name, token)
+	s.kickLosses()
 	if err := ctx.Err(); err != nil {
 		return unavailable(ctx, "release", err)
 	}
@@ -242,6 +245,7 @@ func (s *session) Close(ctx context.Context) error {
 	}
 	groups := slices.Collect(maps.Keys(s.groups))
 	s.mu.Unlock()
+	s.stopLosses()
 	if err := ctx.Err(); err != nil {
 		return unavailable(ctx, "close", err)
 	}
@@ -334,6 +338,3 @@ func (b *Backend) undo(ctx context.Context, k lockKeys, val string) {
 
 // Lost returns the locks KeepAlive found gone; see backends.Session.
 func (s *session) Lost() map[string]events.Token { return s.ledger.Lost() }
-
-// Losses returns nil: KeepAlive alone finds a lost lock.
-func (s *session) Losses() <-chan struct{} { return nil }

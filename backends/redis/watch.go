@@ -83,12 +83,14 @@ func (b *Backend) watch(ctx context.Context, name string, releases bool) (<-chan
 type pubsub struct {
 	client goredis.UniversalClient
 	h      *hub.Hub[struct{}]
-	ps     *goredis.PubSub // the current run's; guarded by h's lock
+	ps     *goredis.PubSub               // the current run's; guarded by h's lock
+	took   func(channel, payload string) // told every message, for the loss watches
 }
 
-// newHub returns the watch hub of a Backend on client.
-func newHub(client goredis.UniversalClient) *hub.Hub[struct{}] {
-	p := &pubsub{client: client}
+// newHub returns the watch hub of a Backend on client, which tells took
+// every message it reads.
+func newHub(client goredis.UniversalClient, took func(channel, payload string)) *hub.Hub[struct{}] {
+	p := &pubsub{client: client, took: took}
 	p.h = hub.New(hub.Config[struct{}]{Open: p.open, Join: p.join, Leave: p.leave, Linger: watchLinger})
 	return p.h
 }
@@ -132,6 +134,7 @@ func (p *pubsub) read(r *hub.Run, ps *goredis.PubSub) error {
 		switch m := msg.(type) {
 		case *goredis.Message:
 			p.h.Signal(r, m.Channel)
+			p.took(m.Channel, m.Payload)
 		case *goredis.Subscription:
 			if m.Kind == "subscribe" {
 				p.h.Joined(r, m.Channel, nil)
