@@ -87,6 +87,7 @@ func workloads() []workload {
 		{"events", (*bench).eventLatency},
 		{"scale", (*bench).scale},
 		{"fenced-write", (*bench).fencedWrite},
+		{"lock-lost", (*bench).lockLost},
 	}
 }
 

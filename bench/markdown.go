@@ -106,6 +106,9 @@ var sections = []section{
 			"Each write says what it sends: the fence's reads are part of its cost where the backend cannot check the lock inside the write (ZooKeeper, Kubernetes, MongoDB, DynamoDB). " +
 			"The `http` rows are no backend's: `fence.Guard` in front of an HTTP handler (`Guard.Handler`, the client setting `fence.SetHeaders`) against the handler alone, once per run.",
 		renderFencedWrite},
+	{"lock-lost", "A lock taken over behind its leader",
+		"On Redis and memory: a campaign holds a lock (TTL 3 s); the bench deletes the lock (on Redis a DEL of its key, as an eviction would) and a candidate on another client takes it. From the start of the DEL to the holder's `Revoked` (reason `lock-lost`): how long two candidates both believed they led. Found by renewal alone, it takes up to a keep-alive interval (1 s).",
+		renderLatencyBaseline},
 }
 
 func latencyCells(d *Dist) []string {
