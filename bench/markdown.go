@@ -107,7 +107,7 @@ var sections = []section{
 			"The `http` rows are no backend's: `fence.Guard` in front of an HTTP handler (`Guard.Handler`, the client setting `fence.SetHeaders`) against the handler alone, once per run.",
 		renderFencedWrite},
 	{"lock-lost", "A lock taken over behind its leader",
-		"On Redis and memory: a campaign holds a lock (TTL 3 s); the bench deletes the lock (on Redis a DEL of its key, as an eviction would) and a candidate on another client takes it. From the start of the DEL to the holder's `Revoked` (reason `lock-lost`): how long two candidates both believed they led. Found by renewal alone, it takes up to a keep-alive interval (1 s).",
+		"On Redis and memory: a campaign holds a lock (TTL 900 ms) across a renewal; the bench deletes the lock (on Redis a DEL of its key, as an eviction would) and a candidate on another client takes it. From the start of the DEL to the holder's `Revoked` (reason `lock-lost`): how long two candidates both believed they led. Found by renewal alone, it takes up to a keep-alive interval (300 ms).",
 		renderLatencyBaseline},
 }
 

@@ -14,7 +14,7 @@ import (
 
 // lostTTL is the holder's TTL in the lock-lost workload: its keep-alive
 // interval, a third of it, bounds a loss found by renewal alone.
-const lostTTL = 3 * time.Second
+const lostTTL = 900 * time.Millisecond
 
 // lockLost times how long a leader believes it leads after its lock was
 // deleted behind its back and taken by a candidate of another process:
@@ -47,9 +47,10 @@ func (b *bench) lockLost(ctx context.Context, s *system) error {
 	return nil
 }
 
-// lostOnce elects a campaign on name, lets it hold for a tenth of a
-// second, deletes its lock key and takes the lock on other, and returns
-// how long the campaign took to revoke its term.
+// lostOnce elects a campaign on name, lets it hold across a renewal (a
+// Redis session follows a lock's channel from then on), deletes its lock
+// and takes it on other, and returns how long the campaign took to
+// revoke its term.
 func lostOnce(ctx context.Context, s *system, other backends.Backend, del func(context.Context, string) error, name string) (time.Duration, error) {
 	c, err := campaign.New(s.backend, name, campaign.WithID("bench-holder"), campaign.WithTTL(lostTTL))
 	if err != nil {
@@ -60,7 +61,7 @@ func lostOnce(ctx context.Context, s *system, other backends.Backend, del func(c
 	if e, err := nextEvent(ctx, c.Events()); err != nil || e.Kind != events.Elected {
 		return 0, fmt.Errorf("waiting for the holder's election: %v %v", e, err)
 	}
-	time.Sleep(100 * time.Millisecond) // a leader that has held for a moment
+	time.Sleep(lostTTL/3 + 100*time.Millisecond) // a leader that has held across a renewal
 	taker, err := other.Open(ctx, "bench-taker", lostTTL)
 	if err != nil {
 		return 0, err

@@ -69,9 +69,9 @@ func deletedLockIsLost(e *env) {
 }
 
 // takenOverLockIsPushed: where the session pushes losses (Losses is not
-// nil), a lock deleted behind its back and taken by another session goes
-// to Lost, and the channel signals, with no KeepAlive; a lock it releases
-// itself does neither. (A backend may push the bare delete already, as
+// nil), a lock it held across a renewal, then deleted behind its back and
+// taken by another session, goes to Lost, and the channel signals, with
+// no KeepAlive after the delete; a lock it releases itself does neither. (A backend may push the bare delete already, as
 // etcd's watch does; Redis sees only the take. Other backends have
 // nothing to check here: KeepAlive finds the loss, as DeletedLockIsLost
 // checks.)
@@ -85,6 +85,7 @@ func takenOverLockIsPushed(e *env) {
 	released, gone := e.name(), e.name()
 	e.release(a, released, e.acquire(a, released, 0), 0)
 	tok := e.acquire(a, gone, 0)
+	e.keepAlive(a)
 	e.h.Delete(e.t, e.b, gone)
 	e.acquire(e.open("b"), gone, 0)
 	select {

@@ -59,7 +59,7 @@ func (s *session) KeepAlive(ctx context.Context) error {
 	for _, i := range gone {
 		s.ledger.Gone(locks[i].name, locks[i].tok)
 	}
-	s.kickLosses() // drops what was found gone, and subscribes again where a subscription broke
+	s.kickLosses() // the loss watch follows the locks held across this renewal
 	return nil
 }
 

@@ -14,30 +14,35 @@ import (
 )
 
 // lossRetry is how long the loss watch waits before it subscribes again
-// to a channel whose subscription failed or broke; KeepAlive confirms the
-// locks meanwhile.
+// after a subscription failed; KeepAlive confirms the locks meanwhile.
 const lossRetry = time.Second
 
+// lossSubscribers is how many subscriptions the loss watch waits for at
+// once: a session that holds many locks subscribes to their channels
+// within a few round trips, not one round trip a lock.
+const lossSubscribers = 64
+
 // Losses returns the channel of backends.Session.Losses. Its first call
-// starts the session's loss watch: it subscribes, on the Backend's one
-// pub/sub connection, to the channel of every lock the session holds, and
-// a take of such a lock by any other session (the acquire script
-// publishes the new holder's token) moves it to Lost at once, within a
-// message's delivery, not at the next KeepAlive. So a lock deleted behind
-// its holder's back (a DEL, an eviction) and taken by another candidate
-// is told to its old holder within milliseconds. A bare delete that
-// nobody follows with a take publishes nothing: KeepAlive finds it, and
-// no other candidate leads meanwhile. The subscriptions are made by a
-// goroutine of the session, in the background: a lock taken over before
-// its subscription is confirmed (a few milliseconds after its Acquire) is
-// found by KeepAlive too. The goroutine runs until Close.
+// starts the session's loss watch: at every successful KeepAlive it
+// subscribes, on the Backend's one pub/sub connection, to the channel of
+// every lock the session held across that renewal, and drops the
+// subscriptions of the locks it no longer holds. A take of such a lock by
+// any other session (the acquire script publishes the taker's token)
+// then moves it to Lost at once, within a message's delivery, not at the
+// next KeepAlive: a lock deleted behind its holder's back (a DEL, an
+// eviction) and taken by another candidate is told to its old holder
+// within milliseconds. A bare delete that nobody follows with a take
+// publishes nothing: KeepAlive finds it, and no other candidate leads
+// meanwhile. A lock is followed from the first renewal after its Acquire
+// (a short run, released before it, costs no subscription); a take before
+// that is found by KeepAlive too. A goroutine of the session makes the
+// subscriptions, in the background, until Close.
 func (s *session) Losses() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.loss == nil && !s.closed {
 		ctx, cancel := context.WithCancel(context.Background())
 		lw := &lossWatch{kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
-		lw.kick <- struct{}{}
 		s.loss = lw
 		go s.followLosses(ctx, lw)
 	}
@@ -46,13 +51,13 @@ func (s *session) Losses() <-chan struct{} {
 
 // lossWatch is a session's loss watch (see Losses).
 type lossWatch struct {
-	kick   chan struct{} // signalled (buffer 1) when the locks to watch may have changed
+	kick   chan struct{} // signalled (buffer 1) after each successful KeepAlive
 	cancel context.CancelFunc
 	done   chan struct{} // closed when followLosses has returned
 }
 
-// kickLosses tells the loss watch, if there is one, that the session's
-// locks changed. It does not block.
+// kickLosses tells the loss watch, if there is one, that a renewal
+// confirmed the session's locks. It does not block.
 func (s *session) kickLosses() {
 	s.mu.Lock()
 	lw := s.loss
@@ -79,9 +84,9 @@ func (s *session) stopLosses() {
 
 // followLosses keeps one subscription per lock the session holds until ctx
 // ends: at every kick it drops those of locks released or found lost, and
-// subscribes to the new ones. A subscription that failed or broke (the
-// connection failed: its Sub's channel is closed) is made again at a
-// later kick, after lossRetry; KeepAlive kicks at every renewal.
+// subscribes to the new ones. A subscription that broke (the connection
+// failed: its Sub's channel is closed) is made again at a later kick; one
+// that failed, after lossRetry.
 func (s *session) followLosses(ctx context.Context, lw *lossWatch) {
 	defer close(lw.done)
 	subs := map[string]*hub.Sub[struct{}]{}
@@ -112,27 +117,55 @@ func (s *session) followLosses(ctx context.Context, lw *lossWatch) {
 		}
 		var fresh []string
 		for name := range held {
-			if subs[name] != nil {
-				continue
+			if subs[name] == nil {
+				fresh = append(fresh, name)
 			}
-			channel := s.b.keys(name).channel
-			s.b.losers.add(channel, name, s)
-			sub, err := s.b.hub.Watch(ctx, channel)
-			if err != nil {
-				s.b.losers.remove(channel, s)
-				retryAt = time.Now().Add(lossRetry)
-				break
-			}
-			subs[name], fresh = sub, append(fresh, name)
+		}
+		made, failed := s.subscribe(ctx, fresh)
+		for name, sub := range made {
+			subs[name] = sub
+		}
+		if failed {
+			retryAt = time.Now().Add(lossRetry)
 		}
 		s.lookAgain(ctx, fresh)
 	}
 }
 
+// subscribe subscribes to the channels of names, lossSubscribers at a
+// time, registering the session as a loser of each first, and returns
+// the subscriptions made, and whether any failed.
+func (s *session) subscribe(ctx context.Context, names []string) (made map[string]*hub.Sub[struct{}], failed bool) {
+	made = make(map[string]*hub.Sub[struct{}], len(names))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	turns := make(chan struct{}, lossSubscribers)
+	for _, name := range names {
+		turns <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-turns }()
+			channel := s.b.keys(name).channel
+			s.b.losers.add(channel, name, s)
+			sub, err := s.b.hub.Watch(ctx, channel)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				s.b.losers.remove(channel, s)
+				failed = true
+				return
+			}
+			made[name] = sub
+		})
+	}
+	wg.Wait()
+	return made, failed
+}
+
 // lookAgain reads the locks whose subscription is new, in one pipeline,
 // and hands each value to the ledger as a take would: a take-over between
-// the lock's Acquire and its subscription published nothing the session
-// heard. A read that fails changes nothing; KeepAlive confirms the locks.
+// the renewal that confirmed the lock and its subscription published
+// nothing the session heard. A read that fails changes nothing; KeepAlive
+// confirms the locks.
 func (s *session) lookAgain(ctx context.Context, names []string) {
 	if len(names) == 0 {
 		return
@@ -177,29 +210,42 @@ func ended(sub *hub.Sub[struct{}]) bool {
 
 // losers are the sessions whose loss watch follows a lock's channel, by
 // channel: the pub/sub reader hands them each take it hears of (took).
+// A channel has one follower but for a moment after a take-over between
+// two sessions of the Backend.
 type losers struct {
 	mu sync.Mutex
-	by map[string]map[*session]string // channel → session → lock name
+	by map[string][]loser
+}
+
+// loser is a session that follows the channel of its lock name.
+type loser struct {
+	s    *session
+	name string
 }
 
 func (l *losers) add(channel, name string, s *session) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.by == nil {
-		l.by = map[string]map[*session]string{}
+		l.by = map[string][]loser{}
 	}
-	if l.by[channel] == nil {
-		l.by[channel] = map[*session]string{}
-	}
-	l.by[channel][s] = name
+	l.by[channel] = append(l.by[channel], loser{s, name})
 }
 
 func (l *losers) remove(channel string, s *session) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.by[channel], s)
-	if len(l.by[channel]) == 0 {
+	ls := l.by[channel]
+	for i := range ls {
+		if ls[i].s == s {
+			ls = append(ls[:i], ls[i+1:]...)
+			break
+		}
+	}
+	if len(ls) == 0 {
 		delete(l.by, channel)
+	} else {
+		l.by[channel] = ls
 	}
 }
 
@@ -216,7 +262,7 @@ func (l *losers) took(channel, payload string) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for s, name := range l.by[channel] {
-		s.ledger.GoneAt(name, tok)
+	for _, f := range l.by[channel] {
+		f.s.ledger.GoneAt(f.name, tok)
 	}
 }

@@ -11,10 +11,11 @@ import (
 	"github.com/hustings/hustings/internal/testserver"
 )
 
-// TestTakeOverIsPushed: a lock deleted behind its holder's back (a DEL,
-// as an eviction would) and taken by a candidate of another process goes
-// to the holder's Lost, and its Losses signals, with no KeepAlive. A lock
-// the holder released itself, and one it took again itself, are not lost.
+// TestTakeOverIsPushed: a lock held across a renewal, then deleted behind
+// its holder's back (a DEL, as an eviction would) and taken by a
+// candidate of another process, goes to the holder's Lost, and its Losses
+// signals, with no KeepAlive after the delete. A lock the holder released
+// itself, and one it took again itself, are not lost.
 func TestTakeOverIsPushed(t *testing.T) {
 	srv := redistest.Start(t)
 	client := redistest.Client(t, srv.Addr())
@@ -28,6 +29,9 @@ func TestTakeOverIsPushed(t *testing.T) {
 	}
 	released, err := a.Acquire(ctx, "released", 0)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.KeepAlive(ctx); err != nil {
 		t.Fatal(err)
 	}
 	subscribed(t, client, redis.Channel(b, "taken"))
@@ -55,8 +59,10 @@ func TestTakeOverIsPushed(t *testing.T) {
 }
 
 // TestLossWatchFollowsTheLocks: the loss watch subscribes to the channel
-// of each lock the session holds, and drops the subscription once the
-// lock is released, and every subscription once the session is closed.
+// of each lock the session held across a renewal (a lock acquired and
+// released between two costs none), drops the subscription at the renewal
+// after the lock's release, and every subscription once the session is
+// closed.
 func TestLossWatchFollowsTheLocks(t *testing.T) {
 	srv := redistest.Start(t)
 	client := redistest.Client(t, srv.Addr())
@@ -71,9 +77,25 @@ func TestLossWatchFollowsTheLocks(t *testing.T) {
 	if _, err := s.Acquire(ctx, "y", 0); err != nil {
 		t.Fatal(err)
 	}
+	short, err := s.Acquire(ctx, "short", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, "short", short, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.KeepAlive(ctx); err != nil {
+		t.Fatal(err)
+	}
 	subscribed(t, client, redis.Channel(b, "x"))
 	subscribed(t, client, redis.Channel(b, "y"))
+	if n := numSub(t, client, redis.Channel(b, "short")); n != 0 {
+		t.Fatalf("%d subscribers of a lock released before the renewal, want 0", n)
+	}
 	if err := s.Release(ctx, "x", x, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.KeepAlive(ctx); err != nil {
 		t.Fatal(err)
 	}
 	unsubscribed(t, client, redis.Channel(b, "x"))

@@ -101,7 +101,6 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	tok, err := s.acquire(ctx, name, lease)
 	if err == nil {
 		s.ledger.Granted(name, tok)
-		s.kickLosses()
 	}
 	return tok, err
 }
@@ -197,7 +196,6 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 		return err
 	}
 	s.ledger.Released(name, token)
-	s.kickLosses()
 	if err := ctx.Err(); err != nil {
 		return unavailable(ctx, "release", err)
 	}
