@@ -152,6 +152,10 @@ func (b *bench) holdCampaigns(ctx context.Context, s *system, n int) (Row, error
 	if elected < n {
 		held = measure() // campaigns still trying: the count will not settle
 	} else {
+		// Held across a renewal: what a held campaign costs from then on
+		// (on Redis, its session's loss watch follows the lock from its
+		// first renewal), not only what its election left.
+		sleep(ctx, b.cfg.ScaleTTL/3+200*time.Millisecond)
 		held = b.settle(ctx, "holding")
 	}
 	rate, err := b.requestRate(ctx, s)
