@@ -13,6 +13,7 @@ import (
 	"github.com/hustings/hustings/backends/postgres"
 	"github.com/hustings/hustings/backends/postgres/pgtest"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 // answered retries f while the server is unreachable (a pool's
@@ -21,7 +22,7 @@ import (
 func answered(t *testing.T, f func() error) error {
 	t.Helper()
 	var err error
-	eventually(t, 30*time.Second, func() error {
+	testserver.EventuallyNil(t, 30*time.Second, func() error {
 		if err = f(); errors.Is(err, backends.ErrUnavailable) {
 			return err
 		}
@@ -135,7 +136,7 @@ func TestACrashWaitsForExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	var tok events.Token
-	eventually(t, 30*time.Second, func() error {
+	testserver.EventuallyNil(t, 30*time.Second, func() error {
 		if err = s.KeepAlive(ctx); err != nil {
 			return nil // failed below
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/faultlink"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 // Fault-test timing: short TTLs, generous waits.
@@ -130,7 +131,7 @@ func serverRestart(t *testing.T, srv *pgtest.Server) []*backendtest.Recorder {
 	if err := srv.Restart(); err != nil { // immediate shutdown, back at once
 		t.Fatal(err)
 	}
-	eventually(t, faultWait, func() error {
+	testserver.EventuallyNil(t, faultWait, func() error {
 		if !a.C.State().Leader && !b.C.State().Leader {
 			return errors.New("no leader after the quick restart")
 		}
@@ -143,7 +144,7 @@ func serverRestart(t *testing.T, srv *pgtest.Server) []*backendtest.Recorder {
 func electedOf(t *testing.T, ks ...*backendtest.Recorder) (*backendtest.Recorder, events.Event) {
 	t.Helper()
 	var got *backendtest.Recorder
-	eventually(t, faultWait, func() error {
+	testserver.EventuallyNil(t, faultWait, func() error {
 		for _, k := range ks {
 			if k.Pending() {
 				got = k

@@ -15,6 +15,7 @@ import (
 	"github.com/hustings/hustings/backends/postgres"
 	"github.com/hustings/hustings/backends/postgres/pgtest"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 // rowVersions returns the xmin of every row of table (the transaction
@@ -247,7 +248,7 @@ func TestTakeOverWaitsForACommittingRenewal(t *testing.T) {
 // up to 30 seconds.
 func waitFor(t *testing.T, pool *pgxpool.Pool, query string, arg any) {
 	t.Helper()
-	eventually(t, 30*time.Second, func() error {
+	testserver.EventuallyNil(t, 30*time.Second, func() error {
 		var ok bool
 		if err := pool.QueryRow(t.Context(), query, arg).Scan(&ok); err != nil {
 			t.Fatal(err)

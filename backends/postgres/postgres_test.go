@@ -48,23 +48,6 @@ func schemaOf(opts []postgres.Option) []postgres.Option {
 	return out
 }
 
-// eventually calls check every 10 ms until it returns nil, failing with
-// its last error after within.
-func eventually(t *testing.T, within time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not so after %v: %v", within, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // deleteLock deletes the row of lock name behind its holder's back, as an
 // operator would.
 func deleteLock(t *testing.T, pool *pgxpool.Pool, name string) {

@@ -14,6 +14,7 @@ import (
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/faultlink"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 // TestBlackholedLeader: the leader's link goes silent. It revokes its term
@@ -198,7 +199,7 @@ func sessionEnd(t *testing.T, conn, observer *zk.Conn) <-chan time.Time {
 func electedAfter(t *testing.T, since time.Time, timeout time.Duration, cands ...*candidate) events.Event {
 	t.Helper()
 	var got events.Event
-	eventually(t, timeout, func() error {
+	testserver.EventuallyNil(t, timeout, func() error {
 		for _, k := range cands {
 			for _, e := range k.Events() {
 				if e.Kind == events.Elected && e.Time.After(since) {

@@ -12,6 +12,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/zookeeper"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 // createAll creates the persistent node p and its missing ancestors.
@@ -102,7 +103,7 @@ func TestFenceRefusesHold(t *testing.T) {
 	var t2 events.Token
 	// The hold ends on the server's clock and nothing signals it: the
 	// waiter asks until it gets the lock.
-	eventually(t, 5*time.Second, func() error {
+	testserver.EventuallyNil(t, 5*time.Second, func() error {
 		t2, err = e.c.Acquire(ctx, "h", 0)
 		if err != nil && !errors.Is(err, backends.ErrHeld) {
 			t.Fatalf("waiter's Acquire after the hold: %v", err)

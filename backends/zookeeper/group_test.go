@@ -17,6 +17,7 @@ import (
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/group"
+	"github.com/hustings/hustings/internal/testserver"
 	"github.com/hustings/hustings/strategy"
 )
 
@@ -59,7 +60,7 @@ func TestGroupUnpreferredWaiter(t *testing.T) {
 	// n ranks again, finds itself out of the top 2 and leaves both lines.
 	waitUntil(t, "n left both lines", func() bool { return lineLength(t, f.conn, f.slot(0)) == 1 && lineLength(t, f.conn, f.slot(1)) == 1 })
 	f.release(t, 0)
-	eventually(t, 5*time.Second, func() error {
+	testserver.EventuallyNil(t, 5*time.Second, func() error {
 		h, err := f.b.Holder(t.Context(), f.slot(0))
 		s := g.State()
 		if err == nil && (h.ID == "" || h.ID == "n" && s.Leader && s.Slot == 0) {
@@ -273,27 +274,10 @@ func (f *twoSlots) release(t *testing.T, i int) {
 // waitUntil polls cond, failing the test after 10 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	eventually(t, 10*time.Second, func() error {
+	testserver.EventuallyNil(t, 10*time.Second, func() error {
 		if !cond() {
 			return errors.New(what)
 		}
 		return nil
 	})
-}
-
-// eventually calls check every 20 ms until it returns nil, failing with
-// its last error after within.
-func eventually(t *testing.T, within time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not so after %v: %v", within, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -263,3 +263,21 @@ func Eventually(t testing.TB, what string, within time.Duration, cond func() boo
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// EventuallyNil calls check every 10 ms until it returns nil, and fails
+// the test with its last error if it does not within the bound. Call it
+// from the test's goroutine: it may call t.Fatalf.
+func EventuallyNil(t testing.TB, within time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not so after %v: %v", within, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
