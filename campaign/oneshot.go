@@ -103,12 +103,7 @@ func runIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	hook := cfg.Hooks.Run(ctx, name, label, cfg.ID)
 	defer func() { hook.Ended(outcomeOf(res.Outcome, err), cmp.Or(err, res.Err)) }()
 	ctx = hook.Context(ctx)
-	var h *elector.Held
-	if cfg.Session != nil {
-		h, err = elector.LockOn(ctx, cfg.Session, name, names, &cfg)
-	} else {
-		h, err = elector.LockOnce(ctx, b, name, names, &cfg)
-	}
+	h, err := elector.Lock(ctx, b, name, names, &cfg)
 	switch {
 	case h == nil && err == nil:
 		return Result[T]{Outcome: Skipped}, nil

@@ -26,30 +26,18 @@ type Held struct {
 	Deadline time.Time // fn's deadline: the lease less the margin
 }
 
-// LockOnce is a one-shot run without a Session: it tries to acquire one of
-// names (a group's slots, or one lock), waiting up to cfg.Wait, on a
-// private session opened for the run with the lease as its TTL, renewed
-// only while the run waits and closed after it. It returns nil, nil when
-// skipped.
-func LockOnce(ctx context.Context, b backends.Backend, name string, names []string, cfg *Config) (*Held, error) {
-	return lockRun(ctx, b, nil, name, names, cfg)
-}
-
-// LockOn is LockOnce on a live Session: no Open and no Close, so a run is
-// an acquire and a release, two round trips. The calls take their turns on
-// the session like a campaign's. A lock name that another campaign or run
-// on the session already claims is skipped (both would be told they hold
-// it, under one token). It returns nil, nil when skipped.
-func LockOn(ctx context.Context, s *Session, name string, names []string, cfg *Config) (*Held, error) {
-	return lockRun(ctx, s.backend, s, name, names, cfg)
-}
-
-// lockRun makes a one-shot run's try on s, or on a private session if s
-// is nil, and tells the hooks how it ended unless it failed (the
-// caller's failure mode says why).
-func lockRun(ctx context.Context, b backends.Backend, s *Session, name string, names []string, cfg *Config) (*Held, error) {
+// Lock is a one-shot run's try for one of names (a group's slots, or one
+// lock), waiting up to cfg.Wait. On cfg.Session a run is an acquire and a
+// release, two round trips, whose calls take their turns like a
+// campaign's; a name that another campaign or run of the session already
+// claims is skipped (both would be told they hold it, under one token).
+// Without a Session the run opens a private session on b with its TTL
+// (cfg.RunTTL), renewed only while it waits and closed after it. Lock
+// tells the hooks how the try ended unless it failed (the caller's
+// failure mode says why), and returns nil, nil when skipped.
+func Lock(ctx context.Context, b backends.Backend, name string, names []string, cfg *Config) (*Held, error) {
 	label := BackendLabel(b)
-	h, err := lock(ctx, b, s, names, cfg)
+	h, err := lock(ctx, b, cfg.Session, names, cfg)
 	switch {
 	case err != nil: // the caller's failure mode says which reason
 	case h == nil:
