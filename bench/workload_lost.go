@@ -8,6 +8,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/memory"
+	"github.com/hustings/hustings/backends/redis"
 	"github.com/hustings/hustings/campaign"
 	"github.com/hustings/hustings/events"
 )
@@ -92,7 +93,7 @@ func deleter(s *system) func(ctx context.Context, name string) error {
 	}
 	if s.redisClient != nil {
 		return func(ctx context.Context, name string) error {
-			return s.redisClient.Del(ctx, "hustings:{"+name+"}:lock").Err()
+			return s.redisClient.Del(ctx, redis.DefaultPrefix+":"+redis.HashTag(name)+":lock").Err()
 		}
 	}
 	return nil

@@ -45,6 +45,9 @@ var _ backends.Backend = (*Crashable)(nil)
 // NewCrashable wraps b; calls pass through until Crash. With a nil b
 // (or a typed nil) every call fails with backends.ErrInvalid.
 func NewCrashable(b backends.Backend) *Crashable {
+	if validate.Nil(b) {
+		b = nil // a typed nil too: gate refuses every call
+	}
 	return &Crashable{b: b, refused: make(chan struct{}), open: make(map[*session]struct{})}
 }
 
@@ -101,7 +104,7 @@ func (c *Crashable) Slow(d time.Duration) {
 // gate returns nil unless crashed, after the delay of Slow; crashed, it
 // blocks until ctx ends or Refuse. Without a backend it refuses at once.
 func (c *Crashable) gate(ctx context.Context) error {
-	if validate.Nil(c.b) {
+	if c.b == nil {
 		return fmt.Errorf("%w: hustingstest: a Crashable of a nil backend", backends.ErrInvalid)
 	}
 	c.mu.Lock()

@@ -202,16 +202,12 @@ func (e invalidError) Error() string {
 
 func (e invalidError) Unwrap() []error { return []error{ErrInvalid, e.err} }
 
-// Registry is a candidate registry that is not the backend's: it lists a
-// group's candidates and takes this candidate's entry.
+// Registry lists a group's candidates and keeps this candidate's entry:
+// group.Registry, whose doc is the user's, or the backend's own
+// (backendRegistry).
 type Registry interface {
-	// Members lists group's live candidates, as Backend.Members does.
 	Members(ctx context.Context, group string) ([]strategy.Candidate, error)
-	// Register adds or updates this candidate's entry, as
-	// Session.Register does.
 	Register(ctx context.Context, group string, c strategy.Candidate) (strategy.Candidate, error)
-	// Deregister removes this candidate's entry, as Session.Deregister
-	// does.
 	Deregister(ctx context.Context, group string) error
 }
 

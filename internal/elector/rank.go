@@ -67,13 +67,8 @@ type view struct {
 	epoch   uint64
 }
 
-// members lists a group's candidates: a Backend or a Registry.
-type members interface {
-	Members(ctx context.Context, group string) ([]strategy.Candidate, error)
-}
-
 // readView reads the registry and the slot holders.
-func readView(ctx context.Context, b backends.Backend, reg members, name string, slots []string, epoch uint64) (view, error) {
+func readView(ctx context.Context, b backends.Backend, reg Registry, name string, slots []string, epoch uint64) (view, error) {
 	members, err := reg.Members(ctx, name)
 	if err != nil {
 		return view{}, err

@@ -9,15 +9,38 @@ import (
 	"github.com/hustings/hustings/strategy"
 )
 
+// registry returns where the gate lists and registers the candidates: the
+// Registry given (WithRegistry), else the backend and the current session.
+func (a *actor) registry() Registry {
+	if a.gate.own != nil {
+		return a.gate.own
+	}
+	return backendRegistry{a.e.backend, a.on.sess}
+}
+
+// backendRegistry is the backend's own registry: it lists a group's
+// entries through the Backend, and keeps this candidate's through its
+// session, with which the entry ends.
+type backendRegistry struct {
+	b backends.Backend
+	s backends.Session
+}
+
+func (r backendRegistry) Members(ctx context.Context, group string) ([]strategy.Candidate, error) {
+	return r.b.Members(ctx, group)
+}
+
+func (r backendRegistry) Register(ctx context.Context, group string, c strategy.Candidate) (strategy.Candidate, error) {
+	return r.s.Register(ctx, group, c)
+}
+
+func (r backendRegistry) Deregister(ctx context.Context, group string) error {
+	return r.s.Deregister(ctx, group)
+}
+
 // startRegister puts this candidate's entry in the group's registry.
 func (a *actor) startRegister() {
-	var r interface {
-		Register(ctx context.Context, group string, c strategy.Candidate) (strategy.Candidate, error)
-	} = a.on.sess
-	if a.gate.own != nil {
-		r = a.gate.own
-	}
-	me, name := a.e.entry(), a.e.name
+	r, me, name := a.registry(), a.e.entry(), a.e.name
 	a.call(opRegister, nil, func(ctx context.Context, sent error) outcome {
 		err := sent
 		if sent == nil {
@@ -57,11 +80,7 @@ func (a *actor) deregister() {
 
 // startRank reads the registry and the slot holders for the gate.
 func (a *actor) startRank() {
-	b, name, slots := a.e.backend, a.e.name, a.e.slots
-	var reg members = b
-	if a.gate.own != nil {
-		reg = a.gate.own
-	}
+	b, reg, name, slots := a.e.backend, a.registry(), a.e.name, a.e.slots
 	epoch := a.gate.epoch(time.Now())
 	a.call(opRank, nil, func(ctx context.Context, sent error) outcome {
 		v, err := view{}, sent

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/hustings/hustings/backends"
-
 	"github.com/hustings/hustings/events"
 )
 

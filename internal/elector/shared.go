@@ -97,7 +97,8 @@ func (a *actor) releaseShared() {
 	}
 	if a.gate != nil && a.gate.own == nil {
 		// The entry would outlive the campaign.
-		_ = a.inTurn(laneFree, func(ctx context.Context) error { return a.on.sess.Deregister(ctx, a.e.name) })
+		r := a.registry()
+		_ = a.inTurn(laneFree, func(ctx context.Context) error { return r.Deregister(ctx, a.e.name) })
 	}
 }
 
