@@ -1,7 +1,9 @@
 package dial_test
 
 import (
+	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 
@@ -68,5 +70,47 @@ func TestHosts(t *testing.T) {
 	}
 	if hs, err := dial.Hosts("a:1,[::1]:2"); err != nil || len(hs) != 2 || hs[1] != "[::1]:2" {
 		t.Errorf("Hosts(a:1,[::1]:2) = %q, %v", hs, err)
+	}
+}
+
+// TestDialerKeepsTheCause: a dial cut off by its context (the client
+// giving up, or its own shutdown) says nothing about the server, so the
+// Dialer keeps the earlier dial's cause (a refused connection) for
+// Unreachable; a success clears it.
+func TestDialerKeepsTheCause(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nobody listens: dials are refused
+	d := &dial.Dialer{}
+	if _, err := d.DialContext(t.Context(), "tcp", addr); err == nil {
+		t.Fatal("dial of a closed port succeeded")
+	}
+	refused := d.LastErr()
+	if refused == nil || !strings.Contains(refused.Error(), "connection refused") {
+		t.Fatalf("LastErr after a refused dial = %v", refused)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := d.DialContext(ctx, "tcp", addr); err == nil {
+		t.Fatal("dial with an ended context succeeded")
+	}
+	if got := d.LastErr(); got != refused {
+		t.Errorf("LastErr after a canceled dial = %v, want the refused dial's %v", got, refused)
+	}
+	ln, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := d.DialContext(t.Context(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if got := d.LastErr(); got != nil {
+		t.Errorf("LastErr after a dial that succeeded = %v, want nil", got)
 	}
 }

@@ -68,11 +68,17 @@ type Dialer struct {
 }
 
 // DialContext dials as net.Dialer.DialContext does, and records the
-// error (nil once a dial succeeds).
+// error (nil once a dial succeeds). A dial cut off by its context (the
+// client gave up, or is shutting down) says nothing of the server: it does
+// not replace an earlier dial's error, which names the cause (a refused
+// connection, say).
 func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	c, err := d.Dialer.DialContext(ctx, network, addr)
+	cutOff := ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 	d.mu.Lock()
-	d.last = err
+	if !cutOff || d.last == nil {
+		d.last = err
+	}
 	d.mu.Unlock()
 	return c, err
 }
