@@ -50,9 +50,8 @@
 // # When the backend fails
 //
 // A one-shot run whose backend fails (unreachable, timed out, erroring)
-// returns the backend's error; with WithSkipOnFailure it reports Skipped
-// with the error in Result.Err instead, and with WithFailOpen it runs fn
-// without the lock, token 0. Fail-open is wrong for
+// returns the backend's error; with WithFailOpen it runs fn without the
+// lock, token 0. Fail-open is wrong for
 // payments, migrations and anything that must run at most once: every
 // replica that loses the backend runs it. A lock held by another candidate
 // is never a failure, and never runs fn. Each backend call of a one-shot

@@ -54,9 +54,7 @@ type Result[T any] struct {
 	// Token is the fencing token fn ran under; 0 when Skipped, and when fn
 	// ran without the lock (WithFailOpen).
 	Token events.Token
-	// Err is fn's error when ActionFailed. When Skipped, it is nil if
-	// another candidate holds the lock, and the backend's error if the
-	// backend failed (WithSkipOnFailure).
+	// Err is fn's error when ActionFailed; nil otherwise.
 	Err error
 }
 
@@ -145,29 +143,22 @@ func onFailure[T any](ctx context.Context, cfg *elector.Config, name, label stri
 		cfg.Hooks.Try(name, label, elector.InvalidInput)
 		return Result[T]{}, err
 	}
-	why := elector.BackendError
-	if cfg.FailureMode == elector.FailOpenRun {
-		why = elector.FailOpenForced
+	if !cfg.FailOpen {
+		cfg.Hooks.Try(name, label, elector.BackendError)
+		return Result[T]{}, err
 	}
-	cfg.Hooks.Try(name, label, why)
-	switch cfg.FailureMode {
-	case elector.Skip:
-		cfg.Logger.Warn("backend failed; skipping", "id", cfg.ID, "err", err)
-		return Result[T]{Outcome: Skipped, Err: err}, nil
-	case elector.FailOpenRun:
-		cfg.Logger.Warn("backend failed; running without the lock", "id", cfg.ID, "err", err)
-		fctx, cancel := context.WithTimeout(ctx, cfg.RunTTL-cfg.MarginFor(cfg.RunTTL))
-		defer cancel()
-		deadline, _ := fctx.Deadline()
-		defer hook.Work(0, 0, deadline)() // no lock: slot 0, token 0
-		v, ferr := fn(fctx, 0)
-		res := Result[T]{Outcome: Succeeded, Value: v}
-		if ferr != nil {
-			res.Outcome, res.Err = ActionFailed, ferr
-		}
-		return res, nil
+	cfg.Hooks.Try(name, label, elector.FailOpenForced)
+	cfg.Logger.Warn("backend failed; running without the lock", "id", cfg.ID, "err", err)
+	fctx, cancel := context.WithTimeout(ctx, cfg.RunTTL-cfg.MarginFor(cfg.RunTTL))
+	defer cancel()
+	deadline, _ := fctx.Deadline()
+	defer hook.Work(0, 0, deadline)() // no lock: slot 0, token 0
+	v, ferr := fn(fctx, 0)
+	res := Result[T]{Outcome: Succeeded, Value: v}
+	if ferr != nil {
+		res.Outcome, res.Err = ActionFailed, ferr
 	}
-	return Result[T]{}, err
+	return res, nil
 }
 
 // validateRun checks the arguments of a one-shot run and returns the

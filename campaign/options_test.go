@@ -60,7 +60,7 @@ func TestEveryTakesItsOptions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	err := campaign.Every(ctx, memory.New(), "job", time.Second, func(context.Context, events.Token) error { return nil },
-		campaign.WithClock(time.Now), campaign.WithTTL(time.Second), campaign.WithSkipOnFailure())
+		campaign.WithClock(time.Now), campaign.WithTTL(time.Second), campaign.WithFailOpen())
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Every = %v, want it to run until its context ends", err)
 	}

@@ -140,8 +140,9 @@ type Config struct {
 	// Session, when set, supplies a session shared with other electors
 	// instead of one of the elector's own; its ID and TTL win.
 	Session *Session
-	// FailureMode says what a one-shot run does when the backend fails.
-	FailureMode FailureMode
+	// FailOpen: a one-shot run whose backend failed runs fn without the
+	// lock (WithFailOpen); else it returns the backend's error.
+	FailOpen bool
 	// Hooks are told who did what, for metrics, health checks and traces.
 	Hooks Hooks
 	// Now is the clock Every's windows follow; time.Now by default.

@@ -9,30 +9,6 @@ import (
 	"github.com/hustings/hustings/events"
 )
 
-// FailureMode is what a one-shot run does when the backend fails; package
-// campaign documents each.
-type FailureMode int
-
-// The failure modes.
-const (
-	Rethrow FailureMode = iota
-	Skip
-	FailOpenRun
-)
-
-// String returns "rethrow", "skip" or "fail-open-run".
-func (m FailureMode) String() string {
-	switch m {
-	case Rethrow:
-		return "rethrow"
-	case Skip:
-		return "skip"
-	case FailOpenRun:
-		return "fail-open-run"
-	}
-	return fmt.Sprintf("failure-mode(%d)", int(m))
-}
-
 // Reason says why a try ended without the lock, or that a run went on
 // without it; its String is the metric label. Package campaign documents
 // the ones a Result carries.
