@@ -16,9 +16,9 @@
 // leader for 0.5, 1, 2 or 5 TTLs, a blackhole, reset or 200 ms ± 50 ms
 // latency on one candidate's link, and a restart of the server. After each
 // it waits for every belief to match the backend. Meanwhile the harness
-// records its own stalls and the server's slow answers to direct reads
-// (meter_test.go): the short profile holds liveness net of them, since no
-// library elects a leader while its server does not answer. Package
+// records its own stalls and the server's slow answers to direct reads and
+// renewals (meter_test.go): the short profile holds liveness net of them,
+// since no library elects a leader while its server does not answer. Package
 // chaos/history checks the run's record.
 //
 // make test runs the short profile (20 s of faults per backend); make chaos

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/chaos/history"
 )
 
@@ -13,15 +14,20 @@ import (
 // process that carries every node's link (and, for etcd, the server; for
 // Kubernetes, the apiserver's etcd), or the server itself.
 const (
-	// probeEvery is how often the harness reads the backend directly (no
-	// link); a read slower than probeSlow is recorded.
+	// probeEvery is how often the harness reads and writes the backend
+	// directly (no link); a call slower than probeSlow is recorded.
 	probeEvery = 250 * time.Millisecond
 	probeSlow  = 250 * time.Millisecond
+	// probeID and probeTTL are the candidate ID and TTL of the probe's
+	// session, which holds no lock: long enough that a renewal missed
+	// while the server is down does not end it.
+	probeID  = "chaos-probe"
+	probeTTL = 30 * time.Second
 )
 
 // observer records the harness's own stalls (node "harness": its clock
 // jumped, so it was not running) and the server's slow answers to direct
-// reads (node "server"), as stalls in the run's history. They excuse no
+// reads and renewals (node "server"), as stalls in the run's history. They excuse no
 // overlap and disturb no failover; the short profile counts its liveness
 // bounds net of them (history.Config.NetOfOutages).
 type observer struct {
@@ -41,25 +47,60 @@ func (c *cluster) observe() *observer {
 			o.add(history.Fault{Kind: history.Stall, Node: history.Harness, From: from, To: to})
 		})
 	})
-	o.done.Go(func() {
-		t := time.NewTicker(probeEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			from := time.Now()
-			_, err := c.direct.Holder(rctx, lockName)
-			cancel()
-			if to := time.Now(); (err != nil || to.Sub(from) > probeSlow) && ctx.Err() == nil {
-				o.add(history.Fault{Kind: history.Stall, Node: history.Server, From: from, To: to})
-			}
-		}
-	})
+	o.done.Go(func() { c.probe(ctx, o) })
 	return o
+}
+
+// probe reads the backend directly (Holder of the lock) and renews a
+// session of its own, every probeEvery until ctx ends, and records a
+// server stall for each call that failed or took over probeSlow. Reads
+// alone missed a server that answered them at once but kept every write
+// waiting (FerretDB over SQLite on a busy machine serializes its writes
+// behind a busy wait): the nodes' renewals and takes stalled for seconds,
+// and a settle that waited on them was counted as a liveness failure of
+// the library.
+func (c *cluster) probe(ctx context.Context, o *observer) {
+	var s backends.Session
+	defer func() {
+		if s != nil {
+			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = s.Close(cctx)
+			cancel()
+		}
+	}()
+	timed := func(call func(context.Context) error) {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		from := time.Now()
+		err := call(rctx)
+		if to := time.Now(); (err != nil || to.Sub(from) > probeSlow) && ctx.Err() == nil {
+			o.add(history.Fault{Kind: history.Stall, Node: history.Server, From: from, To: to})
+		}
+	}
+	t := time.NewTicker(probeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		timed(func(ctx context.Context) error {
+			_, err := c.direct.Holder(ctx, lockName)
+			return err
+		})
+		timed(func(ctx context.Context) (err error) {
+			if s == nil {
+				s, err = c.direct.Open(ctx, probeID, probeTTL)
+				return err
+			}
+			if err = s.KeepAlive(ctx); err != nil {
+				_ = s.Close(ctx)
+				s = nil // lost, or the server restarted: open another
+			}
+			return err
+		})
+	}
 }
 
 // clockJumps calls jumped for every gap between the ticks of a stallTick
