@@ -15,8 +15,13 @@
 //
 //   - sessions: one per Open, _id the session's ID, with the candidate,
 //     the TTL, and at, the server's clock at its last renewal
-//     ($currentDate). It lives while at + TTL is ahead of the server's
-//     clock, read from hello's localTime; nothing else judges it.
+//     ($currentDate), and prev, at before that renewal. It lives while
+//     at + TTL is ahead of the server's clock, read from hello's
+//     localTime, unless its last renewal landed a TTL or more after the
+//     one before: a write the server applied after the session had
+//     expired, long after its client gave up on it (FerretDB queues writes
+//     behind SQLite's lock), must not bring it back, and no one may be
+//     left to mark it dead. Nothing else judges it.
 //   - locks, a root per lock name (_id "<name>#root"), made on its first
 //     use and kept: the lock's epoch.
 //   - locks, the lock's state: a document keyed by name and version

@@ -96,14 +96,25 @@ func newDriver(c *mongo.Client, db, prefix string) *driver {
 type sessionDoc struct {
 	ID   string    `bson:"_id"`
 	Cand string    `bson:"cand"`
-	TTL  int64     `bson:"ttl"` // microseconds
-	At   time.Time `bson:"at"`  // the server's clock at the last renewal
+	TTL  int64     `bson:"ttl"`            // microseconds
+	At   time.Time `bson:"at"`             // the server's clock at the last renewal
+	Prev time.Time `bson:"prev,omitempty"` // at before it; zero until the first
 	Dead bool      `bson:"dead,omitempty"`
 }
 
-func (s sessionDoc) expires() time.Time { return s.At.Add(time.Duration(s.TTL) * time.Microsecond) }
+func (s sessionDoc) ttl() time.Duration { return time.Duration(s.TTL) * time.Microsecond }
 
-func (s sessionDoc) alive(now time.Time) bool { return s.ID != "" && !s.Dead && s.expires().After(now) }
+func (s sessionDoc) expires() time.Time { return s.At.Add(s.ttl()) }
+
+// lapsed reports whether the last renewal landed after the session had
+// expired: the server applied it a TTL or more after the one before (a
+// write that waited on the server after its client gave up). The session
+// is over for good, whether or not its client is left to mark it Dead.
+func (s sessionDoc) lapsed() bool { return !s.Prev.IsZero() && !s.At.Before(s.Prev.Add(s.ttl())) }
+
+func (s sessionDoc) alive(now time.Time) bool {
+	return s.ID != "" && !s.Dead && !s.lapsed() && s.expires().After(now)
+}
 
 // lockDoc is a document of a lock's chain: its root (Root, Epoch), or a
 // state (every other field) at version Ver.

@@ -155,7 +155,7 @@ func (d *driver) Members(ctx context.Context, group string) ([]strategy.Candidat
 	for _, m := range ms {
 		s, ok := byID[m.Sid]
 		if !ok || !s.alive(now) {
-			if !ok || s.Dead || now.Sub(s.expires()) > time.Minute {
+			if !ok || s.Dead || s.lapsed() || now.Sub(s.expires()) > time.Minute {
 				_ = d.drop(ctx, m) // cleanup: the next Members tries again
 			}
 			continue

@@ -34,13 +34,16 @@ func (d *driver) CreateSession(ctx context.Context, s record.Session) (uint64, e
 	return uint64(doc.At.UnixMilli()), nil
 }
 
-// renewAt sets the session's time to the server's, if its document is
-// still at time at and not dead; ok false if not.
+// renewAt sets the session's time to the server's, and prev to at, if
+// its document is still at time at and not dead; ok false if not.
 func (d *driver) renewAt(ctx context.Context, sid string, at time.Time) (sessionDoc, bool, error) {
 	var doc sessionDoc
 	err := d.sessions.FindOneAndUpdate(ctx,
 		bson.D{{Key: "_id", Value: sid}, {Key: "at", Value: at}, {Key: "dead", Value: bson.D{{Key: "$ne", Value: true}}}},
-		bson.D{{Key: "$currentDate", Value: bson.D{{Key: "at", Value: true}}}},
+		bson.D{
+			{Key: "$currentDate", Value: bson.D{{Key: "at", Value: true}}},
+			{Key: "$set", Value: bson.D{{Key: "prev", Value: at}}},
+		},
 		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&doc)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return doc, false, nil
@@ -50,10 +53,11 @@ func (d *driver) renewAt(ctx context.Context, sid string, at time.Time) (session
 
 // renew renews session s: a findOneAndUpdate conditioned on the time its
 // last renewal wrote (s.Version), which then returns the server's time
-// of this one; a renewal that came after the session's expiry marks the
-// document dead (the session never lives again). A document found at
-// another time (a renewal applied whose answer was lost) is renewed from
-// that time, once.
+// of this one, and keeps the time before it (prev). A renewal that came
+// after the session's expiry left it lapsed (see sessionDoc.lapsed):
+// every reader finds it dead, and renew marks it Dead too. A document
+// found at another time (a renewal applied whose answer was lost) is
+// renewed from that time, once, unless that renewal lapsed.
 func (d *driver) renew(ctx context.Context, s record.Session) (sessionDoc, bool, error) {
 	at := time.UnixMilli(int64(s.Version)).UTC()
 	for range 2 {
@@ -62,14 +66,14 @@ func (d *driver) renew(ctx context.Context, s record.Session) (sessionDoc, bool,
 			return doc, false, err
 		}
 		if ok {
-			if doc.At.Before(at.Add(time.Duration(doc.TTL) * time.Microsecond)) {
+			if !doc.lapsed() {
 				return doc, true, nil
 			}
 			_, err := d.sessions.UpdateOne(ctx, bson.D{{Key: "_id", Value: s.ID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "dead", Value: true}}}})
 			return doc, false, err
 		}
 		cur, err := d.findSession(ctx, s.ID)
-		if err != nil || cur.ID == "" || cur.Dead || cur.Cand != s.Candidate || cur.At.Equal(at) {
+		if err != nil || cur.ID == "" || cur.Dead || cur.lapsed() || cur.Cand != s.Candidate || cur.At.Equal(at) {
 			return doc, false, err
 		}
 		at = cur.At
