@@ -229,3 +229,36 @@ func TestRunIfLeaderPanicReleasesTheLock(t *testing.T) {
 		}
 	})
 }
+
+// On a session, a run that waited for the lock gets a whole TTL for fn,
+// counted from when it got the lock, not from when it began to wait.
+func TestRunOnSessionAfterAWaitGetsItsTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		s := runSession(t, b, "a")
+		holder, tok := holding(t, b, "holder", "job")
+		const waited, runTTL = 20 * time.Second, 10 * time.Second
+		time.AfterFunc(waited, func() {
+			if err := holder.Release(context.Background(), "job", tok, 0); err != nil {
+				t.Error(err)
+			}
+		})
+		start := time.Now()
+		res, err := campaign.RunIfLeader(t.Context(), b, "job", func(ctx context.Context, _ events.Token) (time.Duration, error) {
+			dl, ok := ctx.Deadline()
+			if !ok {
+				return 0, errors.New("fn's context has no deadline")
+			}
+			return time.Until(dl), ctx.Err()
+		}, campaign.WithSession(s), campaign.WithWait(time.Minute), campaign.WithTTL(runTTL))
+		if err != nil || res.Outcome != campaign.Succeeded {
+			t.Fatalf("RunIfLeader = %+v, %v after %v; want it to run once the holder let go", res, err, time.Since(start))
+		}
+		if left := res.Value; left < runTTL/2 {
+			t.Errorf("fn began with %v left of its TTL %v after a wait of %v; want the TTL less the margin", left, runTTL, waited)
+		}
+		if err := holder.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+}

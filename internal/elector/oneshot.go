@@ -142,12 +142,13 @@ func openRun(ctx context.Context, b backends.Backend, cfg *Config) (*Session, er
 // held returns h, just acquired, with fn's deadline: the lease less the
 // margin from the start of the private session's last renewal, which is
 // renewed first if that has come already (a slow Open or a long wait) so
-// fn never starts with a spent lease; or from the start of a run on a
-// Session.
+// fn never starts with a spent lease; or, on a Session, from the acquire
+// (the session's own deadline bounds it besides), however long the run
+// waited for the lock.
 func (w *waiter) held(h *Held) (*Held, error) {
 	span := w.cfg.RunTTL - w.cfg.MarginFor(w.cfg.RunTTL)
 	if !h.private {
-		h.Deadline = w.start.Add(span)
+		h.Deadline = h.acquired.Add(span)
 		return h, nil
 	}
 	if h.Deadline = w.renewed.Add(span); h.Deadline.After(h.acquired) {
