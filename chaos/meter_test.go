@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -18,11 +19,9 @@ const (
 	// directly (no link); a call slower than probeSlow is recorded.
 	probeEvery = 250 * time.Millisecond
 	probeSlow  = 250 * time.Millisecond
-	// probeID and probeTTL are the candidate ID and TTL of the probe's
-	// session, which holds no lock: long enough that a renewal missed
-	// while the server is down does not end it.
-	probeID  = "chaos-probe"
-	probeTTL = 30 * time.Second
+	// probeID is the candidate ID of the probe's session, which holds no
+	// lock.
+	probeID = "chaos-probe"
 )
 
 // observer records the harness's own stalls (node "harness": its clock
@@ -52,7 +51,9 @@ func (c *cluster) observe() *observer {
 }
 
 // probe reads the backend directly (Holder of the lock) and renews a
-// session of its own, every probeEvery until ctx ends, and records a
+// session of its own (the nodes' TTL; one that lapses while the server is
+// away would hold up PostgreSQL's restore after a crash like any
+// vanished candidate's), every probeEvery until ctx ends, and records a
 // server stall for each call that failed or took over probeSlow. Reads
 // alone missed a server that answered them at once but kept every write
 // waiting (FerretDB over SQLite on a busy machine serializes its writes
@@ -91,12 +92,12 @@ func (c *cluster) probe(ctx context.Context, o *observer) {
 		})
 		timed(func(ctx context.Context) (err error) {
 			if s == nil {
-				s, err = c.direct.Open(ctx, probeID, probeTTL)
+				s, err = c.direct.Open(ctx, probeID, c.ttl)
 				return err
 			}
-			if err = s.KeepAlive(ctx); err != nil {
+			if err = s.KeepAlive(ctx); errors.Is(err, backends.ErrSessionLost) {
 				_ = s.Close(ctx)
-				s = nil // lost, or the server restarted: open another
+				s = nil // open another
 			}
 			return err
 		})
