@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -79,6 +80,9 @@ type Backend struct {
 	t      tables
 	listen *pgx.ConnConfig
 	hub    *hub.Hub[watched] // every Watch, over one LISTEN connection
+
+	mu     sync.Mutex
+	marked map[string]time.Time // when the marks Watch wrote end (see mark)
 }
 
 // New returns a Backend that runs its statements on pool. It does no I/O,

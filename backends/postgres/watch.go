@@ -20,13 +20,18 @@ import (
 // within twice this.
 const watchCheck = 5 * time.Second
 
-// Watch signals when the holder of name may have changed: the statements
-// NOTIFY every acquire, release and Close on the schema's channel (the
-// payload is the milliseconds the lock lives on, and its name), and a
-// lock that expires with nobody telling (a crashed holder, a lease) is
-// noticed by a timer set to the expiry last seen, which re-reads the row.
-// It returns once the LISTEN is confirmed, so no change after Watch
-// returned is missed. Signals coalesce in a buffer of one.
+// Watch signals when the holder of name may have changed: it marks the
+// lock's row watched (watched_until, one statement that inserts a free
+// row if there is none, skipped if this Backend marked it less than a
+// minute ago), and the statements NOTIFY every acquire, release and Close
+// of a watched row on the schema's channel (the payload is the
+// milliseconds the lock lives on, and its name); a lock that expires with
+// nobody telling (a crashed holder, a lease) is noticed by a timer set to
+// the expiry last seen, which re-reads the row. It returns once the mark
+// is committed and the LISTEN is confirmed, so no change after Watch
+// returned is missed. Signals coalesce in a buffer of one. The listening
+// connection marks every watched row again each minute; a mark lasts
+// three.
 //
 // Every watch of a Backend shares one connection, dialled with the
 // listener configuration (see WithListener) and not taken from the pool,
@@ -42,11 +47,77 @@ func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, erro
 	if err := ctx.Err(); err != nil {
 		return nil, unavailable(ctx, "watch", err)
 	}
+	if err := b.mark(ctx, name); err != nil {
+		return nil, err
+	}
 	w, err := b.hub.Watch(ctx, name)
 	if err != nil {
 		return nil, unavailable(ctx, "watch", err)
 	}
 	return w.C(), nil
+}
+
+// markTTL is how long a mark of a watched lock row lasts (watched_until);
+// the listener marks every watched name again each markEvery, and Watch
+// writes no mark where this Backend wrote one less than markEvery ago.
+const (
+	markTTL   = 3 * time.Minute
+	markEvery = time.Minute
+)
+
+// markSQL marks the rows of names ($1) watched for $2 ms, inserting a
+// free row for a name that has none. It waits for the row locks of
+// writers in flight, and of fenced transactions.
+const markSQL = `INSERT INTO {locks} AS l (name, session_id, candidate, token, expires_at, watched_until)
+SELECT n, '', '', 0, '-infinity', clock_timestamp() + $2::bigint * interval '1 millisecond' FROM unnest($1::text[]) n
+ON CONFLICT (name) DO UPDATE SET watched_until = GREATEST(l.watched_until, excluded.watched_until)`
+
+// refreshSQL is markSQL for the listener's periodic marks: it skips a row
+// that a writer or a fenced transaction has locked (it keeps its earlier
+// mark, which lasts past the next refresh), so that the listening
+// connection never waits behind a transaction.
+const refreshSQL = `WITH u AS (
+  UPDATE {locks} l SET watched_until = GREATEST(l.watched_until, clock_timestamp() + $2::bigint * interval '1 millisecond')
+  WHERE l.name IN (SELECT name FROM {locks} WHERE name = ANY($1::text[]) FOR NO KEY UPDATE SKIP LOCKED)
+)
+INSERT INTO {locks} (name, session_id, candidate, token, expires_at, watched_until)
+SELECT n, '', '', 0, '-infinity', clock_timestamp() + $2::bigint * interval '1 millisecond' FROM unnest($1::text[]) n
+WHERE NOT EXISTS (SELECT 1 FROM {locks} WHERE name = n)
+ON CONFLICT (name) DO NOTHING`
+
+// mark makes sure name's row is marked watched before the watch begins:
+// a release that commits after mark returned NOTIFYs. One statement,
+// unless this Backend marked it less than markEvery ago.
+func (b *Backend) mark(ctx context.Context, name string) error {
+	start := time.Now()
+	b.mu.Lock()
+	fresh := b.marked[name].After(start.Add(markTTL - markEvery))
+	b.mu.Unlock()
+	if fresh {
+		return nil
+	}
+	err := b.run(ctx, "watch", func() error {
+		_, err := b.pool.Exec(ctx, b.t.expand(markSQL), []string{name}, ms(markTTL))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if b.marked == nil {
+		b.marked = make(map[string]time.Time)
+	}
+	b.marked[name] = start.Add(markTTL)
+	b.mu.Unlock()
+	return nil
+}
+
+// forget drops what mark remembers: a new listening connection may follow
+// a crash of the server, which took the marks with the locks table.
+func (b *Backend) forget() {
+	b.mu.Lock()
+	b.marked = nil
+	b.mu.Unlock()
 }
 
 // watched is what the hub knows of one watched lock.
@@ -91,8 +162,16 @@ func (l *listener) serve(ctx context.Context, r *hub.Run) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	quiet := time.Now()
+	defer l.b.forget()
+	quiet, marked := time.Now(), time.Now()
 	for {
+		if time.Since(marked) >= markEvery {
+			if err := l.refresh(ctx, r, conn); err != nil {
+				return err
+			}
+			quiet, marked = time.Now(), time.Now()
+			continue
+		}
 		if due := l.h.Due(r, time.Now()); len(due) > 0 {
 			if err := l.check(ctx, r, conn, due); err != nil {
 				return err
@@ -117,6 +196,23 @@ func (l *listener) serve(ctx context.Context, r *hub.Run) error {
 			return err
 		}
 	}
+}
+
+// refresh marks every watched name's row again (see markTTL).
+func (l *listener) refresh(ctx context.Context, r *hub.Run, conn *pgx.Conn) error {
+	var names []string
+	l.h.With(r, func(v hub.View[watched]) {
+		for name := range v.All() {
+			names = append(names, name)
+		}
+	})
+	if len(names) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, watchCheck)
+	defer cancel()
+	_, err := conn.Exec(ctx, l.b.t.expand(refreshSQL), names, ms(markTTL))
+	return err
 }
 
 // listen dials the listening connection and LISTENs on the channel.
