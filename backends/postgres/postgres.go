@@ -103,6 +103,7 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Backend, error) {
 		listen = pool.Config().ConnConfig.Copy()
 	}
 	b := &Backend{pool: pool, t: newTables(c.schema), listen: listen}
+	b.t.acquire, b.t.release = b.t.expand(acquireSQL), b.t.expand(releaseSQL)
 	b.hub = newHub(b)
 	return b, nil
 }

@@ -183,7 +183,7 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	)
 	for reset := false; ; reset = true {
 		err := s.b.run(ctx, "acquire", func() error {
-			return s.b.pool.QueryRow(ctx, s.b.t.expand(acquireSQL), name, s.sid, ms(lease), s.b.t.channel).
+			return s.b.pool.QueryRow(ctx, s.b.t.acquire, name, s.sid, ms(lease), s.b.t.channel).
 				Scan(&alive, &tok, &n, &holder, &grace)
 		})
 		if err != nil {
@@ -277,7 +277,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 		alive   bool
 	)
 	err := s.b.run(ctx, "release", func() error {
-		return s.b.pool.QueryRow(ctx, s.b.t.expand(releaseSQL), name, s.sid, int64(token), ms(hold), s.b.t.channel).
+		return s.b.pool.QueryRow(ctx, s.b.t.release, name, s.sid, int64(token), ms(hold), s.b.t.channel).
 			Scan(&n, &told, &alive)
 	})
 	switch {
