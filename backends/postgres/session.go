@@ -98,7 +98,11 @@ func (s *session) ID() string { return s.id }
 // changed since the first read (now another session's) is not taken. A
 // change is NOTIFYed with the milliseconds the lock now lives (the
 // session's expiry, or the lease's end if sooner), if the row is watched
-// (its watched_until, as the write found it, has not passed: see Watch).
+// (its watched_until, as the write found it, has not passed: see Watch),
+// and always, signed '+', by an acquire that inserted the row: a row that
+// was missing (deleted by hand, emptied by a crash, or released by a
+// version before watched_until) may have lost its mark, which the
+// listeners that watch the lock write again when they see the '+'.
 //
 // Nothing is taken while the epoch row is missing (the server crashed
 // and emptied the locks table: see the epoch table in SQL), nor, after
@@ -133,7 +137,7 @@ const acquireSQL = `WITH cur AS (
   INSERT INTO {locks} (name, session_id, candidate, token, expires_at, lease_end, hold)
   SELECT name, id, candidate, token, COALESCE(lease_end, 'infinity'), lease_end, false FROM v WHERE NOT EXISTS (SELECT 1 FROM cur)
   ON CONFLICT (name) DO NOTHING
-  RETURNING token, expires_at, watched_until
+  RETURNING token, expires_at, watched_until, true AS fresh
 ), taken AS (
   INSERT INTO {locks} AS l (name, session_id, candidate, token, expires_at, lease_end, hold)
   SELECT name, id, candidate, token, COALESCE(lease_end, 'infinity'), lease_end, false FROM v WHERE EXISTS (SELECT 1 FROM cur)
@@ -147,18 +151,18 @@ const acquireSQL = `WITH cur AS (
   WHERE (l.session_id = excluded.session_id AND NOT l.hold)
     OR l.expires_at <= clock_timestamp()
     OR (NOT l.hold AND l.session_id = (SELECT session_id FROM cur) AND (SELECT prev_dead FROM v))
-  RETURNING l.token, l.expires_at, l.watched_until
+  RETURNING l.token, l.expires_at, l.watched_until, false AS fresh
 ), a AS (
-  SELECT token, LEAST(expires_at, (SELECT expires_at FROM live)) AS lives, watched_until FROM fresh
-  UNION ALL SELECT token, LEAST(expires_at, (SELECT expires_at FROM live)), watched_until FROM taken
+  SELECT token, LEAST(expires_at, (SELECT expires_at FROM live)) AS lives, watched_until, fresh FROM fresh
+  UNION ALL SELECT token, LEAST(expires_at, (SELECT expires_at FROM live)), watched_until, fresh FROM taken
 ), w AS MATERIALIZED (
-  SELECT lives FROM a WHERE watched_until > clock_timestamp()
+  SELECT lives, CASE WHEN fresh THEN '+' ELSE '' END AS sign FROM a WHERE fresh OR watched_until > clock_timestamp()
 )
 SELECT EXISTS (SELECT 1 FROM live)
     OR EXISTS (SELECT 1 FROM {sessions} WHERE id = $2 AND expires_at > clock_timestamp()),
   (SELECT token FROM a),
   (SELECT count(*) FROM w,
-    pg_notify($4::text, ceil(extract(epoch FROM w.lives - clock_timestamp()) * 1000)::bigint || ' ' || $1) n),
+    pg_notify($4::text, w.sign || ceil(extract(epoch FROM w.lives - clock_timestamp()) * 1000)::bigint || ' ' || $1) n),
   (SELECT candidate FROM cur),
   (SELECT free_at > clock_timestamp() FROM ep)`
 

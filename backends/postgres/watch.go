@@ -190,7 +190,16 @@ func (l *listener) serve(ctx context.Context, r *hub.Run) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case n != nil:
-			l.deliver(r, n.Payload)
+			if name, lost := l.deliver(r, n.Payload); lost {
+				// The row was inserted: mark it again before the next
+				// release, which would not NOTIFY without it. This
+				// waits for a writer of the row, or a fenced
+				// transaction (at most watchCheck: then the connection
+				// counts as broken, and every watch is made again).
+				if err := l.mark(ctx, conn, markSQL, []string{name}); err != nil {
+					return err
+				}
+			}
 			quiet = time.Now()
 		case err != nil && !isTimeout(err):
 			return err
@@ -206,12 +215,18 @@ func (l *listener) refresh(ctx context.Context, r *hub.Run, conn *pgx.Conn) erro
 			names = append(names, name)
 		}
 	})
+	return l.mark(ctx, conn, refreshSQL, names)
+}
+
+// mark marks the rows of names watched on the listening connection with
+// stmt, markSQL or refreshSQL, within watchCheck.
+func (l *listener) mark(ctx context.Context, conn *pgx.Conn, stmt string, names []string) error {
 	if len(names) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, watchCheck)
 	defer cancel()
-	_, err := conn.Exec(ctx, l.b.t.expand(refreshSQL), names, ms(markTTL))
+	_, err := conn.Exec(ctx, l.b.t.expand(stmt), names, ms(markTTL))
 	return err
 }
 
@@ -258,24 +273,28 @@ func ping(ctx context.Context, conn *pgx.Conn) error {
 }
 
 // deliver hands one notification, "<ms> <name>", to the watches of name:
-// a signal, and the time the lock expires if nobody renews it.
-func (l *listener) deliver(r *hub.Run, payload string) {
+// a signal, and the time the lock expires if nobody renews it. It reports
+// name as lost if the ms are signed '+' (an acquire inserted the row,
+// which has lost any mark: see acquireSQL) and name is watched here.
+func (l *listener) deliver(r *hub.Run, payload string) (name string, lost bool) {
 	left, name, ok := strings.Cut(payload, " ")
 	msLeft, err := strconv.ParseInt(left, 10, 64)
 	if !ok || err != nil {
-		return
+		return "", false
 	}
 	l.h.With(r, func(v hub.View[watched]) {
 		n := v.State(name)
 		if n == nil {
 			return
 		}
+		lost = strings.HasPrefix(left, "+")
 		v.Signal(name)
 		n.read, n.due = true, time.Time{}
 		if msLeft > 0 {
 			n.due = time.Now().Add(time.Duration(msLeft) * time.Millisecond)
 		}
 	})
+	return name, lost
 }
 
 // checkSQL reads how long each of a list of live locks lives on unless
