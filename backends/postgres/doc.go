@@ -160,6 +160,14 @@
 // nothing of the epoch: after a crash it may take a lock at once.
 // Upgrade every process before the next crash.
 //
+// Migrate adds the column watched_until to the locks table of an earlier
+// version (ALTER TABLE ... ADD COLUMN with a constant default: no
+// rewrite, but a moment under an ACCESS EXCLUSIVE lock). Processes of an
+// earlier version watch without marking, so the releases of this version
+// do not wake their waiters, which then find a released lock by polling
+// (their retry interval) until they are upgraded; their releases delete
+// rows, which this version marks again (see "Wake-ups").
+//
 // # Wake-ups
 //
 // Acquire, Release and Close NOTIFY one channel per schema
@@ -179,7 +187,11 @@
 // before is seen, and a Watch that marks after the write waited for it,
 // so its caller's next Acquire sees the change. A lock nobody watches
 // notifies nobody: a loop of runs that nobody waits for sends no
-// NOTIFY. Watch LISTENs on one
+// NOTIFY. A row deleted by hand, emptied by a crash, or released by an
+// older version loses its mark; the acquire that inserts the row again
+// therefore always NOTIFYs, its payload signed '+', and a listener that
+// watches the lock marks the row again (waiting for a writer of the row or
+// a fenced transaction, at most 5 s). Watch LISTENs on one
 // connection per Backend that it dials itself (WithListener; default: the
 // pool's configuration), not one from the pool, which every watched lock
 // of the Backend shares, as the Redis backend shares one pub/sub
