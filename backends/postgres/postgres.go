@@ -20,7 +20,8 @@ import (
 )
 
 var (
-	_ backends.Backend = (*Backend)(nil)
+	_ backends.Backend        = (*Backend)(nil)
+	_ backends.ReleaseWatcher = (*Backend)(nil)
 )
 
 // DefaultSchema holds the backend's tables unless WithSchema says

@@ -41,6 +41,27 @@ const watchCheck = 5 * time.Second
 // the server does not answer within watchCheck): then every watch's
 // channel is closed; watch again.
 func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
+	return b.watch(ctx, name, hub.AllKinds)
+}
+
+// WatchReleases is Watch for a candidate waiting for name: it signals
+// only the changes that may free the lock (a release without a hold, a
+// Close of the holder's session, an expiry the listener's timer finds,
+// the end of a hold), not a take, nor a release with a hold (the lock is
+// not free until the hold ends).
+func (b *Backend) WatchReleases(ctx context.Context, name string) (<-chan struct{}, error) {
+	return b.watch(ctx, name, freed)
+}
+
+// The kinds of the hub's signals: a change that leaves the lock held (by
+// a session, or by nobody alive for a hold), and one that may have freed
+// it (all WatchReleases wakes for).
+const (
+	taken hub.Kinds = 1 << iota
+	freed
+)
+
+func (b *Backend) watch(ctx context.Context, name string, k hub.Kinds) (<-chan struct{}, error) {
 	if err := validate.Name(name); err != nil {
 		return nil, err
 	}
@@ -50,7 +71,7 @@ func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, erro
 	if err := b.mark(ctx, name); err != nil {
 		return nil, err
 	}
-	w, err := b.hub.Watch(ctx, name)
+	w, err := b.hub.WatchOnly(ctx, name, k)
 	if err != nil {
 		return nil, unavailable(ctx, "watch", err)
 	}
@@ -288,7 +309,11 @@ func (l *listener) deliver(r *hub.Run, payload string) (name string, lost bool) 
 			return
 		}
 		lost = strings.HasPrefix(left, "+")
-		v.Signal(name)
+		k := taken
+		if msLeft == 0 {
+			k = freed // a release without a hold, or a Close
+		}
+		v.SignalKinds(name, k)
 		n.read, n.due = true, time.Time{}
 		if msLeft > 0 {
 			n.due = time.Now().Add(time.Duration(msLeft) * time.Millisecond)
