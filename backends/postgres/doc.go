@@ -191,7 +191,10 @@
 // older version loses its mark; the acquire that inserts the row again
 // therefore always NOTIFYs, its payload signed '+', and a listener that
 // watches the lock marks the row again (waiting for a writer of the row or
-// a fenced transaction, at most 5 s). Watch LISTENs on one
+// a fenced transaction, at most 5 s). WatchReleases (the engine's waiting
+// runs use it) wakes only for a payload of 0 ms (a release without a hold,
+// a Close) and for the listener's timer, not for a take, so that waiters
+// are not woken, to find the lock held, at every take. Watch LISTENs on one
 // connection per Backend that it dials itself (WithListener; default: the
 // pool's configuration), not one from the pool, which every watched lock
 // of the Backend shares, as the Redis backend shares one pub/sub
