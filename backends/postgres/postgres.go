@@ -104,7 +104,7 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Backend, error) {
 		listen = pool.Config().ConnConfig.Copy()
 	}
 	b := &Backend{pool: pool, t: newTables(c.schema), listen: listen}
-	b.t.acquire, b.t.release = b.t.expand(acquireSQL), b.t.expand(releaseSQL)
+	b.t.acquire, b.t.release, b.t.free = b.t.expand(acquireSQL), b.t.expand(releaseSQL), b.t.expand(freeSQL)
 	b.hub = newHub(b)
 	return b, nil
 }
