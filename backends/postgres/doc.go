@@ -244,9 +244,12 @@
 //     sessions early or late.
 //   - A lock deleted behind its holder's back is found at the holder's
 //     next KeepAlive, not pushed (Session.Losses is nil).
-//   - Rows of expired sessions are deleted a few at a time by later Opens;
-//     lock rows stay, one per name ever held or watched (a lock whose
-//     session row is gone is free).
+//   - Rows of expired sessions are deleted a few at a time by later Opens,
+//     and so are the rows of locks released and not watched (a release
+//     keeps its row, free, so that a watch's mark stays); a lock whose
+//     session row is gone is free, but its row stays. A process that
+//     uses many names once, on a session it keeps, grows the locks table
+//     between Opens.
 //   - A crash of the server takes the watch marks with the locks table:
 //     the listening connection breaks with it and every watch is made
 //     again, which marks again. Processes of a version before

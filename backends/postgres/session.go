@@ -28,10 +28,22 @@ type session struct {
 }
 
 // openSQL inserts the session row; it also deletes a few sessions that
-// expired long ago (their rows only take room: nothing extends them).
+// expired long ago (their rows only take room: nothing extends them), and
+// a few free lock rows that nobody watches, left by releases (found
+// through the index on session_id, empty in a free row). A lock row
+// judged free and unwatched on its latest version, locked (FOR UPDATE
+// rechecks the WHERE), cannot be taken or marked meanwhile, and an
+// acquire that saw it inserts it again. Not in the release: there the
+// scan walked the dead index entries that a loop of runs on one name
+// leaves, and the releases slowed down as they grew.
 const openSQL = `WITH gc AS (
   DELETE FROM {sessions} WHERE id IN (
     SELECT id FROM {sessions} WHERE expires_at < clock_timestamp() - interval '1 minute'
+    LIMIT 8 FOR UPDATE SKIP LOCKED)
+), freed AS (
+  DELETE FROM {locks} WHERE name IN (
+    SELECT name FROM {locks}
+    WHERE session_id = '' AND expires_at < clock_timestamp() AND watched_until < clock_timestamp()
     LIMIT 8 FOR UPDATE SKIP LOCKED)
 )
 INSERT INTO {sessions} (id, candidate, ttl, expires_at)
