@@ -214,7 +214,8 @@
 // rolls back, so the old leader's write lands before the next term begins,
 // and a stale leader's Fence fails with backends.ErrNotHeld, from the
 // moment its session expired. Keep fenced transactions short: a take-over
-// waits for them (the holder's own keep-alive does not).
+// waits for them, and so does a Watch that marks the row (the holder's own
+// keep-alive does not).
 //
 // # Concurrency
 //
