@@ -190,8 +190,9 @@
 // NOTIFY. A row deleted by hand, emptied by a crash, or released by an
 // older version loses its mark; the acquire that inserts the row again
 // therefore always NOTIFYs, its payload signed '+', and a listener that
-// watches the lock marks the row again (waiting for a writer of the row or
-// a fenced transaction, at most 5 s). WatchReleases (the engine's waiting
+// watches the lock marks the row again (without waiting for a writer of
+// the row or a fenced transaction: a locked row is tried again, 10 ms
+// later, then less and less often). WatchReleases (the engine's waiting
 // runs use it) wakes only for a payload of 0 ms (a release without a hold,
 // a Close) and for the listener's timer, not for a take, so that waiters
 // are not woken, to find the lock held, at every take. Watch LISTENs on one

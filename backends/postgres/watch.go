@@ -93,18 +93,30 @@ const markSQL = `INSERT INTO {locks} AS l (name, session_id, candidate, token, e
 SELECT n, '', '', 0, '-infinity', clock_timestamp() + $2::bigint * interval '1 millisecond' FROM unnest($1::text[]) n
 ON CONFLICT (name) DO UPDATE SET watched_until = GREATEST(l.watched_until, excluded.watched_until)`
 
-// refreshSQL is markSQL for the listener's periodic marks: it skips a row
-// that a writer or a fenced transaction has locked (it keeps its earlier
-// mark, which lasts past the next refresh), so that the listening
-// connection never waits behind a transaction.
+// refreshSQL is markSQL for the listener's marks: it skips a row that a
+// writer or a fenced transaction has locked (it keeps its earlier mark,
+// which lasts past the next refresh), so that the listening connection
+// never waits behind a transaction. It returns the names it marked.
 const refreshSQL = `WITH u AS (
   UPDATE {locks} l SET watched_until = GREATEST(l.watched_until, clock_timestamp() + $2::bigint * interval '1 millisecond')
   WHERE l.name IN (SELECT name FROM {locks} WHERE name = ANY($1::text[]) FOR NO KEY UPDATE SKIP LOCKED)
+  RETURNING l.name
+), i AS (
+  INSERT INTO {locks} (name, session_id, candidate, token, expires_at, watched_until)
+  SELECT n, '', '', 0, '-infinity', clock_timestamp() + $2::bigint * interval '1 millisecond' FROM unnest($1::text[]) n
+  WHERE NOT EXISTS (SELECT 1 FROM {locks} WHERE name = n)
+  ON CONFLICT (name) DO NOTHING
+  RETURNING name
 )
-INSERT INTO {locks} (name, session_id, candidate, token, expires_at, watched_until)
-SELECT n, '', '', 0, '-infinity', clock_timestamp() + $2::bigint * interval '1 millisecond' FROM unnest($1::text[]) n
-WHERE NOT EXISTS (SELECT 1 FROM {locks} WHERE name = n)
-ON CONFLICT (name) DO NOTHING`
+SELECT name FROM u UNION ALL SELECT name FROM i`
+
+// remarkPause is how soon the listener tries to mark again a row it found
+// inserted (see deliver) that a transaction had locked; it doubles while
+// no try marks anything, up to maxRemarkPause.
+const (
+	remarkPause    = 10 * time.Millisecond
+	maxRemarkPause = time.Second
+)
 
 // mark makes sure name's row is marked watched before the watch begins:
 // a release that commits after mark returned NOTIFYs. One statement,
@@ -185,7 +197,21 @@ func (l *listener) serve(ctx context.Context, r *hub.Run) error {
 	defer conn.Close(context.Background())
 	defer l.b.forget()
 	quiet, marked := time.Now(), time.Now()
+	lost := make(map[string]bool) // rows inserted since their marks were written
+	var remarked time.Time
+	pause := remarkPause
 	for {
+		if len(lost) > 0 && time.Since(remarked) >= pause {
+			n := len(lost)
+			if err := l.remark(ctx, r, conn, lost); err != nil {
+				return err
+			}
+			if len(lost) == n {
+				pause = min(2*pause, maxRemarkPause)
+			}
+			quiet, remarked = time.Now(), time.Now()
+			continue
+		}
 		if time.Since(marked) >= markEvery {
 			if err := l.refresh(ctx, r, conn); err != nil {
 				return err
@@ -206,20 +232,19 @@ func (l *listener) serve(ctx context.Context, r *hub.Run) error {
 			}
 			quiet = time.Now()
 		}
-		n, err := l.wait(ctx, r, conn, quiet.Add(watchCheck))
+		until := quiet.Add(watchCheck)
+		if len(lost) > 0 {
+			until = remarked.Add(pause)
+		}
+		n, err := l.wait(ctx, r, conn, until)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case n != nil:
-			if name, lost := l.deliver(r, n.Payload); lost {
+			if name, inserted := l.deliver(r, n.Payload); inserted {
 				// The row was inserted: mark it again before the next
-				// release, which would not NOTIFY without it. This
-				// waits for a writer of the row, or a fenced
-				// transaction (at most watchCheck: then the connection
-				// counts as broken, and every watch is made again).
-				if err := l.mark(ctx, conn, markSQL, []string{name}); err != nil {
-					return err
-				}
+				// release, which would not NOTIFY without it.
+				lost[name], pause = true, remarkPause
 			}
 			quiet = time.Now()
 		case err != nil && !isTimeout(err):
@@ -236,19 +261,44 @@ func (l *listener) refresh(ctx context.Context, r *hub.Run, conn *pgx.Conn) erro
 			names = append(names, name)
 		}
 	})
-	return l.mark(ctx, conn, refreshSQL, names)
+	_, err := l.mark(ctx, conn, names)
+	return err
 }
 
-// mark marks the rows of names watched on the listening connection with
-// stmt, markSQL or refreshSQL, within watchCheck.
-func (l *listener) mark(ctx context.Context, conn *pgx.Conn, stmt string, names []string) error {
+// remark marks the rows in lost again, and forgets those it marked and
+// those no longer watched; a row locked by a transaction stays for the
+// next try.
+func (l *listener) remark(ctx context.Context, r *hub.Run, conn *pgx.Conn, lost map[string]bool) error {
+	names := make([]string, 0, len(lost))
+	l.h.With(r, func(v hub.View[watched]) {
+		for name := range lost {
+			if v.State(name) == nil {
+				delete(lost, name)
+			} else {
+				names = append(names, name)
+			}
+		}
+	})
+	marked, err := l.mark(ctx, conn, names)
+	for _, name := range marked {
+		delete(lost, name)
+	}
+	return err
+}
+
+// mark marks the rows of names watched on the listening connection
+// (refreshSQL), within watchCheck, and returns the names it marked.
+func (l *listener) mark(ctx context.Context, conn *pgx.Conn, names []string) ([]string, error) {
 	if len(names) == 0 {
-		return nil
+		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, watchCheck)
 	defer cancel()
-	_, err := conn.Exec(ctx, l.b.t.expand(stmt), names, ms(markTTL))
-	return err
+	rows, err := conn.Query(ctx, l.b.t.expand(refreshSQL), names, ms(markTTL))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // listen dials the listening connection and LISTENs on the channel.
