@@ -129,10 +129,20 @@ func (b *Backend) mark(ctx context.Context, name string) error {
 	if fresh {
 		return nil
 	}
-	err := b.run(ctx, "watch", func() error {
-		_, err := b.pool.Exec(ctx, b.t.expand(markSQL), []string{name}, ms(markTTL))
-		return err
-	})
+	var err error
+	for try := 0; try < 2; try++ {
+		// Once more on another connection if this one broke: after a
+		// restart of the server the pool's first statements fail, and a
+		// failed Watch leaves its campaign polling. markSQL is idempotent.
+		err = b.run(ctx, "watch", func() error {
+			_, err := b.pool.Exec(ctx, b.t.expand(markSQL), []string{name}, ms(markTTL))
+			return err
+		})
+		var pe *pgconn.PgError
+		if err == nil || ctx.Err() != nil || errors.As(err, &pe) {
+			break
+		}
+	}
 	if err != nil {
 		return err
 	}
