@@ -20,7 +20,9 @@
 //     its session lives and its own expires_at has not passed, so that a
 //     keep-alive writes the session row alone, however many locks the
 //     session holds. A lock released with a hold keeps its row, marked
-//     hold, held by nobody alive until its own expires_at.
+//     hold, held by nobody alive until its own expires_at; a lock released
+//     without one keeps it too, free, and so does a lock watched before it
+//     was ever held: the row carries watched_until (see "Wake-ups").
 //   - epoch (UNLOGGED): one row while the locks table is intact; see
 //     "Crashes of the server" below.
 //   - holds: a logged copy of every lock released with a hold.
@@ -79,18 +81,50 @@
 // longer live), RETURNING the token; to take a lock over, it reads the
 // holder's session row FOR SHARE and judges the holder dead on the
 // version it locked: a keep-alive of the holder either committed before
-// (and is seen) or waits, and then finds its session expired. KeepAlive calls the schema's renew_session function, which
+// (and is seen) or waits, and then finds its session expired. KeepAlive
+// calls the schema's renew_session function, which
 // renews the session row and then, in a statement with a snapshot of its
 // own (so it sees a lock taken over before it renewed), reads the
 // session's live locks: KeepAlive compares them
 // with what Acquire granted and reports the others by Lost. Release
-// deletes the row (or marks it hold); Close deletes the session row, its
-// lock rows and its registry entries.
+// frees the row (or marks it hold); Close deletes the session row and its
+// registry entries and frees its lock rows.
 // Serialization failures (40001) and deadlocks (40P01) are retried inside
 // the backend, up to 5 times with a short jittered pause; users never see
 // them. The backend keeps no session-level state (no advisory locks, no
 // SET, no temporary tables), so it works through a transaction pooler
 // such as PgBouncer in transaction mode, LISTEN excepted (below).
+//
+// # What a run costs
+//
+// A one-shot run on a session (campaign.RunIfLeader with WithSession) is
+// an Acquire and a Release: two statements, each a transaction that
+// writes one UNLOGGED row, so each gets a transaction ID and a commit
+// record (in memory: with no other WAL written the commit does not wait
+// for a flush). The advisory-lock loop of bench/ sends two statements
+// too, but neither writes. A throwaway loop of the least a row-writing
+// lock must send per run (an UPDATE of an UNLOGGED row taking a token from
+// the sequence, then an UPDATE freeing it, on a pinned connection) ran at
+// 0.41-0.51x the advisory loop's runs/s here, at 1 and at 8 goroutines
+// (2 cores, shared with other work): a statement that writes costs about
+// 45 µs more than one that does not. No design that keeps a token, Holder
+// and the server's expiry in a row can reach the advisory loop's rate;
+// what is left to save is above that floor:
+//
+//   - a NOTIFY per statement (another 45 µs here, and at 8 goroutines
+//     half the floor's rate, through the notify lock): sent only for
+//     watched locks (see "Wake-ups");
+//   - the client: expanding the statement's text per call took a quarter
+//     of the client's CPU (now done once, in New), and a pool acquire per
+//     statement about 15 µs (kept: a pinned connection per session would
+//     serialize the session's runs and break behind PgBouncer);
+//   - acquireSQL's own work beside the floor's UPDATE: the reads of the
+//     epoch and of both sessions, the INSERT ... ON CONFLICT, which the
+//     contracts above need (take-over judged on a locked session row,
+//     the epoch after a crash).
+//
+// A logged locks table costs a WAL flush per run instead: the same loop on
+// a logged table ran at 0.14-0.22x the advisory loop.
 //
 // Every expiry is computed by the server, with clock_timestamp(), from
 // the server's clock only; the client's clock never reaches a row. The
@@ -126,12 +160,42 @@
 // nothing of the epoch: after a crash it may take a lock at once.
 // Upgrade every process before the next crash.
 //
+// Migrate adds the column watched_until to the locks table of an earlier
+// version (ALTER TABLE ... ADD COLUMN with a constant default: no
+// rewrite, but a moment under an ACCESS EXCLUSIVE lock). Processes of an
+// earlier version watch without marking, so the releases of this version
+// do not wake their waiters, which then find a released lock by polling
+// (their retry interval) until they are upgraded; their releases delete
+// rows, which this version marks again (see "Wake-ups").
+//
 // # Wake-ups
 //
 // Acquire, Release and Close NOTIFY one channel per schema
-// ("hustings.<schema>") in the same statement: the payload is how many
-// milliseconds the lock now lives unless renewed (until its session's
-// expiry or its lease's end), and its name. Watch LISTENs on one
+// ("hustings.<schema>") in the same statement, if the lock's row is
+// watched: the payload is how many milliseconds the lock now lives unless
+// renewed (until its session's expiry or its lease's end), and its name.
+// A NOTIFY is not free: PostgreSQL queues it whether anyone listens or
+// not, and holds its one notify lock, for the whole database cluster,
+// from queueing it to the end of the commit, so notifying commits run one
+// at a time. So Watch first marks the lock's row watched (watched_until:
+// the server's clock + 3 minutes; a row is inserted, free, for a name
+// that has none), one statement whose commit precedes the LISTEN, and the
+// listening connection marks every row it watches again each minute
+// (skipping a row locked by a writer or a fenced transaction: its mark
+// outlasts the next try). A statement reads watched_until from the
+// version of the row it wrote, after its row lock: a mark committed
+// before is seen, and a Watch that marks after the write waited for it,
+// so its caller's next Acquire sees the change. A lock nobody watches
+// notifies nobody: a loop of runs that nobody waits for sends no
+// NOTIFY. A row deleted by hand, emptied by a crash, or released by an
+// older version loses its mark; the acquire that inserts the row again
+// therefore always NOTIFYs, its payload signed '+', and a listener that
+// watches the lock marks the row again (without waiting for a writer of
+// the row or a fenced transaction: a locked row is tried again, 10 ms
+// later, then less and less often). WatchReleases (the engine's waiting
+// runs use it) wakes only for a payload of 0 ms (a release without a hold,
+// a Close) and for the listener's timer, not for a take, so that waiters
+// are not woken, to find the lock held, at every take. Watch LISTENs on one
 // connection per Backend that it dials itself (WithListener; default: the
 // pool's configuration), not one from the pool, which every watched lock
 // of the Backend shares, as the Redis backend shares one pub/sub
@@ -151,7 +215,8 @@
 // rolls back, so the old leader's write lands before the next term begins,
 // and a stale leader's Fence fails with backends.ErrNotHeld, from the
 // moment its session expired. Keep fenced transactions short: a take-over
-// waits for them (the holder's own keep-alive does not).
+// waits for them, and so does a Watch that marks the row (the holder's own
+// keep-alive does not).
 //
 // # Concurrency
 //
@@ -181,9 +246,19 @@
 //     sessions early or late.
 //   - A lock deleted behind its holder's back is found at the holder's
 //     next KeepAlive, not pushed (Session.Losses is nil).
-//   - Rows of expired sessions are deleted a few at a time by later Opens;
-//     lock rows stay, one per name ever used (a lock whose session row is
-//     gone is free).
+//   - Rows of expired sessions are deleted a few at a time by later Opens,
+//     and so are the rows of locks released and not watched (a release
+//     keeps its row, free, so that a watch's mark stays); a lock whose
+//     session row is gone is free, but its row stays. A process that
+//     uses many names once, on a session it keeps, grows the locks table
+//     between Opens.
+//   - A crash of the server takes the watch marks with the locks table:
+//     the listening connection breaks with it and every watch is made
+//     again, which marks again. Processes of a version before
+//     watched_until neither mark nor keep marks (their releases delete
+//     the row): during a rolling upgrade their waiters, and the waiters
+//     of a lock they released, are woken by their polling, or by the
+//     next minute's marks.
 //   - Liveness needs a server that answers. Every PostgreSQL backend
 //     process calls setsid(); on a Linux host with sched_autogroup_enabled
 //     each is then alone in a scheduling group, and beside CPU-bound work

@@ -18,7 +18,9 @@ import (
 //     come back below tokens already handed out; the clock is above all
 //     of them as long as fewer than a million locks a second were taken
 //     on average and the clock did not step back.
-//   - The holds that are still running go back into the locks table.
+//   - The holds that are still running go back into the locks table,
+//     over the free rows that Watch may have inserted since the crash (no
+//     lock can have been taken before the epoch row is back).
 //   - The epoch row is written, so acquires go on once every session
 //     alive now has renewed or expired (free_at: the latest expiry).
 //
@@ -26,10 +28,12 @@ import (
 const setvalSQL = `SELECT setval($1::regclass, GREATEST(
   (SELECT last_value FROM {tokens}), (extract(epoch FROM clock_timestamp()) * 1000000)::bigint))`
 
-const resetSQL = `INSERT INTO {locks} (name, session_id, candidate, token, expires_at, lease_end, hold)
+const resetSQL = `INSERT INTO {locks} AS l (name, session_id, candidate, token, expires_at, lease_end, hold)
   SELECT name, '', candidate, token, expires_at, NULL, true FROM {holds}
   WHERE expires_at > clock_timestamp()
-  ON CONFLICT (name) DO NOTHING;
+  ON CONFLICT (name) DO UPDATE SET session_id = '', candidate = excluded.candidate, token = excluded.token,
+    expires_at = excluded.expires_at, lease_end = NULL, hold = true
+  WHERE l.expires_at <= clock_timestamp();
 INSERT INTO {epoch} (reset_at, free_at)
   SELECT clock_timestamp(), GREATEST(clock_timestamp(), (SELECT max(expires_at) FROM {sessions}))
   ON CONFLICT (one) DO NOTHING;`

@@ -32,8 +32,8 @@ FOR SHARE OF l`
 // hold WithSchema only.
 //
 // Keep fenced transactions short: while tx runs, a take-over of the lock
-// waits (the holder's KeepAlive does not: it writes the session row
-// alone). In a REPEATABLE READ or SERIALIZABLE transaction, a lock
+// waits, and so does a Watch that marks the lock's row (the holder's
+// KeepAlive does not: it writes the session row alone). In a REPEATABLE READ or SERIALIZABLE transaction, a lock
 // row changed since tx began fails with a serialization failure (40001),
 // returned matching backends.ErrUnavailable: run the transaction again.
 // Fence runs no retry itself: a failed statement aborts tx.

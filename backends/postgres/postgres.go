@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,7 +20,8 @@ import (
 )
 
 var (
-	_ backends.Backend = (*Backend)(nil)
+	_ backends.Backend        = (*Backend)(nil)
+	_ backends.ReleaseWatcher = (*Backend)(nil)
 )
 
 // DefaultSchema holds the backend's tables unless WithSchema says
@@ -79,6 +81,9 @@ type Backend struct {
 	t      tables
 	listen *pgx.ConnConfig
 	hub    *hub.Hub[watched] // every Watch, over one LISTEN connection
+
+	mu     sync.Mutex
+	marked map[string]time.Time // when the marks Watch wrote end (see mark)
 }
 
 // New returns a Backend that runs its statements on pool. It does no I/O,
@@ -99,6 +104,7 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Backend, error) {
 		listen = pool.Config().ConnConfig.Copy()
 	}
 	b := &Backend{pool: pool, t: newTables(c.schema), listen: listen}
+	b.t.acquire, b.t.release, b.t.free = b.t.expand(acquireSQL), b.t.expand(releaseSQL), b.t.expand(freeSQL)
 	b.hub = newHub(b)
 	return b, nil
 }

@@ -28,10 +28,22 @@ type session struct {
 }
 
 // openSQL inserts the session row; it also deletes a few sessions that
-// expired long ago (their rows only take room: nothing extends them).
+// expired long ago (their rows only take room: nothing extends them), and
+// a few free lock rows that nobody watches, left by releases (found
+// through the index on session_id, empty in a free row). A lock row
+// judged free and unwatched on its latest version, locked (FOR UPDATE
+// rechecks the WHERE), cannot be taken or marked meanwhile, and an
+// acquire that saw it inserts it again. Not in the release: there the
+// scan walked the dead index entries that a loop of runs on one name
+// leaves, and the releases slowed down as they grew.
 const openSQL = `WITH gc AS (
   DELETE FROM {sessions} WHERE id IN (
     SELECT id FROM {sessions} WHERE expires_at < clock_timestamp() - interval '1 minute'
+    LIMIT 8 FOR UPDATE SKIP LOCKED)
+), freed AS (
+  DELETE FROM {locks} WHERE name IN (
+    SELECT name FROM {locks}
+    WHERE session_id = '' AND expires_at < clock_timestamp() AND watched_until < clock_timestamp()
     LIMIT 8 FOR UPDATE SKIP LOCKED)
 )
 INSERT INTO {sessions} (id, candidate, ttl, expires_at)
@@ -97,7 +109,12 @@ func (s *session) ID() string { return s.id }
 // whose WHERE judges the row's latest version after locking it; a row
 // changed since the first read (now another session's) is not taken. A
 // change is NOTIFYed with the milliseconds the lock now lives (the
-// session's expiry, or the lease's end if sooner).
+// session's expiry, or the lease's end if sooner), if the row is watched
+// (its watched_until, as the write found it, has not passed: see Watch),
+// and always, signed '+', by an acquire that inserted the row: a row that
+// was missing (deleted by hand, emptied by a crash, or released by a
+// version before watched_until) may have lost its mark, which the
+// listeners that watch the lock write again when they see the '+'.
 //
 // Nothing is taken while the epoch row is missing (the server crashed
 // and emptied the locks table: see the epoch table in SQL), nor, after
@@ -132,7 +149,7 @@ const acquireSQL = `WITH cur AS (
   INSERT INTO {locks} (name, session_id, candidate, token, expires_at, lease_end, hold)
   SELECT name, id, candidate, token, COALESCE(lease_end, 'infinity'), lease_end, false FROM v WHERE NOT EXISTS (SELECT 1 FROM cur)
   ON CONFLICT (name) DO NOTHING
-  RETURNING token, expires_at
+  RETURNING token, expires_at, watched_until, true AS fresh
 ), taken AS (
   INSERT INTO {locks} AS l (name, session_id, candidate, token, expires_at, lease_end, hold)
   SELECT name, id, candidate, token, COALESCE(lease_end, 'infinity'), lease_end, false FROM v WHERE EXISTS (SELECT 1 FROM cur)
@@ -146,16 +163,18 @@ const acquireSQL = `WITH cur AS (
   WHERE (l.session_id = excluded.session_id AND NOT l.hold)
     OR l.expires_at <= clock_timestamp()
     OR (NOT l.hold AND l.session_id = (SELECT session_id FROM cur) AND (SELECT prev_dead FROM v))
-  RETURNING l.token, l.expires_at
+  RETURNING l.token, l.expires_at, l.watched_until, false AS fresh
 ), a AS (
-  SELECT token, LEAST(expires_at, (SELECT expires_at FROM live)) AS lives FROM fresh
-  UNION ALL SELECT token, LEAST(expires_at, (SELECT expires_at FROM live)) FROM taken
+  SELECT token, LEAST(expires_at, (SELECT expires_at FROM live)) AS lives, watched_until, fresh FROM fresh
+  UNION ALL SELECT token, LEAST(expires_at, (SELECT expires_at FROM live)), watched_until, fresh FROM taken
+), w AS MATERIALIZED (
+  SELECT lives, CASE WHEN fresh THEN '+' ELSE '' END AS sign FROM a WHERE fresh OR watched_until > clock_timestamp()
 )
 SELECT EXISTS (SELECT 1 FROM live)
     OR EXISTS (SELECT 1 FROM {sessions} WHERE id = $2 AND expires_at > clock_timestamp()),
   (SELECT token FROM a),
-  (SELECT count(*) FROM a,
-    pg_notify($4::text, ceil(extract(epoch FROM a.lives - clock_timestamp()) * 1000)::bigint || ' ' || $1) n),
+  (SELECT count(*) FROM w,
+    pg_notify($4::text, w.sign || ceil(extract(epoch FROM w.lives - clock_timestamp()) * 1000)::bigint || ' ' || $1) n),
   (SELECT candidate FROM cur),
   (SELECT free_at > clock_timestamp() FROM ep)`
 
@@ -180,7 +199,7 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	)
 	for reset := false; ; reset = true {
 		err := s.b.run(ctx, "acquire", func() error {
-			return s.b.pool.QueryRow(ctx, s.b.t.expand(acquireSQL), name, s.sid, ms(lease), s.b.t.channel).
+			return s.b.pool.QueryRow(ctx, s.b.t.acquire, name, s.sid, ms(lease), s.b.t.channel).
 				Scan(&alive, &tok, &n, &holder, &grace)
 		})
 		if err != nil {
@@ -209,32 +228,36 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 	return events.Token(*tok), nil
 }
 
-// releaseSQL deletes the lock row, or marks it held by nobody alive for
-// the hold, if this session holds it under the token, and NOTIFYs it. A
-// row of the session's that is no longer live (its lease ended, or the
-// session expired) is deleted all the same: left, a keep-alive or an
-// acquire of the session that judged it alive (a statement's snapshot and
-// clock are not taken at one instant) would give the session its token
-// back for a new term, as the chaos suite saw. A hold is set only on a
-// live row: the session seen alive in the statement's snapshot is alive
-// now (see acquireSQL), and a take-over that judged it dead has changed
-// the row, which the UPDATE then finds (it judges the latest version of a
-// row changed while it waited). A hold is also copied to the holds table,
-// which is logged, so that a crash of the server does not end it early
-// (the only release whose commit waits for a WAL flush).
+// releaseSQL frees the lock row (an empty session_id, expires_at '-infinity';
+// the row stays, with its watched_until), or marks it held by nobody alive
+// for the hold, if this session holds it under the token, and NOTIFYs it
+// if the row is watched. A row of the session's that is no longer live
+// (its lease ended, or the session expired) is freed all the same: left, a
+// keep-alive or an acquire of the session that judged it alive (a
+// statement's snapshot and clock are not taken at one instant) would give
+// the session its token back for a new term, as the chaos suite saw. A
+// hold is set only on a live row: the session seen alive in the
+// statement's snapshot is alive now (see acquireSQL), and a take-over that
+// judged it dead has changed the row, which the UPDATE then finds (it
+// judges the latest version of a row changed while it waited). A hold is
+// also copied to the holds table, which is logged, so that a crash of the
+// server does not end it early (the only release whose commit waits for a
+// WAL flush). Whether the row is watched is read from the version the
+// UPDATE wrote, after its row lock: a Watch that marked the row before is
+// seen, and one that marks it after finds the lock free (see Watch).
 //
 // $1 name, $2 session ID, $3 token, $4 hold ms (0: none), $5 channel.
 // Returns the number of locks released (0 or 1) and whether the session
 // lives.
 const releaseSQL = `WITH d AS (
-  DELETE FROM {locks}
+  UPDATE {locks} SET session_id = '', candidate = '', expires_at = '-infinity', lease_end = NULL
   WHERE $4::bigint = 0 AND name = $1 AND session_id = $2 AND token = $3 AND NOT hold
-  RETURNING name
+  RETURNING name, watched_until
 ), h AS (
   UPDATE {locks} SET hold = true, lease_end = NULL, expires_at = clock_timestamp() + $4::bigint * interval '1 millisecond'
   WHERE $4::bigint > 0 AND name = $1 AND session_id = $2 AND token = $3 AND NOT hold AND expires_at > clock_timestamp()
     AND EXISTS (SELECT 1 FROM {sessions} WHERE id = $2 AND expires_at > clock_timestamp())
-  RETURNING name, candidate, token, expires_at
+  RETURNING name, candidate, token, expires_at, watched_until
 ), kept AS (
   INSERT INTO {holds} (name, candidate, token, expires_at)
   SELECT name, candidate, token, expires_at FROM h
@@ -244,13 +267,35 @@ const releaseSQL = `WITH d AS (
     SELECT name FROM {holds} WHERE expires_at < clock_timestamp() - interval '1 minute' AND EXISTS (SELECT 1 FROM h)
     LIMIT 8 FOR UPDATE SKIP LOCKED)
 ), r AS (
-  SELECT name FROM d UNION ALL SELECT name FROM h
+  SELECT name, watched_until FROM d UNION ALL SELECT name, watched_until FROM h
+), w AS MATERIALIZED (
+  SELECT name FROM r WHERE watched_until > clock_timestamp()
 )
-SELECT (SELECT count(*) FROM r, pg_notify($5::text, $4::bigint::text || ' ' || r.name) n),
+SELECT (SELECT count(*) FROM r),
+  (SELECT count(*) FROM w, pg_notify($5::text, $4::bigint::text || ' ' || w.name) n),
+  EXISTS (SELECT 1 FROM {sessions} WHERE id = $2 AND expires_at > clock_timestamp())`
+
+// freeSQL is releaseSQL without a hold ($4 = 0), as a statement of its
+// own: the hold's branches, planned and run (as one-time filters) in
+// every release, made one cost about as much again as the UPDATE.
+//
+// $1 name, $2 session ID, $3 token, $4 channel. Returns the number of
+// locks released (0 or 1), of NOTIFYs sent, and whether the session
+// lives.
+const freeSQL = `WITH d AS (
+  UPDATE {locks} SET session_id = '', candidate = '', expires_at = '-infinity', lease_end = NULL
+  WHERE name = $1 AND session_id = $2 AND token = $3 AND NOT hold
+  RETURNING name, watched_until
+), w AS MATERIALIZED (
+  SELECT name FROM d WHERE watched_until > clock_timestamp()
+)
+SELECT (SELECT count(*) FROM d),
+  (SELECT count(*) FROM w, pg_notify($4::text, '0 ' || w.name) n),
   EXISTS (SELECT 1 FROM {sessions} WHERE id = $2 AND expires_at > clock_timestamp())`
 
 // Release frees name, or marks it held by nobody alive for hold, if this
-// session holds it under token: one statement, one round trip. Whatever
+// session holds it under token: one statement, one round trip, which
+// NOTIFYs only if the lock is watched. Whatever
 // its outcome, the session claims name under token no more: KeepAlive
 // stops confirming it, and Lost stops reporting it.
 func (s *session) Release(ctx context.Context, name string, token events.Token, hold time.Duration) error {
@@ -262,12 +307,16 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 	}
 	s.ledger.Released(name, token)
 	var (
-		n     int64
-		alive bool
+		n, told int64
+		alive   bool
 	)
 	err := s.b.run(ctx, "release", func() error {
-		return s.b.pool.QueryRow(ctx, s.b.t.expand(releaseSQL), name, s.sid, int64(token), ms(hold), s.b.t.channel).
-			Scan(&n, &alive)
+		if hold <= 0 {
+			return s.b.pool.QueryRow(ctx, s.b.t.free, name, s.sid, int64(token), s.b.t.channel).
+				Scan(&n, &told, &alive)
+		}
+		return s.b.pool.QueryRow(ctx, s.b.t.release, name, s.sid, int64(token), ms(hold), s.b.t.channel).
+			Scan(&n, &told, &alive)
 	})
 	switch {
 	case err != nil:
@@ -324,19 +373,23 @@ func (s *session) KeepAlive(ctx context.Context) error {
 	return nil
 }
 
-// closeSQL deletes the session row, its registry entries and its lock
-// rows (but those released with a hold), NOTIFYing each lock freed.
+// closeSQL deletes the session row and its registry entries, and frees
+// its lock rows (but those released with a hold), NOTIFYing each watched
+// lock freed.
 const closeSQL = `WITH s AS (
   DELETE FROM {sessions} WHERE id = $1
 ), m AS (
   DELETE FROM {members} WHERE session_id = $1
 ), l AS (
-  DELETE FROM {locks} WHERE session_id = $1 AND NOT hold RETURNING name
+  UPDATE {locks} SET session_id = '', candidate = '', expires_at = '-infinity', lease_end = NULL
+  WHERE session_id = $1 AND NOT hold RETURNING name, watched_until
+), w AS MATERIALIZED (
+  SELECT name FROM l WHERE watched_until > clock_timestamp()
 )
-SELECT count(*) FROM l, pg_notify($2, '0 ' || l.name) n`
+SELECT count(*) FROM w, pg_notify($2, '0 ' || w.name) n`
 
-// Close deletes the session row, its registry entries and the locks it
-// holds, which wakes their waiters: one statement. If it does not reach
+// Close deletes the session row and its registry entries, and frees the
+// locks it holds, which wakes their waiters: one statement. If it does not reach
 // PostgreSQL, the session is closed all the same, and its locks are freed
 // when its row expires.
 func (s *session) Close(ctx context.Context) error {

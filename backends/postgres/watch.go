@@ -20,13 +20,18 @@ import (
 // within twice this.
 const watchCheck = 5 * time.Second
 
-// Watch signals when the holder of name may have changed: the statements
-// NOTIFY every acquire, release and Close on the schema's channel (the
-// payload is the milliseconds the lock lives on, and its name), and a
-// lock that expires with nobody telling (a crashed holder, a lease) is
-// noticed by a timer set to the expiry last seen, which re-reads the row.
-// It returns once the LISTEN is confirmed, so no change after Watch
-// returned is missed. Signals coalesce in a buffer of one.
+// Watch signals when the holder of name may have changed: it marks the
+// lock's row watched (watched_until, one statement that inserts a free
+// row if there is none, skipped if this Backend marked it less than a
+// minute ago), and the statements NOTIFY every acquire, release and Close
+// of a watched row on the schema's channel (the payload is the
+// milliseconds the lock lives on, and its name); a lock that expires with
+// nobody telling (a crashed holder, a lease) is noticed by a timer set to
+// the expiry last seen, which re-reads the row. It returns once the mark
+// is committed and the LISTEN is confirmed, so no change after Watch
+// returned is missed. Signals coalesce in a buffer of one. The listening
+// connection marks every watched row again each minute; a mark lasts
+// three.
 //
 // Every watch of a Backend shares one connection, dialled with the
 // listener configuration (see WithListener) and not taken from the pool,
@@ -36,17 +41,126 @@ const watchCheck = 5 * time.Second
 // the server does not answer within watchCheck): then every watch's
 // channel is closed; watch again.
 func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
+	return b.watch(ctx, name, hub.AllKinds)
+}
+
+// WatchReleases is Watch for a candidate waiting for name: it signals
+// only the changes that may free the lock (a release without a hold, a
+// Close of the holder's session, an expiry the listener's timer finds,
+// the end of a hold), not a take, nor a release with a hold (the lock is
+// not free until the hold ends).
+func (b *Backend) WatchReleases(ctx context.Context, name string) (<-chan struct{}, error) {
+	return b.watch(ctx, name, freed)
+}
+
+// The kinds of the hub's signals: a change that leaves the lock held (by
+// a session, or by nobody alive for a hold), and one that may have freed
+// it (all WatchReleases wakes for).
+const (
+	taken hub.Kinds = 1 << iota
+	freed
+)
+
+func (b *Backend) watch(ctx context.Context, name string, k hub.Kinds) (<-chan struct{}, error) {
 	if err := validate.Name(name); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, unavailable(ctx, "watch", err)
 	}
-	w, err := b.hub.Watch(ctx, name)
+	if err := b.mark(ctx, name); err != nil {
+		return nil, err
+	}
+	w, err := b.hub.WatchOnly(ctx, name, k)
 	if err != nil {
 		return nil, unavailable(ctx, "watch", err)
 	}
 	return w.C(), nil
+}
+
+// markTTL is how long a mark of a watched lock row lasts (watched_until);
+// the listener marks every watched name again each markEvery, and Watch
+// writes no mark where this Backend wrote one less than markEvery ago.
+const (
+	markTTL   = 3 * time.Minute
+	markEvery = time.Minute
+)
+
+// markSQL marks the rows of names ($1) watched for $2 ms, inserting a
+// free row for a name that has none. It waits for the row locks of
+// writers in flight, and of fenced transactions.
+const markSQL = `INSERT INTO {locks} AS l (name, session_id, candidate, token, expires_at, watched_until)
+SELECT n, '', '', 0, '-infinity', clock_timestamp() + $2::bigint * interval '1 millisecond' FROM unnest($1::text[]) n
+ON CONFLICT (name) DO UPDATE SET watched_until = GREATEST(l.watched_until, excluded.watched_until)`
+
+// refreshSQL is markSQL for the listener's marks: it skips a row that a
+// writer or a fenced transaction has locked (it keeps its earlier mark,
+// which lasts past the next refresh), so that the listening connection
+// never waits behind a transaction. It returns the names it marked.
+const refreshSQL = `WITH u AS (
+  UPDATE {locks} l SET watched_until = GREATEST(l.watched_until, clock_timestamp() + $2::bigint * interval '1 millisecond')
+  WHERE l.name IN (SELECT name FROM {locks} WHERE name = ANY($1::text[]) FOR NO KEY UPDATE SKIP LOCKED)
+  RETURNING l.name
+), i AS (
+  INSERT INTO {locks} (name, session_id, candidate, token, expires_at, watched_until)
+  SELECT n, '', '', 0, '-infinity', clock_timestamp() + $2::bigint * interval '1 millisecond' FROM unnest($1::text[]) n
+  WHERE NOT EXISTS (SELECT 1 FROM {locks} WHERE name = n)
+  ON CONFLICT (name) DO NOTHING
+  RETURNING name
+)
+SELECT name FROM u UNION ALL SELECT name FROM i`
+
+// remarkPause is how soon the listener tries to mark again a row it found
+// inserted (see deliver) that a transaction had locked; it doubles while
+// no try marks anything, up to maxRemarkPause.
+const (
+	remarkPause    = 10 * time.Millisecond
+	maxRemarkPause = time.Second
+)
+
+// mark makes sure name's row is marked watched before the watch begins:
+// a release that commits after mark returned NOTIFYs. One statement,
+// unless this Backend marked it less than markEvery ago.
+func (b *Backend) mark(ctx context.Context, name string) error {
+	start := time.Now()
+	b.mu.Lock()
+	fresh := b.marked[name].After(start.Add(markTTL - markEvery))
+	b.mu.Unlock()
+	if fresh {
+		return nil
+	}
+	var err error
+	for try := 0; try < 2; try++ {
+		// Once more on another connection if this one broke: after a
+		// restart of the server the pool's first statements fail, and a
+		// failed Watch leaves its campaign polling. markSQL is idempotent.
+		err = b.run(ctx, "watch", func() error {
+			_, err := b.pool.Exec(ctx, b.t.expand(markSQL), []string{name}, ms(markTTL))
+			return err
+		})
+		var pe *pgconn.PgError
+		if err == nil || ctx.Err() != nil || errors.As(err, &pe) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if b.marked == nil {
+		b.marked = make(map[string]time.Time)
+	}
+	b.marked[name] = start.Add(markTTL)
+	b.mu.Unlock()
+	return nil
+}
+
+// forget drops what mark remembers: a new listening connection may follow
+// a crash of the server, which took the marks with the locks table.
+func (b *Backend) forget() {
+	b.mu.Lock()
+	b.marked = nil
+	b.mu.Unlock()
 }
 
 // watched is what the hub knows of one watched lock.
@@ -91,8 +205,30 @@ func (l *listener) serve(ctx context.Context, r *hub.Run) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	quiet := time.Now()
+	defer l.b.forget()
+	quiet, marked := time.Now(), time.Now()
+	lost := make(map[string]bool) // rows inserted since their marks were written
+	var remarked time.Time
+	pause := remarkPause
 	for {
+		if len(lost) > 0 && time.Since(remarked) >= pause {
+			n := len(lost)
+			if err := l.remark(ctx, r, conn, lost); err != nil {
+				return err
+			}
+			if len(lost) == n {
+				pause = min(2*pause, maxRemarkPause)
+			}
+			quiet, remarked = time.Now(), time.Now()
+			continue
+		}
+		if time.Since(marked) >= markEvery {
+			if err := l.refresh(ctx, r, conn); err != nil {
+				return err
+			}
+			quiet, marked = time.Now(), time.Now()
+			continue
+		}
 		if due := l.h.Due(r, time.Now()); len(due) > 0 {
 			if err := l.check(ctx, r, conn, due); err != nil {
 				return err
@@ -106,17 +242,73 @@ func (l *listener) serve(ctx context.Context, r *hub.Run) error {
 			}
 			quiet = time.Now()
 		}
-		n, err := l.wait(ctx, r, conn, quiet.Add(watchCheck))
+		until := quiet.Add(watchCheck)
+		if len(lost) > 0 {
+			until = remarked.Add(pause)
+		}
+		n, err := l.wait(ctx, r, conn, until)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case n != nil:
-			l.deliver(r, n.Payload)
+			if name, inserted := l.deliver(r, n.Payload); inserted {
+				// The row was inserted: mark it again before the next
+				// release, which would not NOTIFY without it.
+				lost[name], pause = true, remarkPause
+			}
 			quiet = time.Now()
 		case err != nil && !isTimeout(err):
 			return err
 		}
 	}
+}
+
+// refresh marks every watched name's row again (see markTTL).
+func (l *listener) refresh(ctx context.Context, r *hub.Run, conn *pgx.Conn) error {
+	var names []string
+	l.h.With(r, func(v hub.View[watched]) {
+		for name := range v.All() {
+			names = append(names, name)
+		}
+	})
+	_, err := l.mark(ctx, conn, names)
+	return err
+}
+
+// remark marks the rows in lost again, and forgets those it marked and
+// those no longer watched; a row locked by a transaction stays for the
+// next try.
+func (l *listener) remark(ctx context.Context, r *hub.Run, conn *pgx.Conn, lost map[string]bool) error {
+	names := make([]string, 0, len(lost))
+	l.h.With(r, func(v hub.View[watched]) {
+		for name := range lost {
+			if v.State(name) == nil {
+				delete(lost, name)
+			} else {
+				names = append(names, name)
+			}
+		}
+	})
+	marked, err := l.mark(ctx, conn, names)
+	for _, name := range marked {
+		delete(lost, name)
+	}
+	return err
+}
+
+// mark marks the rows of names watched on the listening connection
+// (refreshSQL), within watchCheck, and returns the names it marked.
+func (l *listener) mark(ctx context.Context, conn *pgx.Conn, names []string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, watchCheck)
+	defer cancel()
+	rows, err := conn.Query(ctx, l.b.t.expand(refreshSQL), names, ms(markTTL))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // listen dials the listening connection and LISTENs on the channel.
@@ -162,24 +354,32 @@ func ping(ctx context.Context, conn *pgx.Conn) error {
 }
 
 // deliver hands one notification, "<ms> <name>", to the watches of name:
-// a signal, and the time the lock expires if nobody renews it.
-func (l *listener) deliver(r *hub.Run, payload string) {
+// a signal, and the time the lock expires if nobody renews it. It reports
+// name as lost if the ms are signed '+' (an acquire inserted the row,
+// which has lost any mark: see acquireSQL) and name is watched here.
+func (l *listener) deliver(r *hub.Run, payload string) (name string, lost bool) {
 	left, name, ok := strings.Cut(payload, " ")
 	msLeft, err := strconv.ParseInt(left, 10, 64)
 	if !ok || err != nil {
-		return
+		return "", false
 	}
 	l.h.With(r, func(v hub.View[watched]) {
 		n := v.State(name)
 		if n == nil {
 			return
 		}
-		v.Signal(name)
+		lost = strings.HasPrefix(left, "+")
+		k := taken
+		if msLeft == 0 {
+			k = freed // a release without a hold, or a Close
+		}
+		v.SignalKinds(name, k)
 		n.read, n.due = true, time.Time{}
 		if msLeft > 0 {
 			n.due = time.Now().Add(time.Duration(msLeft) * time.Millisecond)
 		}
 	})
+	return name, lost
 }
 
 // checkSQL reads how long each of a list of live locks lives on unless
