@@ -255,13 +255,12 @@ func (p *Process) WaitFor(timeout time.Duration, ready func() error) error {
 // from the test's goroutine: it may call t.Fatalf.
 func Eventually(t testing.TB, what string, within time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not so after %v", what, within)
+	EventuallyNil(t, within, func() error {
+		if cond() {
+			return nil
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return errors.New(what)
+	})
 }
 
 // EventuallyNil calls check every 10 ms until it returns nil, and fails
