@@ -13,7 +13,8 @@ import (
 // must happen at most once, since every replica that loses the backend
 // runs it. Without it, such a run returns the backend's error, wrapped
 // (errors.Is matches the errors of package backends). Contention is never
-// a failure: a lock held by another candidate is always Skipped. Applies to RunIfLeader, Every and group.RunIfLeader.
+// a failure: a lock held by another candidate is always Skipped. Applies
+// to RunIfLeader, Every and group.RunIfLeader.
 func WithFailOpen() Option {
 	return elector.Opt("WithFailOpen", elector.ForRun|elector.ForEvery, func(c *elector.Config) { c.FailOpen = true })
 }

@@ -39,7 +39,7 @@ func (o Outcome) String() string {
 }
 
 // Result is what RunIfLeader did. The rule: once fn has run, the result
-// says how it went (Elected: fn returned nil; ActionFailed: fn's error,
+// says how it went (Succeeded: fn returned nil; ActionFailed: fn's error,
 // which may be its context's) and RunIfLeader's error is nil, even if ctx
 // ended meanwhile; RunIfLeader returns an error only when fn did not run
 // and the run could not be decided (bad input, a backend failure, ctx
@@ -116,11 +116,16 @@ func runIfLeader[T any](ctx context.Context, b backends.Backend, name string, fn
 	defer cancel()
 	defer worked()
 	v, ferr := fn(fctx, h.Token)
-	res = Result[T]{Outcome: Succeeded, Value: v, Slot: h.Slot, Token: h.Token}
+	return ran(v, ferr, h.Slot, h.Token), nil
+}
+
+// ran is the Result of a run whose fn returned v and ferr, in slot under
+// token (0, 0 without the lock).
+func ran[T any](v T, ferr error, slot int, token events.Token) Result[T] {
 	if ferr != nil {
-		res.Outcome, res.Err = ActionFailed, ferr
+		return Result[T]{Outcome: ActionFailed, Value: v, Slot: slot, Token: token, Err: ferr}
 	}
-	return res, nil
+	return Result[T]{Outcome: Succeeded, Value: v, Slot: slot, Token: token}
 }
 
 // outcomeOf names a run's outcome for its hooks: "" when it returned err,
@@ -154,11 +159,7 @@ func onFailure[T any](ctx context.Context, cfg *elector.Config, name, label stri
 	deadline, _ := fctx.Deadline()
 	defer hook.Work(0, 0, deadline)() // no lock: slot 0, token 0
 	v, ferr := fn(fctx, 0)
-	res := Result[T]{Outcome: Succeeded, Value: v}
-	if ferr != nil {
-		res.Outcome, res.Err = ActionFailed, ferr
-	}
-	return res, nil
+	return ran(v, ferr, 0, 0), nil
 }
 
 // validateRun checks the arguments of a one-shot run and returns the
