@@ -69,12 +69,12 @@ func (b *Backend) mark(ctx context.Context, name string) error {
 		return nil
 	}
 	var err error
-	for try := 0; try < 2; try++ {
+	for range 2 {
 		// Once more on another connection if this one broke: after a
 		// restart of the server the pool's first statements fail, and a
 		// failed Watch leaves its campaign polling. markSQL is idempotent.
 		err = b.run(ctx, "watch", func() error {
-			_, err := b.pool.Exec(ctx, b.t.expand(markSQL), []string{name}, ms(markTTL))
+			_, err := b.pool.Exec(ctx, b.t.mark, []string{name}, ms(markTTL))
 			return err
 		})
 		var pe *pgconn.PgError
@@ -143,7 +143,7 @@ func (l *listener) mark(ctx context.Context, conn *pgx.Conn, names []string) ([]
 	}
 	ctx, cancel := context.WithTimeout(ctx, watchCheck)
 	defer cancel()
-	rows, err := conn.Query(ctx, l.b.t.expand(refreshSQL), names, ms(markTTL))
+	rows, err := conn.Query(ctx, l.b.t.refresh, names, ms(markTTL))
 	if err != nil {
 		return nil, err
 	}

@@ -104,7 +104,8 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Backend, error) {
 		listen = pool.Config().ConnConfig.Copy()
 	}
 	b := &Backend{pool: pool, t: newTables(c.schema), listen: listen}
-	b.t.acquire, b.t.release, b.t.free = b.t.expand(acquireSQL), b.t.expand(releaseSQL), b.t.expand(freeSQL)
+	b.t.acquire, b.t.free, b.t.hold = b.t.expand(acquireSQL), b.t.expand(freeSQL), b.t.expand(holdSQL)
+	b.t.mark, b.t.refresh = b.t.expand(markSQL), b.t.expand(refreshSQL)
 	b.hub = newHub(b)
 	return b, nil
 }
