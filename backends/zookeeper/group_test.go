@@ -274,10 +274,5 @@ func (f *twoSlots) release(t *testing.T, i int) {
 // waitUntil polls cond, failing the test after 10 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	testserver.EventuallyNil(t, 10*time.Second, func() error {
-		if !cond() {
-			return errors.New(what)
-		}
-		return nil
-	})
+	testserver.Eventually(t, what, 10*time.Second, cond)
 }
