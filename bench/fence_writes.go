@@ -127,7 +127,7 @@ func zkFence(b *zookeeper.Backend, conn *zk.Conn) makeFence {
 	}
 }
 
-func pgFence(pool *pgxpool.Pool) makeFence {
+func pgFence(pool *pgxpool.Pool, b *postgres.Backend) makeFence {
 	const upsert = "INSERT INTO bench_fenced VALUES ($1, 1) ON CONFLICT (k) DO UPDATE SET n = bench_fenced.n + 1"
 	return func(ctx context.Context, name string, token events.Token) (fencePair, error) {
 		if _, err := pool.Exec(ctx, "CREATE TABLE IF NOT EXISTS bench_fenced (k text PRIMARY KEY, n bigint NOT NULL)"); err != nil {
@@ -136,7 +136,7 @@ func pgFence(pool *pgxpool.Pool) makeFence {
 		write := func(ctx context.Context, fenced bool) error {
 			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 				if fenced {
-					if err := postgres.Fence(ctx, tx, name, token); err != nil {
+					if err := b.Fence(ctx, tx, name, token); err != nil {
 						return err
 					}
 				}
@@ -145,7 +145,7 @@ func pgFence(pool *pgxpool.Pool) makeFence {
 			})
 		}
 		return fencePair{
-			fenced: subject{"BEGIN, postgres.Fence, upsert, COMMIT", func(ctx context.Context) error { return write(ctx, true) }},
+			fenced: subject{"BEGIN, Backend.Fence, upsert, COMMIT", func(ctx context.Context) error { return write(ctx, true) }},
 			plain:  subject{"BEGIN, upsert, COMMIT", func(ctx context.Context) error { return write(ctx, false) }},
 		}, nil
 	}

@@ -397,7 +397,7 @@ func startPostgres() (*system, error) {
 	if s.backend, err = postgres.New(pool); err != nil {
 		return s, err
 	}
-	s.fence = pgFence(pool)
+	s.fence = pgFence(pool, s.backend.(*postgres.Backend))
 	s.fresh = newBackend
 	s.readName, s.read = "SELECT 1", func(ctx context.Context) error {
 		_, err := pool.Exec(ctx, "SELECT 1")

@@ -26,7 +26,7 @@ import (
 // termCtx cannot stop a write fn has already decided on: a paused process
 // (a GC pause, a stopped VM) writes when it wakes, its term long over. Fence
 // fn's writes with elected.Token where they land: the backends' native
-// fences (etcd's Backend.Fence in your Txn, postgres.Fence in your
+// fences (Backend.Fence in your etcd Txn or your PostgreSQL
 // transaction, ...) or a fence.Guard in front of another resource refuse
 // the writes of a term that ended.
 func WhileLeader(ctx context.Context, c *Campaign, fn func(ctx context.Context, term events.Event) error) error {

@@ -14,7 +14,7 @@
 // transaction as the write. Every backend names it Fence, in the shape of
 // its store: a comparison for your Txn on etcd, a script run with the
 // check on Redis, ops run in one multi on ZooKeeper, a check inside your
-// transaction on PostgreSQL (postgres.Fence) and MySQL, a conditioned
+// transaction on PostgreSQL and MySQL, a conditioned
 // update on Kubernetes, a write conditioned on the lock's revision on
 // NATS, a check and an update conditioned on the token on MongoDB
 // (FencedUpdate) and DynamoDB, ops after a check-index in one

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hustings/hustings/backends"
-	"github.com/hustings/hustings/backends/postgres"
 	"github.com/hustings/hustings/backends/postgres/pgtest"
 )
 
@@ -31,7 +30,7 @@ func TestContenderWaitsForNobody(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := postgres.Fence(ctx, tx, "busy", tok); err != nil {
+	if err := b.Fence(ctx, tx, "busy", tok); err != nil {
 		t.Fatal(err)
 	}
 	contender := openSession(t, b, "contender", time.Minute)

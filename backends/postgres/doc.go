@@ -209,7 +209,7 @@
 //
 // # Fencing inside the caller's transaction
 //
-// Fence(ctx, tx, name, token) checks, inside the caller's own transaction,
+// Backend.Fence(ctx, tx, name, token) checks, inside the caller's own transaction,
 // that name is still held under token, and takes its row FOR SHARE: a
 // take-over (an UPDATE of that row) waits until the transaction commits or
 // rolls back, so the old leader's write lands before the next term begins,

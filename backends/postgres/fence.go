@@ -28,28 +28,23 @@ FOR SHARE OF l`
 // back. A leader that writes in tx after Fence returned nil therefore
 // commits before any later term begins, and a stale leader's Fence (its
 // session expired, its lease ended, or its lock released or taken over)
-// returns an error matching backends.ErrNotHeld: roll tx back. opts may
-// hold WithSchema only.
+// returns an error matching backends.ErrNotHeld: roll tx back. tx may run
+// on any pool or connection to the database holding b's tables; it is
+// read in b's schema.
 //
 // Keep fenced transactions short: while tx runs, a take-over of the lock
 // waits, and so does a Watch that marks the lock's row (the holder's
-// KeepAlive does not: it writes the session row alone). In a REPEATABLE READ or SERIALIZABLE transaction, a lock
-// row changed since tx began fails with a serialization failure (40001),
-// returned matching backends.ErrUnavailable: run the transaction again.
-// Fence runs no retry itself: a failed statement aborts tx.
-func Fence(ctx context.Context, tx pgx.Tx, name string, token events.Token, opts ...Option) error {
+// KeepAlive does not: it writes the session row alone). In a REPEATABLE
+// READ or SERIALIZABLE transaction, a lock row changed since tx began
+// fails with a serialization failure (40001), returned matching
+// backends.ErrUnavailable: run the transaction again. Fence runs no retry
+// itself: a failed statement aborts tx.
+func (b *Backend) Fence(ctx context.Context, tx pgx.Tx, name string, token events.Token) error {
 	if tx == nil {
 		return fmt.Errorf("%w: postgres: fence: nil transaction", backends.ErrInvalid)
 	}
 	if err := validate.Name(name); err != nil {
 		return err
-	}
-	c, err := configure(opts)
-	if err != nil {
-		return err
-	}
-	if c.listen != nil {
-		return fmt.Errorf("%w: postgres: WithListener does not apply to Fence", backends.ErrInvalid)
 	}
 	if token == 0 {
 		return fmt.Errorf("%w: %q under token 0", backends.ErrNotHeld, name)
@@ -58,7 +53,7 @@ func Fence(ctx context.Context, tx pgx.Tx, name string, token events.Token, opts
 		return unavailable(ctx, "fence", err)
 	}
 	var one int
-	err = tx.QueryRow(ctx, newTables(c.schema).expand(fenceSQL), name, int64(token)).Scan(&one)
+	err := tx.QueryRow(ctx, b.t.fence, name, int64(token)).Scan(&one)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("%w: %q is no longer held under token %d", backends.ErrNotHeld, name, token)

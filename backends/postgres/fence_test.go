@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hustings/hustings/backends"
-	"github.com/hustings/hustings/backends/postgres"
 	"github.com/hustings/hustings/backends/postgres/pgtest"
 	"github.com/hustings/hustings/events"
 )
@@ -40,7 +39,7 @@ func TestFenceRefusesStaleLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	if err := postgres.Fence(ctx, tx, "fenced", oldTok); err != nil {
+	if err := b.Fence(ctx, tx, "fenced", oldTok); err != nil {
 		t.Fatalf("Fence by the holder: %v", err)
 	}
 	waitFor(t, pool, `SELECT expires_at < clock_timestamp() FROM hustings.sessions WHERE id = $1`, sessionID(t, pool, "old"))
@@ -78,7 +77,7 @@ func TestFenceRefusesStaleLeader(t *testing.T) {
 
 	// The old leader, still believing, tries again: refused.
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if err := postgres.Fence(ctx, tx, "fenced", oldTok); err != nil {
+		if err := b.Fence(ctx, tx, "fenced", oldTok); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO writes VALUES ('old', $1)`, int64(oldTok))
@@ -88,7 +87,7 @@ func TestFenceRefusesStaleLeader(t *testing.T) {
 		t.Fatalf("stale leader's fenced transaction: %v, want ErrNotHeld", err)
 	}
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if err := postgres.Fence(ctx, tx, "fenced", r.tok); err != nil {
+		if err := b.Fence(ctx, tx, "fenced", r.tok); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO writes VALUES ('next', $1)`, int64(r.tok))
@@ -135,7 +134,7 @@ func TestFenceRejectsBadInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback(context.Background())
-			if err := postgres.Fence(ctx, tx, tt.lock, tt.tok); !errors.Is(err, tt.target) {
+			if err := b.Fence(ctx, tx, tt.lock, tt.tok); !errors.Is(err, tt.target) {
 				t.Fatalf("Fence: %v, want %v", err, tt.target)
 			}
 		})

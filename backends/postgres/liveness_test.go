@@ -117,7 +117,7 @@ func TestLockOfExpiredSessionIsFree(t *testing.T) {
 	if h, err := b.Holder(ctx, "free-once-expired"); err != nil || h != (backends.Holder{}) {
 		t.Fatalf("Holder once the session expired = %+v, %v; want nobody", h, err)
 	}
-	if err := fence(ctx, pool, "free-once-expired", oldTok); !errors.Is(err, backends.ErrNotHeld) {
+	if err := fence(ctx, b, pool, "free-once-expired", oldTok); !errors.Is(err, backends.ErrNotHeld) {
 		t.Fatalf("Fence once the session expired: %v, want ErrNotHeld", err)
 	}
 	next := openSession(t, b, "next", time.Minute)
@@ -134,7 +134,7 @@ func TestLockOfExpiredSessionIsFree(t *testing.T) {
 	if err := old.KeepAlive(ctx); !errors.Is(err, backends.ErrSessionLost) {
 		t.Fatalf("old holder's KeepAlive: %v, want ErrSessionLost", err)
 	}
-	if err := fence(ctx, pool, "free-once-expired", nextTok); err != nil {
+	if err := fence(ctx, b, pool, "free-once-expired", nextTok); err != nil {
 		t.Fatalf("new holder's Fence: %v", err)
 	}
 }
@@ -154,7 +154,7 @@ func TestLeaseEndsTheLockOfALiveSession(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE hustings.locks SET lease_end = clock_timestamp(), expires_at = clock_timestamp() WHERE name = 'leased-lock'`); err != nil {
 		t.Fatal(err)
 	}
-	if err := fence(ctx, pool, "leased-lock", tok); !errors.Is(err, backends.ErrNotHeld) {
+	if err := fence(ctx, b, pool, "leased-lock", tok); !errors.Is(err, backends.ErrNotHeld) {
 		t.Fatalf("Fence after the lease: %v, want ErrNotHeld", err)
 	}
 	if err := holder.KeepAlive(ctx); err != nil {
@@ -260,12 +260,12 @@ func waitFor(t *testing.T, pool *pgxpool.Pool, query string, arg any) {
 	})
 }
 
-// fence runs Fence in a transaction of its own, rolled back.
-func fence(ctx context.Context, pool *pgxpool.Pool, name string, token events.Token) error {
+// fence runs b's Fence in a transaction of its own, rolled back.
+func fence(ctx context.Context, b *postgres.Backend, pool *pgxpool.Pool, name string, token events.Token) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	return postgres.Fence(ctx, tx, name, token)
+	return b.Fence(ctx, tx, name, token)
 }

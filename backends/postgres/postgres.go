@@ -105,7 +105,7 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Backend, error) {
 	}
 	b := &Backend{pool: pool, t: newTables(c.schema), listen: listen}
 	b.t.acquire, b.t.free, b.t.hold = b.t.expand(acquireSQL), b.t.expand(freeSQL), b.t.expand(holdSQL)
-	b.t.mark, b.t.refresh = b.t.expand(markSQL), b.t.expand(refreshSQL)
+	b.t.mark, b.t.refresh, b.t.fence = b.t.expand(markSQL), b.t.expand(refreshSQL), b.t.expand(fenceSQL)
 	b.hub = newHub(b)
 	return b, nil
 }

@@ -68,17 +68,17 @@ func TestContract(t *testing.T) {
 		New:    func(t *testing.T) backends.Backend { return newBackend(t, srv.DSN()) },
 		TTL:    time.Second,
 		Delete: func(t *testing.T, _ backends.Backend, name string) { deleteLock(t, pool, name) },
-		Fence: func(ctx context.Context, _ backends.Backend, name string, token events.Token) error {
-			return fencedWrite(ctx, pool, name, token)
+		Fence: func(ctx context.Context, b backends.Backend, name string, token events.Token) error {
+			return fencedWrite(ctx, b.(*postgres.Backend), pool, name, token)
 		},
 	})
 }
 
 // fencedWrite writes a row of fenced_writes (made by TestContract) in a
-// transaction that Fence checks first, and commits it.
-func fencedWrite(ctx context.Context, pool *pgxpool.Pool, name string, token events.Token) error {
+// transaction that b's Fence checks first, and commits it.
+func fencedWrite(ctx context.Context, b *postgres.Backend, pool *pgxpool.Pool, name string, token events.Token) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if err := postgres.Fence(ctx, tx, name, token); err != nil {
+		if err := b.Fence(ctx, tx, name, token); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO fenced_writes VALUES ($1, $2)`, name, int64(token))

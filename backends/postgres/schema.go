@@ -266,7 +266,7 @@ func body(sql, tag string) string {
 type tables struct {
 	sessions, locks, members, tokens, orders, renew, epoch, holds string
 	channel                                                       string // NOTIFY channel of lock changes
-	acquire, free, hold, mark, refresh                            string // acquireSQL, freeSQL, holdSQL, markSQL and refreshSQL, expanded by New
+	acquire, free, hold, mark, refresh, fence                     string // acquireSQL, freeSQL, holdSQL, markSQL, refreshSQL and fenceSQL, expanded by New
 }
 
 func newTables(schema string) tables {

@@ -97,7 +97,7 @@ func openFencedKey(ctx context.Context, t dial.Target, b backends.Backend, name 
 		return &fencedKey{
 			put: func(ctx context.Context, name string, token events.Token, value string) error {
 				return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-					if err := postgres.Fence(ctx, tx, name, token); err != nil {
+					if err := mb.Fence(ctx, tx, name, token); err != nil {
 						return err // the transaction rolls back
 					}
 					_, err := tx.Exec(ctx, `INSERT INTO hustings_demo_resource VALUES ($1, $2)
