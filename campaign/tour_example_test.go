@@ -83,7 +83,7 @@ func ExampleRunIfLeader_outcomes() {
 	b := memory.New()
 	migrate := func(ctx context.Context, token events.Token) (string, error) { return "schema v2", nil }
 	res, err := campaign.RunIfLeader(ctx, b, "migrate", func(ctx context.Context, token events.Token) (string, error) {
-		return migrate(ctx, token) // each write in a transaction that runs b.Fence(ctx, tx, "migrate", token) first
+		return migrate(ctx, token) // on PostgreSQL, each write in a transaction that runs pg.Fence(ctx, tx, "migrate", token) first
 	}, campaign.WithMinHold(time.Minute))
 	switch {
 	case err != nil: // migrate did not run: backend failure, bad input, or ctx ended first
