@@ -65,6 +65,13 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 			s.remember(name, t.token, l)
 			return t.token, nil
 		case live:
+			again, err := s.stand(ctx, name, l, lease)
+			switch {
+			case again:
+				continue
+			case err != nil:
+				return 0, err
+			}
 			return 0, fmt.Errorf("%w: %q by %s", backends.ErrHeld, name, t.candidate)
 		}
 		tok, err := tokenOf(l.ResourceVersion)
@@ -95,21 +102,29 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 // conflict (the take is conditioned on its resourceVersion) or an
 // ErrHeld that the watch's next signal corrects, never a grant: so the
 // session must not find itself the holder in it, as the copy may be from
-// before its own release.
+// before its own release; unless the session is in name's line and the
+// copy names it under a token from after it joined: a release named it,
+// and only its own Release, Dequeue or Close can have ended that term
+// (or its expiry, which Acquire checks first).
 func (s *session) watched(name string, try int) *coordv1.Lease {
 	if try > 0 {
 		return nil
 	}
 	l := s.b.hub.lease(name)
-	if l == nil || l.Labels[labelSession] == s.lease {
-		return nil
+	if l == nil || l.Labels[labelSession] != s.lease {
+		return l
 	}
-	return l
+	since, queued := s.namedSince(name)
+	if t := termOf(l); queued && t.session == s.lease && t.token >= since && t.hold == 0 {
+		return l
+	}
+	return nil
 }
 
 // granted records a grant in the ledger, and its lease's end.
 func (s *session) granted(name string, tok events.Token, lease time.Duration, start time.Time) {
 	s.ledger.Granted(name, tok)
+	s.unqueued(name)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if lease == 0 {
@@ -175,6 +190,7 @@ func (s *session) take(l *coordv1.Lease, tok events.Token, lease time.Duration, 
 	}
 	l.Labels[labelSession] = s.lease
 	l.Annotations[annToken] = fmt.Sprint(uint64(tok))
+	setLine(l, without(lineOf(l), s.lease))
 	delete(l.Annotations, annHoldMS)
 	delete(l.Annotations, annLeaseMS)
 	if lease > 0 {
@@ -254,9 +270,9 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 		if token == 0 || t.token != token || t.session != s.lease || t.hold > 0 {
 			return s.notHeld(name, token)
 		}
-		next := free(l, time.Now())
-		if hold > 0 {
-			next = held(l, hold, time.Now())
+		next := held(l, hold, time.Now())
+		if hold == 0 {
+			next = s.b.handover(ctx, l, time.Now())
 		}
 		_, err = s.b.leases.Update(ctx, next, metav1.UpdateOptions{})
 		switch {
@@ -278,10 +294,10 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 // read the Lease and try again, if the Lease changed since (a fenced
 // write; a take by another session after this one's term ended).
 func (s *session) releaseTaken(ctx context.Context, name string, m taken, hold time.Duration) (bool, error) {
-	l, now := s.rebuild(name, m, 0), time.Now()
-	next := free(l, now)
-	if hold > 0 {
-		next = held(l, hold, now)
+	l, now := s.fresher(name, m.token, s.rebuild(name, m, 0)), time.Now()
+	next := held(l, hold, now)
+	if hold == 0 {
+		next = s.b.handover(ctx, l, now)
 	}
 	_, err := s.b.leases.Update(ctx, next, metav1.UpdateOptions{})
 	switch {
