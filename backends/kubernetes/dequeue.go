@@ -40,7 +40,10 @@ func (s *session) leave(ctx context.Context, name string) error {
 	if !ok {
 		return nil
 	}
-	for range maxTries {
+	for try := range conflictTries {
+		if try > 0 {
+			pause(ctx, try)
+		}
 		l, err := s.b.leases.Get(ctx, s.b.LockLease(name), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -79,5 +82,5 @@ func (s *session) leave(ctx context.Context, name string) error {
 		s.unqueued(name)
 		return nil
 	}
-	return fmt.Errorf("%w: kubernetes: dequeue: %q changed under %d tries in a row", backends.ErrUnavailable, name, maxTries)
+	return fmt.Errorf("%w: kubernetes: dequeue: %q changed under %d tries in a row", backends.ErrUnavailable, name, conflictTries)
 }

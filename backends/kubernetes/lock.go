@@ -214,6 +214,15 @@ func free(l *coordv1.Lease, now time.Time) *coordv1.Lease {
 	return l
 }
 
+// released returns l released by its holder: held by nobody alive for
+// hold, or else handed over.
+func (b *Backend) released(ctx context.Context, l *coordv1.Lease, hold time.Duration, now time.Time) *coordv1.Lease {
+	if hold > 0 {
+		return held(l, hold, now)
+	}
+	return b.handover(ctx, l, now)
+}
+
 // held returns l released with a hold: the holder and token stay, the
 // session goes, and the hold is recorded (and as leaseDurationSeconds).
 func held(l *coordv1.Lease, hold time.Duration, now time.Time) *coordv1.Lease {
@@ -226,14 +235,17 @@ func held(l *coordv1.Lease, hold time.Duration, now time.Time) *coordv1.Lease {
 	return l
 }
 
-// Release frees name, or keeps it held by nobody alive for hold, if its
+// Release hands name over (to the oldest live waiter in its line, or
+// free: see handover), or keeps it held by nobody alive for hold, if its
 // Lease names this session under token: one update conditioned on the
-// resourceVersion the session's take (or its last Acquire) left it at.
+// resourceVersion the session's take (or its last Acquire) left it at,
+// or the later one at which its watch saw a waiter join (see fresher).
 // If the Lease changed since (409 Conflict: a fenced write), or the
 // session does not remember it (a Lease that carries more than the
 // backend's own labels and annotations), it reads the Lease and updates
-// it conditioned on the version read (again after a conflict). Whatever
-// its outcome, the session claims name under token no more.
+// it conditioned on the version read (again after a conflict, such as a
+// waiter joining the line meanwhile). Whatever its outcome, the session
+// claims name under token no more.
 func (s *session) Release(ctx context.Context, name string, token events.Token, hold time.Duration) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -255,7 +267,10 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 			return err
 		}
 	}
-	for range maxTries {
+	for try := range conflictTries {
+		if try > 0 {
+			pause(ctx, try)
+		}
 		l, err := s.b.leases.Get(ctx, s.b.LockLease(name), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -270,11 +285,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 		if token == 0 || t.token != token || t.session != s.lease || t.hold > 0 {
 			return s.notHeld(name, token)
 		}
-		next := held(l, hold, time.Now())
-		if hold == 0 {
-			next = s.b.handover(ctx, l, time.Now())
-		}
-		_, err = s.b.leases.Update(ctx, next, metav1.UpdateOptions{})
+		_, err = s.b.leases.Update(ctx, s.b.released(ctx, l, hold, time.Now()), metav1.UpdateOptions{})
 		switch {
 		case apierrors.IsConflict(err):
 			continue
@@ -285,7 +296,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: kubernetes: release: %q changed under %d tries in a row", backends.ErrUnavailable, name, maxTries)
+	return fmt.Errorf("%w: kubernetes: release: %q changed under %d tries in a row", backends.ErrUnavailable, name, conflictTries)
 }
 
 // releaseTaken writes the lock Lease name released, rebuilt from what
@@ -294,12 +305,8 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 // read the Lease and try again, if the Lease changed since (a fenced
 // write; a take by another session after this one's term ended).
 func (s *session) releaseTaken(ctx context.Context, name string, m taken, hold time.Duration) (bool, error) {
-	l, now := s.fresher(name, m.token, s.rebuild(name, m, 0)), time.Now()
-	next := held(l, hold, now)
-	if hold == 0 {
-		next = s.b.handover(ctx, l, now)
-	}
-	_, err := s.b.leases.Update(ctx, next, metav1.UpdateOptions{})
+	l := s.fresher(name, m.token, s.rebuild(name, m, 0))
+	_, err := s.b.leases.Update(ctx, s.b.released(ctx, l, hold, time.Now()), metav1.UpdateOptions{})
 	switch {
 	case apierrors.IsConflict(err):
 		return false, nil

@@ -281,21 +281,36 @@ func (s *session) Close(ctx context.Context) error {
 	return nil
 }
 
-// dispose frees a lock Lease of the session, or deletes a registry entry.
+// dispose hands over a lock Lease of the session, or deletes a registry
+// entry. A lock Lease changed since the LIST (a waiter joined its line)
+// is read again, as Release does.
 func (s *session) dispose(ctx context.Context, l *coordv1.Lease) error {
-	var err error
-	switch l.Labels[labelKind] {
-	case kindLock:
-		if t := termOf(l); t.session == s.lease && t.hold == 0 {
-			_, err = s.b.leases.Update(ctx, s.b.handover(ctx, l, time.Now()), metav1.UpdateOptions{})
+	if l.Labels[labelKind] == kindMember {
+		if err := s.b.leases.Delete(ctx, l.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return translate(ctx, "close", err)
 		}
-	case kindMember:
-		err = s.b.leases.Delete(ctx, l.Name, metav1.DeleteOptions{})
+		return nil
 	}
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return translate(ctx, "close", err)
+	for try := range conflictTries {
+		if t := termOf(l); l.Labels[labelKind] != kindLock || t.session != s.lease || t.hold > 0 {
+			return nil // not the session's, or no longer
+		}
+		_, err := s.b.leases.Update(ctx, s.b.handover(ctx, l, time.Now()), metav1.UpdateOptions{})
+		if !apierrors.IsConflict(err) {
+			if err != nil && !apierrors.IsNotFound(err) {
+				return translate(ctx, "close", err)
+			}
+			return nil
+		}
+		pause(ctx, try)
+		if l, err = s.b.leases.Get(ctx, l.Name, metav1.GetOptions{}); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return translate(ctx, "close", err)
+		}
 	}
-	return nil
+	return fmt.Errorf("%w: kubernetes: close: %s changed under %d tries in a row", backends.ErrUnavailable, l.Name, conflictTries)
 }
 
 // Lost returns the locks KeepAlive found gone; see backends.Session.
