@@ -151,6 +151,23 @@ type ReleaseWatcher interface {
 	WatchReleases(ctx context.Context, name string) (<-chan struct{}, error)
 }
 
+// LineWatcher is implemented by the sessions of backends whose waiters
+// join a lock's line only when they say that they wait (Kubernetes), so
+// that a candidate that only tries (a run that skips on contention)
+// writes nothing. Such sessions are Dequeuers too: a session in line may
+// become the holder without being told.
+type LineWatcher interface {
+	// WatchInLine is Backend.Watch for a candidate waiting for name on
+	// this session: while the channel is open, an Acquire of the session
+	// that finds name held puts the session in name's line, so that a
+	// release may make it the holder. Call it after an Acquire found name
+	// held, then Acquire again before waiting. Signals coalesce (the
+	// buffer holds one); the backend closes the channel when ctx ends or
+	// the watch breaks. Ending the watch does not take the session out of
+	// the line: Dequeue does.
+	WatchInLine(ctx context.Context, name string) (<-chan struct{}, error)
+}
+
 // Holder describes who holds a lock, and what the store says of the term.
 // Expires moves on with every renewal: to tell one term from another,
 // compare ID and Token.

@@ -9,11 +9,12 @@
 //
 // Every backend also wakes waiters (Backend.Watch), lists its locks for
 // operators (Backend.List) and keeps the candidate registry that group
-// strategies rank (Backend.Members, Session.Register). Two powers only
+// strategies rank (Backend.Members, Session.Register). Three powers only
 // some backends have are separate interfaces, discovered with a type
 // assertion: ReleaseWatcher wakes waiters on releases alone, so that a
 // lock taken wakes nobody; Dequeuer lets a session that queues waiters
-// leave a line. backendtest checks each power where a backend has it.
+// leave a line; LineWatcher lets a session join a line only when it
+// waits. backendtest checks each power where a backend has it.
 //
 // The contract every implementation must keep is checked by the suite in
 // backends/backendtest; the embedded default is backends/memory.

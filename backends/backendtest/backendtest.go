@@ -69,6 +69,7 @@ const (
 	always         power = iota
 	releaseWatcher       // the Backend is a backends.ReleaseWatcher
 	dequeuer             // its Sessions are backends.Dequeuers
+	lineWatcher          // its Sessions are backends.LineWatchers
 	lister               // the Backend's store can list (Backend.List)
 )
 
@@ -99,6 +100,8 @@ var checks = []check{
 	{name: "ReleaseWatchClosedWithContext", run: releaseWatchClosedWithContext, power: releaseWatcher},
 	{name: "DequeueLeavesLine", run: dequeueLeavesLine, power: dequeuer},
 	{name: "DequeueReleasesUntoldHold", run: dequeueReleasesUntoldHold, power: dequeuer},
+	{name: "TryingJoinsNoLine", run: tryingJoinsNoLine, power: lineWatcher},
+	{name: "LineWatcherIsNamed", run: lineWatcherIsNamed, power: lineWatcher},
 	{name: "HolderDescribesTerm", run: holderDescribesTerm},
 	{name: "HolderOfHoldHasNoSession", run: holderOfHold},
 	{name: "ListFindsHeldLocks", run: listFindsHeldLocks, power: lister},
@@ -279,5 +282,6 @@ func powers(t *testing.T, h Harness) map[power]bool {
 	defer s.Close(context.Background())
 	_, rw := b.(backends.ReleaseWatcher)
 	_, dq := s.(backends.Dequeuer)
-	return map[power]bool{always: true, releaseWatcher: rw, dequeuer: dq, lister: canList(t, b)}
+	_, lw := s.(backends.LineWatcher)
+	return map[power]bool{always: true, releaseWatcher: rw, dequeuer: dq, lineWatcher: lw, lister: canList(t, b)}
 }

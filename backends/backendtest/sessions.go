@@ -246,11 +246,59 @@ func (e *env) dequeue(s backends.Session, name string) {
 	}
 }
 
-// queue has s find name held, which puts it in name's line.
+// queue has s find name held, which puts it in name's line; where
+// sessions join a line only when they wait (backends.LineWatcher), it
+// then watches name in line and tries again, as a waiter does.
 func (e *env) queue(s backends.Session, name string) {
 	e.t.Helper()
 	_, err := s.Acquire(e.ctx, name, 0)
 	e.wantErr(fmt.Sprintf("%s: Acquire(%q) of a held lock", s.ID(), name), err, backends.ErrHeld)
+	lw, ok := s.(backends.LineWatcher)
+	if !ok {
+		return
+	}
+	if _, err := lw.WatchInLine(e.ctx, name); err != nil {
+		e.t.Fatalf("%s: WatchInLine(%q): %v", s.ID(), name, err)
+	}
+	_, err = s.Acquire(e.ctx, name, 0)
+	e.wantErr(fmt.Sprintf("%s: Acquire(%q) of a held lock, watching it in line", s.ID(), name), err, backends.ErrHeld)
+}
+
+// tryingJoinsNoLine: where sessions are backends.LineWatchers, a session
+// that finds a lock held without watching it in line (a run that skips
+// on contention), even while another watches it, is not made its holder
+// by the release.
+func tryingJoinsNoLine(e *env) {
+	h, s := e.open("h"), e.open("s")
+	name := e.name()
+	tok := e.acquire(h, name, 0)
+	for range 2 {
+		_, err := s.Acquire(e.ctx, name, 0)
+		e.wantErr(fmt.Sprintf("%s: Acquire(%q) of a held lock", s.ID(), name), err, backends.ErrHeld)
+		if _, err := e.b.Watch(e.ctx, name); err != nil {
+			e.t.Fatalf("Watch(%q): %v", name, err)
+		}
+	}
+	e.release(h, name, tok, 0)
+	e.wantFree(name, "the release of a lock that was only tried")
+}
+
+// lineWatcherIsNamed: where sessions are backends.LineWatchers, the
+// release of a lock names the session waiting in its line the holder,
+// under a token above the releaser's; its Acquire returns that token.
+func lineWatcherIsNamed(e *env) {
+	h, s := e.open("h"), e.open("s")
+	name := e.name()
+	tok := e.acquire(h, name, 0)
+	e.queue(s, name)
+	e.release(h, name, tok, 0)
+	got := e.holder(name)
+	if got.ID != "s" || got.Token <= tok {
+		e.t.Fatalf("Holder(%q) = %+v after the holder's release; want s, in line, under a token above %d", name, got, tok)
+	}
+	if mine := e.acquire(s, name, 0); mine != got.Token {
+		e.t.Fatalf("s's Acquire = token %d, want %d, the one Holder reports", mine, got.Token)
+	}
 }
 
 // dequeueLeavesLine: where sessions are backends.Dequeuers, a session

@@ -27,7 +27,10 @@
 //     client-go's ReleaseOnCancel leaves: holderIdentity "",
 //     leaseDurationSeconds one. Released with a hold, it keeps its holder
 //     and token, loses its session label, and records the hold
-//     (hustings.io/hold-ms, and leaseDurationSeconds).
+//     (hustings.io/hold-ms, and leaseDurationSeconds). While sessions
+//     wait for it, the annotation hustings.io/waiters lists them, oldest
+//     first (JSON: each entry's session Lease, candidate ID and TTL in
+//     milliseconds); see Lines and handovers.
 //
 // # Sessions and expiry
 //
@@ -86,26 +89,77 @@
 // takes the lock with one update: a copy that is stale costs a conflict
 // and a read, or an ErrHeld that the watch's next signal corrects, never
 // a grant; a copy naming the session itself is not trusted (it may be
-// from before its own release) and the Lease is read.
+// from before its own release) and the Lease is read, unless a release
+// named the session from the lock's line (see Lines and handovers).
 //
 // The token is that resourceVersion, the one the acquiring update was
-// conditioned on, recorded in the annotation hustings.io/token by the
-// same update. Since Kubernetes 1.35 resourceVersions are decimal
-// integers comparable within a resource
+// conditioned on, recorded in the annotation hustings.io/token by the same
+// update. Since Kubernetes 1.35 resourceVersions are decimal integers
+// comparable within a resource
 // (k8s.io/apimachinery/pkg/util/resourceversion); on etcd they are its
 // revisions, which never repeat or go back. The previous term's token was
 // the version its own acquiring update replaced, older than the version
 // that update made, which is at most the one the next acquirer reads: so
 // tokens strictly increase per lock across holders, and across the
 // deletion and recreation of its Lease (a new object gets a newer
-// version), which leaseTransitions does not survive. Fence is an update
-// conditioned on the resourceVersion read too, and so is Release: on the
-// version the session's take left the Lease at, which the session
-// remembers (32 bytes a held lock), so a Release sends no read; if the
-// Lease changed since (409 Conflict: a fenced write), or carries more than
-// the backend's own labels and annotations (an earlier term's fenced
-// annotation), Release reads it and updates it conditioned on the version
-// read.
+// version), which leaseTransitions does not survive. A release that names
+// a waiter (see Lines and handovers) is the waiter's acquiring update, and
+// the same rule holds for it. Fence is an update conditioned on the
+// resourceVersion read too, and so is Release: on the version the
+// session's take left the Lease at, which the session remembers (48 bytes
+// a held lock, and its line while it has one), so a Release sends no read;
+// if the Lease changed since (409 Conflict: a fenced write), or carries
+// more than the backend's own labels and annotations (an earlier term's
+// fenced annotation), Release reads it and updates it conditioned on the
+// version read.
+//
+// # Lines and handovers
+//
+// A graceful handover is one update. A session that waits for a lock
+// (its WatchInLine of the lock is open: the engine's waiting campaigns
+// and runs watch so, after an Acquire found the lock held, and try
+// again) joins the lock's line at its next Acquire that finds the lock
+// held by another session: one update of the lock Lease, conditioned on
+// its resourceVersion, adding the session to hustings.io/waiters, once
+// per wait. A Release without a hold (and Close, for each lock it
+// holds) writes the Lease named for the oldest waiter whose session
+// this process judges live, as it judges a holder's (the watch saw it
+// renewed within its TTL, else one GET of it, on this process's clock),
+// under the token of the version that update is conditioned on, exactly
+// as the waiter's own take would have written it; waiters judged dead
+// before it leave the line in the same update. The waiter's watch
+// delivers the change, and its Acquire adopts the term from the
+// delivered copy without a request: a copy that names the session under
+// a token from after it joined was written by a release (its own ended
+// terms are older). So the handover costs one write on its way (the
+// release) instead of two (a release, then the waiter's take once the
+// watch delivered it), and the tokens are those a take would have had.
+//
+// The cost is the join: one write per wait, made when the wait starts,
+// not when the lock is handed over; a lock handed back and forth
+// between two campaigns costs two writes a round, as before, with one on
+// the handover's path instead of two. A holder that listens for its
+// losses (Losses) keeps, from the watch, the line it saw of each lock it
+// holds that has one, so its Release writes without a conflict or a
+// read; otherwise a join since its take costs its Release a conflict and
+// a GET. A fenced write, or anything else on the Lease that the backend
+// does not write, makes the Release read the Lease first, as before. A
+// session that only tries (a run that skips on contention, or any
+// Acquire without a WatchInLine open, or with a lease) never joins a
+// line, and writes nothing for a held lock. A release with a hold names
+// no one: the line stays, and the waiters take the lock when the hold
+// ends, each take removing its own entry. Joins, and the releases that
+// drop entries, change the Lease without ending its term: the holder's
+// loss watch and KeepAlive look at its session label and token, not at
+// its resourceVersion, and a Fence that a join overtakes is refused
+// with 409 Conflict and tried again.
+//
+// Sessions implement backends.Dequeuer: Dequeue (a GET and an update)
+// takes the session out of a line it no longer waits in, and hands on a
+// lock that the line made its own without an Acquire telling it (a
+// campaign that stopped waiting, a group's campaign that won another
+// slot); the engine calls it for every lock it may be in line for.
+// Close leaves every line the session is in (a GET and an update each).
 //
 // # Fencing
 //
@@ -145,12 +199,17 @@
 // request, KeepAlive two in parallel, Holder one or two, Acquire none to
 // four (a read of the lock Lease unless the watch delivered it, a create
 // on its first use, a read of its holder's session Lease unless the
-// watch delivered it within its TTL, the taking update: a waiter whose
-// watch sees the holder renewing finds the lock held without a
-// request), Release one (two for a Lease carrying more than the
-// backend's own labels and annotations, three after a fenced write),
-// Register one to three, Members two, Close one LIST, one write per
-// Lease of the session (eight at a time) and one DELETE. Holder, Acquire
+// watch delivered it within its TTL, the taking update or, for a
+// waiter, the update joining the line: a waiter whose watch sees the
+// holder renewing finds the lock held without a request, and a waiter
+// named the holder adopts the lock without one), Release one (two for a
+// Lease carrying more than the backend's own labels and annotations, or
+// changed by a join its session's watch did not deliver, three after a
+// fenced write; plus a GET of each waiter's session Lease that the
+// watch did not see renewed within its TTL, up to the first live one),
+// Dequeue none or two, WatchInLine as Watch, Register one to three,
+// Members two, Close one LIST, one write per Lease of the session and a
+// GET and a write per line it is in (eight at a time) and one DELETE. Holder, Acquire
 // and Members also delete each session Lease they judge expired (one
 // more request, once per dead session); an Acquire that loses a race
 // reads again, at most five times. A call with a done ctx sends nothing
@@ -172,8 +231,8 @@
 // # What it cannot promise
 //
 //   - Latency: every write goes through the apiserver to etcd and waits
-//     for its commit; handover and renewal are as slow as the slowest of
-//     them, and the apiserver's API Priority and Fairness may queue or
+//     for its commit; a handover (one write, then the watch's delivery)
+//     and a renewal are as slow as the slowest of them, and the apiserver's API Priority and Fairness may queue or
 //     reject (429) requests under load. A renewal that cannot get through
 //     within the TTL loses the session, safely.
 //   - Clock rate: expiry is judged on each observer's clock from its own
@@ -196,6 +255,14 @@
 //     migrating the cluster's storage, can make them go back.
 //   - A paused process (GC, SIGSTOP) may still act after its session was
 //     judged expired; its deadline and the token (Fence) bound the harm.
+//   - A waiter whose process died without Close is named like a live
+//     one while its session Lease still looks renewed (within its TTL of
+//     its last renewal the watch saw, or seen for the first time): the
+//     lock is then held by a dead session, and is taken over once that
+//     session is judged expired, as after a holder's crash. A line is
+//     FIFO among live waiters only: a waiter judged dead by one releaser
+//     leaves the line, and joins it again, at its end, at its next
+//     Acquire if it still waits.
 //   - A lock deleted or rewritten behind its holder's back is pushed
 //     (Session.Losses) only while the Backend's watch runs and
 //     after the holder's Acquire returned; otherwise the holder's next

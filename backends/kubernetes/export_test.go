@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"strconv"
 	"sync"
 	"time"
 
@@ -38,4 +39,16 @@ func HoldDeliveries(b *Backend) (release func()) {
 		b.held.Store(nil)
 		close(ch)
 	})
+}
+
+// LineSeen returns the resourceVersion at which b's watch last saw the
+// line of the lock name, held by a listening session of b; "" if none.
+func LineSeen(b *Backend, name string) string {
+	var rv string
+	b.hub.current(func(hub.View[watched]) {
+		if ls, ok := b.hub.lines[name]; ok {
+			rv = strconv.FormatUint(uint64(ls.rv), 10)
+		}
+	})
+	return rv
 }

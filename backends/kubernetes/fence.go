@@ -15,9 +15,11 @@ import (
 	"github.com/hustings/hustings/internal/validate"
 )
 
-// fenceTries bounds the conflicts one Fence rides out: each is another
-// write to the Lease that landed first, such as a concurrent Fence.
-const fenceTries = 32
+// conflictTries bounds the conflicts one Fence, Release, Dequeue or
+// Close rides out on a lock Lease, pausing a little longer after each:
+// each is another write to the Lease that landed first, such as a
+// concurrent Fence, or a waiter joining the line.
+const conflictTries = 32
 
 // Fence writes data into the annotations of the lock name's Lease if,
 // and only if, that Lease still records token for a holding session
@@ -54,7 +56,7 @@ func (b *Backend) Fence(ctx context.Context, name string, token events.Token, da
 	if token == 0 {
 		return fmt.Errorf("%w: %q under token 0", backends.ErrNotHeld, name)
 	}
-	for try := range fenceTries {
+	for try := range conflictTries {
 		if err := ctxErr(ctx, "fence"); err != nil {
 			return err
 		}
@@ -91,7 +93,7 @@ func (b *Backend) Fence(ctx context.Context, name string, token events.Token, da
 			return translate(ctx, "fence", err)
 		}
 	}
-	return fmt.Errorf("%w: kubernetes: fence: %q changed under %d tries in a row", backends.ErrUnavailable, name, fenceTries)
+	return fmt.Errorf("%w: kubernetes: fence: %q changed under %d tries in a row", backends.ErrUnavailable, name, conflictTries)
 }
 
 // pause waits a short jittered while, longer after more tries, or until

@@ -32,6 +32,7 @@ const (
 	annTTLMS   = "hustings.io/ttl-ms"   // a session's TTL
 	annEntry   = "hustings.io/entry"    // a member's score, weight and meta (JSON)
 	annOrder   = "hustings.io/order"    // a member's order, once it was updated
+	annWaiters = "hustings.io/waiters"  // a lock's line: the sessions waiting for it (JSON)
 
 	kindLock    = "lock"
 	kindSession = "session"

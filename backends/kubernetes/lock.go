@@ -65,6 +65,13 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 			s.remember(name, t.token, l)
 			return t.token, nil
 		case live:
+			again, err := s.stand(ctx, name, l, lease)
+			switch {
+			case again:
+				continue
+			case err != nil:
+				return 0, err
+			}
 			return 0, fmt.Errorf("%w: %q by %s", backends.ErrHeld, name, t.candidate)
 		}
 		tok, err := tokenOf(l.ResourceVersion)
@@ -95,21 +102,29 @@ func (s *session) Acquire(ctx context.Context, name string, lease time.Duration)
 // conflict (the take is conditioned on its resourceVersion) or an
 // ErrHeld that the watch's next signal corrects, never a grant: so the
 // session must not find itself the holder in it, as the copy may be from
-// before its own release.
+// before its own release; unless the session is in name's line and the
+// copy names it under a token from after it joined: a release named it,
+// and only its own Release, Dequeue or Close can have ended that term
+// (or its expiry, which Acquire checks first).
 func (s *session) watched(name string, try int) *coordv1.Lease {
 	if try > 0 {
 		return nil
 	}
 	l := s.b.hub.lease(name)
-	if l == nil || l.Labels[labelSession] == s.lease {
-		return nil
+	if l == nil || l.Labels[labelSession] != s.lease {
+		return l
 	}
-	return l
+	since, queued := s.namedSince(name)
+	if t := termOf(l); queued && t.session == s.lease && t.token >= since && t.hold == 0 {
+		return l
+	}
+	return nil
 }
 
 // granted records a grant in the ledger, and its lease's end.
 func (s *session) granted(name string, tok events.Token, lease time.Duration, start time.Time) {
 	s.ledger.Granted(name, tok)
+	s.unqueued(name)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if lease == 0 {
@@ -175,6 +190,7 @@ func (s *session) take(l *coordv1.Lease, tok events.Token, lease time.Duration, 
 	}
 	l.Labels[labelSession] = s.lease
 	l.Annotations[annToken] = fmt.Sprint(uint64(tok))
+	setLine(l, without(lineOf(l), s.lease))
 	delete(l.Annotations, annHoldMS)
 	delete(l.Annotations, annLeaseMS)
 	if lease > 0 {
@@ -198,6 +214,15 @@ func free(l *coordv1.Lease, now time.Time) *coordv1.Lease {
 	return l
 }
 
+// released returns l released by its holder: held by nobody alive for
+// hold, or else handed over.
+func (b *Backend) released(ctx context.Context, l *coordv1.Lease, hold time.Duration, now time.Time) *coordv1.Lease {
+	if hold > 0 {
+		return held(l, hold, now)
+	}
+	return b.handover(ctx, l, now)
+}
+
 // held returns l released with a hold: the holder and token stay, the
 // session goes, and the hold is recorded (and as leaseDurationSeconds).
 func held(l *coordv1.Lease, hold time.Duration, now time.Time) *coordv1.Lease {
@@ -210,14 +235,17 @@ func held(l *coordv1.Lease, hold time.Duration, now time.Time) *coordv1.Lease {
 	return l
 }
 
-// Release frees name, or keeps it held by nobody alive for hold, if its
+// Release hands name over (to the oldest live waiter in its line, or
+// free: see handover), or keeps it held by nobody alive for hold, if its
 // Lease names this session under token: one update conditioned on the
-// resourceVersion the session's take (or its last Acquire) left it at.
+// resourceVersion the session's take (or its last Acquire) left it at,
+// or the later one at which its watch saw a waiter join (see fresher).
 // If the Lease changed since (409 Conflict: a fenced write), or the
 // session does not remember it (a Lease that carries more than the
 // backend's own labels and annotations), it reads the Lease and updates
-// it conditioned on the version read (again after a conflict). Whatever
-// its outcome, the session claims name under token no more.
+// it conditioned on the version read (again after a conflict, such as a
+// waiter joining the line meanwhile). Whatever its outcome, the session
+// claims name under token no more.
 func (s *session) Release(ctx context.Context, name string, token events.Token, hold time.Duration) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -239,7 +267,10 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 			return err
 		}
 	}
-	for range maxTries {
+	for try := range conflictTries {
+		if try > 0 {
+			pause(ctx, try)
+		}
 		l, err := s.b.leases.Get(ctx, s.b.LockLease(name), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -254,11 +285,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 		if token == 0 || t.token != token || t.session != s.lease || t.hold > 0 {
 			return s.notHeld(name, token)
 		}
-		next := free(l, time.Now())
-		if hold > 0 {
-			next = held(l, hold, time.Now())
-		}
-		_, err = s.b.leases.Update(ctx, next, metav1.UpdateOptions{})
+		_, err = s.b.leases.Update(ctx, s.b.released(ctx, l, hold, time.Now()), metav1.UpdateOptions{})
 		switch {
 		case apierrors.IsConflict(err):
 			continue
@@ -269,7 +296,7 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: kubernetes: release: %q changed under %d tries in a row", backends.ErrUnavailable, name, maxTries)
+	return fmt.Errorf("%w: kubernetes: release: %q changed under %d tries in a row", backends.ErrUnavailable, name, conflictTries)
 }
 
 // releaseTaken writes the lock Lease name released, rebuilt from what
@@ -278,12 +305,8 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 // read the Lease and try again, if the Lease changed since (a fenced
 // write; a take by another session after this one's term ended).
 func (s *session) releaseTaken(ctx context.Context, name string, m taken, hold time.Duration) (bool, error) {
-	l, now := s.rebuild(name, m, 0), time.Now()
-	next := free(l, now)
-	if hold > 0 {
-		next = held(l, hold, now)
-	}
-	_, err := s.b.leases.Update(ctx, next, metav1.UpdateOptions{})
+	l := s.fresher(name, m.token, s.rebuild(name, m, 0))
+	_, err := s.b.leases.Update(ctx, s.b.released(ctx, l, hold, time.Now()), metav1.UpdateOptions{})
 	switch {
 	case apierrors.IsConflict(err):
 		return false, nil

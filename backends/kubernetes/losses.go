@@ -47,14 +47,17 @@ func (f *feed) unlisten(s *session) { f.h.Unkeep(s) }
 // loses it if, at a version after T (the version its acquiring update
 // was conditioned on), the Lease is gone or records another term: every
 // event after T is its own take or a later change. Events at T or
-// before are older than the grant, and say nothing of it. The hub's lock
-// is held.
-func (f *feed) sawLock(v hub.View[watched], typ kwatch.EventType, t term, rv events.Token) {
+// before are older than the grant, and say nothing of it. It reports
+// whether one of the sessions holds the lock. The hub's lock is held.
+func (f *feed) sawLock(v hub.View[watched], typ kwatch.EventType, t term, rv events.Token) (held bool) {
 	for k := range v.Keepers() {
 		if s := k.(*session); typ == kwatch.Deleted || t.session != s.lease || t.hold > 0 {
 			s.ledger.GoneAt(t.name, rv)
+		} else {
+			held = true
 		}
 	}
+	return held
 }
 
 // sawList checks the listening sessions' grants against a LIST made at

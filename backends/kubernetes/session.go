@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,13 +32,15 @@ type session struct {
 
 	mu          sync.Mutex
 	closed      bool
-	lost        bool                 // found lost: stays so
-	listening   bool                 // Losses was called: the watch pushes losses
-	confirmedOn *hub.Run             // the watch's run that has pushed losses since a LIST confirmed the locks
-	rec         *coordv1.Lease       // the session Lease as last written
-	renewed     time.Time            // start of the last successful Open or KeepAlive
-	ends        map[string]leaseTerm // locks granted with a lease, by name
-	taken       map[string]taken     // locks granted, as last written or read, for Release
+	lost        bool                    // found lost: stays so
+	listening   bool                    // Losses was called: the watch pushes losses
+	confirmedOn *hub.Run                // the watch's run that has pushed losses since a LIST confirmed the locks
+	rec         *coordv1.Lease          // the session Lease as last written
+	renewed     time.Time               // start of the last successful Open or KeepAlive
+	ends        map[string]leaseTerm    // locks granted with a lease, by name
+	taken       map[string]taken        // locks granted, as last written or read, for Release
+	line        map[string]events.Token // lines joined, by lock name: the resourceVersion the join left
+	waiting     map[string]int          // the WatchInLine calls open, by lock name
 
 	ledger ledger.Ledger // what Acquire granted, and what KeepAlive found gone
 }
@@ -219,9 +223,11 @@ func (s *session) selector(kind string) string {
 	return labels.SelectorFromSet(set).String()
 }
 
-// Close frees the locks that name the session and deletes its registry
-// entries (one LIST, then one write per Lease, eight at a time), then
-// deletes the session Lease. The session is closed even if Close fails:
+// Close hands over the locks that name the session as Release does
+// (to the next live waiter of each, or free), deletes its registry
+// entries (one LIST, then one write per Lease, eight at a time) and
+// leaves the lines it is in (a GET and an update each, among the
+// eight), then deletes the session Lease. The session is closed even if Close fails:
 // what it did not reach is judged expired by the others after the TTL.
 func (s *session) Close(ctx context.Context) error {
 	s.mu.Lock()
@@ -240,7 +246,11 @@ func (s *session) Close(ctx context.Context) error {
 	if err != nil {
 		return translate(ctx, "close", err)
 	}
-	errs := make([]error, len(list.Items))
+	lines := s.lines()
+	for i := range list.Items {
+		delete(lines, list.Items[i].Annotations[annName]) // disposed of below
+	}
+	errs := make([]error, len(list.Items)+len(lines))
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	for i := range list.Items {
@@ -248,6 +258,13 @@ func (s *session) Close(ctx context.Context) error {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			errs[i] = s.dispose(ctx, &list.Items[i])
+		})
+	}
+	for i, name := range slices.Sorted(maps.Keys(lines)) {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[len(list.Items)+i] = s.leave(ctx, name)
 		})
 	}
 	wg.Wait()
@@ -264,21 +281,36 @@ func (s *session) Close(ctx context.Context) error {
 	return nil
 }
 
-// dispose frees a lock Lease of the session, or deletes a registry entry.
+// dispose hands over a lock Lease of the session, or deletes a registry
+// entry. A lock Lease changed since the LIST (a waiter joined its line)
+// is read again, as Release does.
 func (s *session) dispose(ctx context.Context, l *coordv1.Lease) error {
-	var err error
-	switch l.Labels[labelKind] {
-	case kindLock:
-		if t := termOf(l); t.session == s.lease && t.hold == 0 {
-			_, err = s.b.leases.Update(ctx, free(l, time.Now()), metav1.UpdateOptions{})
+	if l.Labels[labelKind] == kindMember {
+		if err := s.b.leases.Delete(ctx, l.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return translate(ctx, "close", err)
 		}
-	case kindMember:
-		err = s.b.leases.Delete(ctx, l.Name, metav1.DeleteOptions{})
+		return nil
 	}
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return translate(ctx, "close", err)
+	for try := range conflictTries {
+		if t := termOf(l); l.Labels[labelKind] != kindLock || t.session != s.lease || t.hold > 0 {
+			return nil // not the session's, or no longer
+		}
+		_, err := s.b.leases.Update(ctx, s.b.handover(ctx, l, time.Now()), metav1.UpdateOptions{})
+		if !apierrors.IsConflict(err) {
+			if err != nil && !apierrors.IsNotFound(err) {
+				return translate(ctx, "close", err)
+			}
+			return nil
+		}
+		pause(ctx, try)
+		if l, err = s.b.leases.Get(ctx, l.Name, metav1.GetOptions{}); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return translate(ctx, "close", err)
+		}
 	}
-	return nil
+	return fmt.Errorf("%w: kubernetes: close: %s changed under %d tries in a row", backends.ErrUnavailable, l.Name, conflictTries)
 }
 
 // Lost returns the locks KeepAlive found gone; see backends.Session.

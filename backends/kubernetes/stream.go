@@ -167,7 +167,7 @@ func (f *feed) lockChanged(r *hub.Run, typ kwatch.EventType, l *coordv1.Lease) {
 	}
 	f.h.With(r, func(v hub.View[watched]) {
 		if rv, err := tokenOf(l.ResourceVersion); err == nil {
-			f.sawLock(v, typ, t, rv)
+			f.sawLine(t.name, t, l, rv, f.sawLock(v, typ, t, rv))
 		}
 		n := v.State(t.name)
 		if n == nil {

@@ -15,14 +15,16 @@ import (
 // Release can write it without reading it first: the resourceVersion of
 // the Lease as the session last wrote or read it, and what else it
 // cannot rebuild (the rest is the backend's labels and annotations).
-// Thirty-two bytes a held lock; a Lease that carries anything else (a
-// fenced annotation of an earlier term, a label or owner someone added)
-// is not remembered, and its Release reads it.
+// Forty-eight bytes a held lock, and its line's while it has waiters; a
+// Lease that carries anything else (a fenced annotation of an earlier
+// term, a label or owner someone added) is not remembered, and its
+// Release reads it.
 type taken struct {
 	token       events.Token
 	rv          uint64 // the Lease's resourceVersion
 	acquired    int64  // spec.acquireTime, Unix microseconds
 	transitions int32  // spec.leaseTransitions
+	waiters     string // the line, as recorded
 }
 
 // remember records l, a lock Lease that names the session under token
@@ -51,7 +53,7 @@ func (s *session) memo(name string, token events.Token, l *coordv1.Lease) (taken
 		sp.PreferredHolder != nil, sp.Strategy != nil, len(l.OwnerReferences) > 0, len(l.Finalizers) > 0:
 		return taken{}, false
 	}
-	m := taken{token: token, rv: uint64(rv), acquired: sp.AcquireTime.UnixMicro(), transitions: *sp.LeaseTransitions}
+	m := taken{token: token, rv: uint64(rv), acquired: sp.AcquireTime.UnixMicro(), transitions: *sp.LeaseTransitions, waiters: l.Annotations[annWaiters]}
 	lease := msOf(l.Annotations, annLeaseMS)
 	rebuilt := s.rebuild(name, m, lease)
 	if !maps.Equal(rebuilt.Labels, l.Labels) || !maps.Equal(rebuilt.Annotations, l.Annotations) {
@@ -94,6 +96,9 @@ func (s *session) rebuild(name string, m taken, lease time.Duration) *coordv1.Le
 	l.Labels[labelSession] = s.lease
 	if lease > 0 {
 		l.Annotations[annLeaseMS] = ms(lease)
+	}
+	if m.waiters != "" {
+		l.Annotations[annWaiters] = m.waiters
 	}
 	return l
 }

@@ -55,6 +55,7 @@ type feed struct {
 
 	// Of the current run, guarded by h's lock (reset by open):
 	sessions map[string]time.Time // when each session seen would end, by Lease name
+	lines    map[string]lineSeen  // the lines of locks that listening sessions hold, by lock name
 }
 
 // watched is what the hub knows of one watched lock.
@@ -91,7 +92,7 @@ func (f *feed) init(b *Backend) {
 
 // open starts a run; the hub's lock is held.
 func (f *feed) open(ctx context.Context, r *hub.Run) func() error {
-	f.sessions = map[string]time.Time{}
+	f.sessions, f.lines = map[string]time.Time{}, map[string]lineSeen{}
 	return func() error { return f.serve(ctx, r) }
 }
 

@@ -22,7 +22,7 @@ var packages = []string{"campaign", "group", "events", "backends", "strategy"}
 // budget is the most exported names they may have together: the target
 // of issue #14 (etcd's Session, Election and Mutex are about 37). Lower it
 // when names go; raise it only with a reason in the commit.
-const budget = 79 // issue #32 asked for 70; the closing note of 2026-12-07 says why the rest are features
+const budget = 80 // issue #32 asked for 70; the closing note of 2026-12-07 says why the rest are features; backends.LineWatcher is one (issue #35)
 
 func TestExportedNames(t *testing.T) {
 	total := 0

@@ -100,7 +100,7 @@ func lock(ctx context.Context, b backends.Backend, s *Session, names []string, c
 			return w.held(h)
 		}
 		held = held || errors.Is(err, backends.ErrHeld)
-		if errors.Is(err, backends.ErrHeld) && w.watchIfDue() {
+		if errors.Is(err, backends.ErrHeld) && w.watchIfDue(cur.sess) {
 			continue
 		}
 		err = wrapBackend("acquire", err)

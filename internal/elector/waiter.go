@@ -38,8 +38,8 @@ func newWaiter(ctx context.Context, b backends.Backend, names []string, cfg *Con
 // after a pause, polling meanwhile), and reports whether the caller should
 // try again at once: a release between the try and the watch would
 // otherwise be missed.
-func (w *waiter) watchIfDue() bool {
-	watch, releases := releasesOf(w.b)
+func (w *waiter) watchIfDue(sess backends.Session) bool {
+	watch, releases := releasesOf(w.b, sess)
 	now := time.Now()
 	if w.cfg.Wait <= 0 || !now.Before(w.until) || !w.watch.Due(now) {
 		return false
@@ -53,14 +53,15 @@ func (w *waiter) watchIfDue() bool {
 	return true
 }
 
-// releasesOf returns what a waiter watches b with: its releases alone
-// where b can tell them apart (another candidate taking the lock is no
-// reason to try again), and then releases is true; else every change.
-func releasesOf(b backends.Backend) (watch WatchFunc, releases bool) {
+// releasesOf returns what a waiter on sess watches b with: its releases
+// alone where b can tell them apart (another candidate taking the lock
+// is no reason to try again), and then releases is true; else every
+// change, through the session where it joins a line so (see watchFor).
+func releasesOf(b backends.Backend, sess backends.Session) (watch WatchFunc, releases bool) {
 	if rw, ok := b.(backends.ReleaseWatcher); ok {
 		return rw.WatchReleases, true
 	}
-	return b.Watch, false
+	return watchFor(b, sess), false
 }
 
 // wait blocks until the next try is due. It returns false when the wait is

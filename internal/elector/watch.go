@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hustings/hustings/backends"
 )
 
 // watchAll watches every name and merges the signals into one channel
@@ -86,12 +88,22 @@ func (w *waiting) held() {
 	w.swept = w.watch.C() != nil // a signal for any slot from now on is marked
 }
 
+// watchFor returns what a waiter on sess watches b with: the session's
+// WatchInLine where it has one (it joins the line only so), else b's
+// Watch.
+func watchFor(b backends.Backend, sess backends.Session) WatchFunc {
+	if lw, ok := sess.(backends.LineWatcher); ok {
+		return lw.WatchInLine
+	}
+	return b.Watch
+}
+
 // startWatch asks the backend to wake us when the lock changes. The watch
 // lives until a.wait.watch.Stop; only its set-up is bounded by the op's timeout.
 // While it lives, one goroutine hands its signals to the actor: a waiting
 // campaign costs that goroutine, a holding one does not.
 func (a *actor) startWatch() {
-	watch := a.e.backend.Watch
+	watch := watchFor(a.e.backend, a.on.sess)
 	a.call(opWatch, nil, func(ctx context.Context, sent error) outcome {
 		var (
 			ch     <-chan struct{}
