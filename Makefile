@@ -56,7 +56,7 @@ bench-check:
 bench: deps kube-apiserver nats-server ferretdb dynalite consul
 	cd bench && $(GO) run .
 
-# bench-quick: a smoke run of every workload, under 3 minutes.
+# bench-quick: a smoke run of every workload, about 12 minutes for every backend.
 bench-quick: deps kube-apiserver nats-server ferretdb dynalite consul
 	cd bench && $(GO) run . -quick
 

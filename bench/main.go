@@ -7,8 +7,8 @@
 // processes, etcd embedded), with the helpers the backend tests use, and
 // stops them when it ends, on error or interrupt too. Run it from bench/:
 //
-//	go run .          # the full run, about 15 minutes
-//	go run . -quick   # a smoke run, under 3 minutes
+//	go run .          # the full run: over an hour for every backend
+//	go run . -quick   # a smoke run: about 12 minutes for every backend
 package main
 
 import (
@@ -38,7 +38,7 @@ func main() {
 // goes to out.
 func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "a short smoke run (under 3 minutes) instead of the full one")
+	quick := fs.Bool("quick", false, "a short smoke run (about 12 minutes for every backend) instead of the full one")
 	dir := fs.String("out", "results", "directory for latest.md, latest.json and the charts")
 	only := fs.String("backends", "memory,redis,etcd,zookeeper,postgres,mysql,kubernetes,nats,consul,mongodb,dynamodb", "comma-separated backends to run")
 	rev := fs.String("rev", gitRev(), "the library revision measured, for the report")
