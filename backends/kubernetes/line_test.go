@@ -123,6 +123,13 @@ func TestTryingCostsNoWrite(t *testing.T) {
 	wantHolder(t, b, name, "", 0)
 }
 
+// elsewhere opens a session of candidate id on a Backend and a client of
+// its own, in b's namespace and prefix: a candidate in another process.
+func elsewhere(t *testing.T, ns string, b *kubernetes.Backend, id string) backends.Session {
+	t.Helper()
+	return backendtest.Open(t, prefixed(t, client(t, nil), ns, kubernetes.Prefix(b)), id, 10*time.Second)
+}
+
 // TestDeadWaiterSkipped: a release names the oldest waiter whose session
 // it judges live, and drops those it judges dead in the same update: a
 // waiter whose session Lease is gone is skipped.
@@ -131,11 +138,8 @@ func TestDeadWaiterSkipped(t *testing.T) {
 	cs := client(t, nil)
 	ns := namespace(t, cs)
 	holderB := newBackend(t, cs, ns)
-	deadB := prefixed(t, client(t, nil), ns, kubernetes.Prefix(holderB))
-	liveB := prefixed(t, client(t, nil), ns, kubernetes.Prefix(holderB))
 	holder := backendtest.Open(t, holderB, "holder", 10*time.Second)
-	dead := backendtest.Open(t, deadB, "dead", 10*time.Second)
-	live := backendtest.Open(t, liveB, "live", 10*time.Second)
+	dead, live := elsewhere(t, ns, holderB, "dead"), elsewhere(t, ns, holderB, "live")
 	tok := backendtest.Acquire(t, holder, name)
 	wait(t, dead, name)
 	ch := wait(t, live, name)
@@ -162,11 +166,8 @@ func TestDequeueReleasesNamedUntold(t *testing.T) {
 	cs := client(t, nil)
 	ns := namespace(t, cs)
 	holderB := newBackend(t, cs, ns)
-	firstB := prefixed(t, client(t, nil), ns, kubernetes.Prefix(holderB))
-	nextB := prefixed(t, client(t, nil), ns, kubernetes.Prefix(holderB))
 	holder := backendtest.Open(t, holderB, "holder", 10*time.Second)
-	first := backendtest.Open(t, firstB, "first", 10*time.Second)
-	next := backendtest.Open(t, nextB, "next", 10*time.Second)
+	first, next := elsewhere(t, ns, holderB, "first"), elsewhere(t, ns, holderB, "next")
 	tok := backendtest.Acquire(t, holder, name)
 	wait(t, first, name)
 	ch := wait(t, next, name)
@@ -220,8 +221,7 @@ func TestJoiningEndsNoTerm(t *testing.T) {
 	}
 	var waiters []backends.Session
 	for _, id := range []string{"w1", "w2", "w3"} {
-		b := prefixed(t, client(t, nil), ns, kubernetes.Prefix(holderB))
-		w := backendtest.Open(t, b, id, 10*time.Second)
+		w := elsewhere(t, ns, holderB, id)
 		wait(t, w, name)
 		waiters = append(waiters, w)
 		if err := fencedWrite(t.Context(), holderB, name, tok); err != nil {
