@@ -43,7 +43,7 @@ func run(args []string, out io.Writer) error {
 	only := fs.String("backends", "memory,redis,etcd,zookeeper,postgres,mysql,kubernetes,nats,consul,mongodb,dynamodb", "comma-separated backends to run")
 	rev := fs.String("rev", gitRev(), "the library revision measured, for the report")
 	workloads := fs.String("workloads", "", "comma-separated workloads to run (default: all): "+strings.Join(workloadIDs(), ","))
-	scale := fs.String("scale", "", "comma-separated numbers of campaigns for the scale workload, on every backend (default: 1,100,1000,10000,100000, ZooKeeper up to 10000; -quick: 1,100,1000)")
+	scale := fs.String("scale", "", "comma-separated numbers of campaigns for the scale workload, on every backend (default: 1,100,1000,10000,100000, ZooKeeper, MongoDB, DynamoDB and Consul up to 10000, Kubernetes up to 1000; -quick: 1,100,1000)")
 	render := fs.String("render", "", "render the tables and charts again from this latest.json, without running anything")
 	if err := fs.Parse(args); err != nil {
 		return err
