@@ -184,6 +184,7 @@ ui_config { enabled = false }
 // launch runs the agent on s's ports and waits until it answers; the
 // caller holds s.mu, or s is not yet shared.
 func (s *Server) launch() error {
+	node := "consultest-" + strconv.Itoa(s.http)
 	args := []string{"agent", "-dev"}
 	if s.durable {
 		args = []string{"agent", "-server", "-bootstrap-expect=1", "-data-dir=" + filepath.Join(s.dir, "data"), "-hcl=" + durableConfig}
@@ -193,7 +194,7 @@ func (s *Server) launch() error {
 		"-http-port="+strconv.Itoa(s.http),
 		"-serf-lan-port="+strconv.Itoa(s.lan),
 		"-server-port="+strconv.Itoa(s.rpc),
-		"-node=consultest-"+strconv.Itoa(s.http),
+		"-node="+node,
 		"-log-level=warn",
 		"-hcl="+config,
 	)
@@ -214,7 +215,17 @@ func (s *Server) launch() error {
 		if leader == "" {
 			return fmt.Errorf("no leader yet")
 		}
-		_, _, err = c.KV().Get("consultest/ready", &api.QueryOptions{RequireConsistent: true})
+		if _, _, err = c.KV().Get("consultest/ready", &api.QueryOptions{RequireConsistent: true}); err != nil {
+			return err
+		}
+		// A session names the agent's node, which the agent registers
+		// in the catalog a moment after the leader is elected: until
+		// then a session create fails with "Missing node registration"
+		// (seen on a busy machine).
+		n, _, err := c.Catalog().Node(node, &api.QueryOptions{RequireConsistent: true})
+		if err == nil && n == nil {
+			err = fmt.Errorf("node %s not registered yet", node)
+		}
 		return err
 	}); err != nil {
 		p.Kill()
