@@ -104,7 +104,7 @@ func (c *cluster) inject(kind history.FaultKind) (healed time.Time, ok bool) {
 		}
 		c.t.Logf("tamper: delete %s's lock %s on the server", describe(target), name)
 		f.From = time.Now()
-		if err := c.srv.tamper(c.t.Context(), name); err != nil {
+		if err := c.srv.tamper(c.t.Context(), name, l.Token); err != nil {
 			c.t.Logf("tamper %s: %v (nothing deleted)", name, err)
 			return time.Time{}, false
 		}

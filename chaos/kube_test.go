@@ -19,6 +19,7 @@ import (
 
 	"github.com/hustings/hustings/backends/kubernetes"
 	"github.com/hustings/hustings/backends/kubernetes/kubetest"
+	"github.com/hustings/hustings/events"
 )
 
 // kubeNamespace is where the suite's Leases live.
@@ -119,7 +120,7 @@ func startKubernetes(t *testing.T) server {
 			}
 			return s.Restart()
 		},
-		tamper: func(ctx context.Context, name string) error {
+		tamper: func(ctx context.Context, name string, _ events.Token) error {
 			// The holder's session watches its locks: it learns of the
 			// delete at once.
 			lease := lb.LockLease(name)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hustings/hustings/backends/consul"
 	"github.com/hustings/hustings/backends/consul/consultest"
+	"github.com/hustings/hustings/events"
 )
 
 // startConsul runs a durable Consul server (package consultest): down is
@@ -25,7 +26,7 @@ func startConsul(t *testing.T) server {
 		url:  func(a string) string { return "consul://" + a },
 		down: s.Kill,
 		up:   s.Restart,
-		tamper: func(ctx context.Context, name string) error {
+		tamper: func(ctx context.Context, name string, _ events.Token) error {
 			// A delete of the lock's key, as `consul kv delete` makes it:
 			// the feed pushes it to the holder and the waiters.
 			_, err := c.KV().Delete(b.LockKey(name), nil)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hustings/hustings/backends/dynamodb"
 	"github.com/hustings/hustings/backends/dynamodb/dynamotest"
+	"github.com/hustings/hustings/events"
 )
 
 // startDynamoDB runs dynalite (package dynamotest) with its tables on
@@ -27,7 +28,7 @@ func startDynamoDB(t *testing.T) server {
 		url:  func(a string) string { return "dynamodb://" + a },
 		down: s.Kill,
 		up:   s.Restart,
-		tamper: func(ctx context.Context, name string) error {
+		tamper: func(ctx context.Context, name string, _ events.Token) error {
 			out, err := c.DeleteItem(ctx, &sdk.DeleteItemInput{
 				TableName: aws.String(dynamodb.DefaultTable),
 				Key: map[string]types.AttributeValue{

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hustings/hustings/backends/mongodb"
 	"github.com/hustings/hustings/backends/mongodb/mongotest"
+	"github.com/hustings/hustings/events"
 )
 
 // startMongoDB runs a FerretDB server over SQLite of its own (package
@@ -23,7 +24,7 @@ func startMongoDB(t *testing.T) server {
 		url:  mongotest.URI,
 		down: s.Kill,
 		up:   s.Restart,
-		tamper: func(ctx context.Context, name string) error {
+		tamper: func(ctx context.Context, name string, _ events.Token) error {
 			res, err := locks.DeleteMany(ctx, bson.D{{Key: "name", Value: name}, {Key: "root", Value: bson.D{{Key: "$ne", Value: true}}}})
 			if err != nil {
 				return err
