@@ -11,6 +11,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/kubernetes"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 // TestExpiryIgnoresTimestamps: expiry is judged by the observer's own
@@ -58,7 +59,7 @@ func TestExpiryIgnoresTimestamps(t *testing.T) {
 			if after := time.Since(changed); h.ID != "a" && after < ttl {
 				t.Fatalf("Holder %v after the renewal = %+v; want a within the TTL %v", after, h, ttl)
 			}
-			waitUntil(t, "the observer judges the session expired", func() bool {
+			testserver.Eventually(t, "the observer judges the session expired", 20*time.Second, func() bool {
 				h, err := observer.Holder(t.Context(), "skewed")
 				if err != nil {
 					t.Fatal(err)

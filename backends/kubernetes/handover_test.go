@@ -14,6 +14,7 @@ import (
 	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/kubernetes"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 // getLock reads the Lease of the lock name.
@@ -86,7 +87,7 @@ func TestReleaseWritesWithoutReading(t *testing.T) {
 			if _, err := other.Acquire(t.Context(), name, 0); !errors.Is(err, backends.ErrHeld) {
 				t.Fatalf("%s: b's Acquire during the hold: %v, want ErrHeld", st.what, err)
 			}
-			waitUntil(t, "b acquires after the hold", func() bool {
+			testserver.Eventually(t, "b acquires after the hold", 20*time.Second, func() bool {
 				_, err := other.Acquire(t.Context(), name, 0)
 				return err == nil
 			})
@@ -121,7 +122,7 @@ func TestAcquireFromTheWatch(t *testing.T) {
 	drain(ch)
 	release(t, holder, name, tok, 0)
 	signalled(t, ch, "the release")
-	waitUntil(t, "the watch delivers the release", func() bool {
+	testserver.Eventually(t, "the watch delivers the release", 20*time.Second, func() bool {
 		l := kubernetes.Watched(waiterB, name)
 		return l != nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == ""
 	})
@@ -155,7 +156,7 @@ func TestHeldFromTheWatch(t *testing.T) {
 	drain(ch)
 	release(t, holder, name, tok, 0)
 	signalled(t, ch, "the release")
-	waitUntil(t, "the waiter takes the released lock", func() bool {
+	testserver.Eventually(t, "the waiter takes the released lock", 20*time.Second, func() bool {
 		_, err := waiter.Acquire(t.Context(), name, 0)
 		return err == nil
 	})
@@ -211,7 +212,7 @@ func TestStaleWatchNeverGrants(t *testing.T) {
 			stale := tt.stale(t, name)
 			current := getLock(t, cs, ns, holderB, name)
 			watchLock(t, waiterB, name)
-			waitUntil(t, "the watch delivers the take", func() bool {
+			testserver.Eventually(t, "the watch delivers the take", 20*time.Second, func() bool {
 				l := kubernetes.Watched(waiterB, name)
 				return l != nil && l.ResourceVersion == current.ResourceVersion
 			})

@@ -12,6 +12,7 @@ import (
 	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/kubernetes"
 	"github.com/hustings/hustings/events"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 // wait makes s a waiter for name, as the engine's waiting campaigns and
@@ -62,7 +63,7 @@ func TestHandoverIsOneUpdate(t *testing.T) {
 		t.Errorf("an Acquire of a session already in line made %d requests, want none", got)
 	}
 	joined := getLock(t, cs, ns, holderB, name).ResourceVersion
-	waitUntil(t, "the holder's watch delivers the join", func() bool {
+	testserver.Eventually(t, "the holder's watch delivers the join", 20*time.Second, func() bool {
 		return kubernetes.LineSeen(holderB, name) == joined
 	})
 
@@ -73,7 +74,7 @@ func TestHandoverIsOneUpdate(t *testing.T) {
 		t.Errorf("the handing-over Release made %d GETs and %d updates, want 0 and 1", g, p)
 	}
 	signalled(t, ch, "the release")
-	waitUntil(t, "the watch delivers the handover", func() bool {
+	testserver.Eventually(t, "the watch delivers the handover", 20*time.Second, func() bool {
 		l := kubernetes.Watched(waiterB, name)
 		return l != nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == "waiter"
 	})
@@ -271,7 +272,7 @@ func TestHoldNamesNoOne(t *testing.T) {
 	wait(t, waiter, name)
 	release(t, holder, name, tok, 500*time.Millisecond)
 	wantHolder(t, b, name, "holder", tok)
-	waitUntil(t, "the waiter takes the lock after the hold", func() bool {
+	testserver.Eventually(t, "the waiter takes the lock after the hold", 20*time.Second, func() bool {
 		_, err := waiter.Acquire(t.Context(), name, 0)
 		return err == nil
 	})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hustings/hustings/backends/backendtest"
 	"github.com/hustings/hustings/backends/kubernetes"
+	"github.com/hustings/hustings/internal/testserver"
 )
 
 // watchLock watches name on b until the test ends.
@@ -37,16 +38,6 @@ func drain(ch <-chan struct{}) {
 	select {
 	case <-ch:
 	default:
-	}
-}
-
-// waitUntil polls cond every 10 ms for up to 20 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not so after 20s", what)
-		}
 	}
 }
 
@@ -96,7 +87,7 @@ func TestWatchResumes(t *testing.T) {
 	kubernetes.SetWatchTimeout(b, time.Second)
 	a := backendtest.Open(t, b, "a", 10*time.Second)
 	ch := watchLock(t, b, "resumed")
-	waitUntil(t, "the watch resumed twice", func() bool { return calls.watch.Load() >= 3 })
+	testserver.Eventually(t, "the watch resumed twice", 20*time.Second, func() bool { return calls.watch.Load() >= 3 })
 	if l := calls.list.Load(); l != 1 {
 		t.Fatalf("%d LIST requests after the watch resumed, want 1 (resume from the resourceVersion seen)", l)
 	}
