@@ -176,14 +176,20 @@ func runBackend(t *testing.T, b backend, p profile) history.Report {
 
 // keep returns where a failed run's node logs and history are kept: the
 // logs' own directory when the caller chose it (HUSTINGS_CHAOS_LOGS or
-// HUSTINGS_CHAOS_OUT), else a copy of the temporary one under the system's
-// temporary directory, which the test's cleanup does not remove, so that
-// a failure seen once (make test beside two CPU burners) can be read.
+// HUSTINGS_CHAOS_OUT), else a copy of the temporary one in a new directory
+// under the system's temporary directory, which the test's cleanup does
+// not remove, so that a failure seen once (make test beside two CPU
+// burners) can be read.
 func keep(t *testing.T, c *cluster, h history.History, p profile) string {
 	dir := c.dir
 	if p.out == "" && os.Getenv("HUSTINGS_CHAOS_LOGS") == "" {
-		dir = filepath.Join(os.TempDir(), fmt.Sprintf("hustings-chaos-%s-%d", filepath.Base(t.Name()), p.seed))
-		if err := os.CopyFS(dir, os.DirFS(c.dir)); err != nil {
+		// A directory of its own: a replay of the seed keeps its logs too.
+		var err error
+		dir, err = os.MkdirTemp("", fmt.Sprintf("hustings-chaos-%s-%d-", filepath.Base(t.Name()), p.seed))
+		if err == nil {
+			err = os.CopyFS(dir, os.DirFS(c.dir))
+		}
+		if err != nil {
 			t.Logf("keep the node logs: %v", err)
 			return c.dir
 		}

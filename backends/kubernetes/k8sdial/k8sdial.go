@@ -32,10 +32,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -183,11 +186,23 @@ func (opener) Open(ctx context.Context, u *url.URL, c dial.Config) (backends.Bac
 	if p.qps != 0 {
 		cfg.QPS = p.qps
 	}
+	// The client is Open's own, so closing the backend closes every
+	// connection it dialed: CloseIdleConnections alone would leave one
+	// whose last request was cancelled a moment before (its stream still
+	// being reset), and that connection's read loop would outlive Close.
+	conns := &tracker{
+		d:    net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
+		open: map[*trackedConn]struct{}{},
+	}
+	cfg.Dial = conns.dial
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("dial: %s: %w", shown, err)
 	}
-	closeFn := func() { utilnet.CloseIdleConnectionsFor(hc.Transport) }
+	closeFn := func() {
+		utilnet.CloseIdleConnectionsFor(hc.Transport)
+		conns.close()
+	}
 	cs, err := clientset.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		closeFn()
@@ -209,6 +224,56 @@ func (opener) Open(ctx context.Context, u *url.URL, c dial.Config) (backends.Bac
 		return nil, nil, fmt.Errorf("%w %s: %w", dial.ErrUnreachable, shown, err)
 	}
 	return b, closeFn, nil
+}
+
+// tracker dials a client's connections and closes those still open when
+// the client is done.
+type tracker struct {
+	d      net.Dialer
+	mu     sync.Mutex
+	open   map[*trackedConn]struct{}
+	closed bool
+}
+
+// dial opens a connection as client-go's default dialer does.
+func (t *tracker) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := t.d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	tc := &trackedConn{Conn: c, t: t}
+	t.open[tc] = struct{}{}
+	return tc, nil
+}
+
+// close closes every open connection; later dials fail.
+func (t *tracker) close() {
+	t.mu.Lock()
+	open := t.open
+	t.open, t.closed = nil, true
+	t.mu.Unlock()
+	for c := range open {
+		c.Conn.Close()
+	}
+}
+
+// trackedConn leaves its tracker's set when closed.
+type trackedConn struct {
+	net.Conn
+	t *tracker
+}
+
+func (c *trackedConn) Close() error {
+	c.t.mu.Lock()
+	delete(c.t.open, c)
+	c.t.mu.Unlock()
+	return c.Conn.Close()
 }
 
 // isAPI reports whether err is a status the API server sent.

@@ -1,12 +1,15 @@
 package k8sdial_test
 
 import (
+	"context"
 	"errors"
 	"net/url"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/hustings/hustings/backends/dial"
 	_ "github.com/hustings/hustings/backends/kubernetes/k8sdial"
@@ -102,5 +105,30 @@ func TestOpenFailures(t *testing.T) {
 		if _, _, err := dial.Open(t.Context(), "k8s://"); err == nil || !strings.Contains(err.Error(), "KUBERNETES_SERVICE_HOST") {
 			t.Errorf("Open(k8s://) outside a cluster = %v, want the in-cluster config's error", err)
 		}
+	}
+}
+
+// TestCloseEndsConnections: closing what Open returned ends the client's
+// connections, also one a request still holds, so that none of the
+// client's goroutines outlives it once that request ends.
+func TestCloseEndsConnections(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	raw := "k8s:///?" + url.Values{"kubeconfig": {srv.Kubeconfig()}, "namespace": {"default"}, "qps": {"-1"}}.Encode()
+	b, closeFn, err := dial.Open(t.Context(), raw, dial.WithTimeout(30*time.Second))
+	if err != nil {
+		t.Fatalf("Open(%s) = %v", raw, err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ch, err := b.Watch(ctx, "close-ends-connections") // a stream in flight
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeFn()
+	cancel()
+	for range ch {
+	}
+	if err := goleak.Find(before); err != nil {
+		t.Fatalf("after closing the backend: %v", err)
 	}
 }
