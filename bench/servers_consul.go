@@ -46,10 +46,20 @@ func startConsul() (*system, error) {
 	}
 	// The baseline write is what a Consul user's lock costs at least: one
 	// KV acquire by a session, and its release.
+	// The session lives through the whole run (a full run reaches this
+	// workload minutes after the start): renewed every 15 s until the
+	// system closes.
 	sid, _, err := c.Session().Create(&api.SessionEntry{TTL: "30s", Behavior: api.SessionBehaviorDelete}, nil)
 	if err != nil {
 		return s, err
 	}
+	stopRenew := make(chan struct{})
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		c.Session().RenewPeriodic("30s", sid, nil, stopRenew)
+	}()
+	s.closers = append(s.closers, func() { close(stopRenew); <-renewed })
 	s.readName, s.read = "KV Get", func(ctx context.Context) error {
 		_, _, err := c.KV().Get("bench-read", (&api.QueryOptions{}).WithContext(ctx))
 		return err
