@@ -2,14 +2,10 @@ package kubernetes
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/internal/validate"
 )
 
@@ -40,47 +36,25 @@ func (s *session) leave(ctx context.Context, name string) error {
 	if !ok {
 		return nil
 	}
-	for try := range conflictTries {
-		if try > 0 {
-			pause(ctx, try)
-		}
-		l, err := s.b.leases.Get(ctx, s.b.LockLease(name), metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			s.unqueued(name)
-			return nil
-		case err != nil:
-			return translate(ctx, "dequeue", err)
-		}
+	err := s.b.update(ctx, "dequeue", s.b.LockLease(name), nil, func() error { return nil }, func(l *coordv1.Lease) (*coordv1.Lease, error) {
 		t, err := s.b.term(l, name)
-		if err != nil {
-			return err
-		}
-		var next *coordv1.Lease
 		switch {
+		case err != nil:
+			return nil, err
 		case t.session == s.lease && t.hold == 0 && t.token >= since:
 			if tok, told := s.ledger.Held()[name]; told && tok == t.token {
-				s.unqueued(name)
-				return nil
+				return nil, nil // its own term, which Release ends
 			}
-			next = s.b.handover(ctx, l, time.Now())
+			return s.b.handover(ctx, l, time.Now()), nil
 		case inLine(lineOf(l), s.lease):
-			next = l.DeepCopy()
+			next := l.DeepCopy()
 			setLine(next, without(lineOf(l), s.lease))
-		default:
-			s.unqueued(name)
-			return nil
+			return next, nil
 		}
-		_, err = s.b.leases.Update(ctx, next, metav1.UpdateOptions{})
-		switch {
-		case apierrors.IsConflict(err):
-			continue
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return translate(ctx, "dequeue", err)
-		}
+		return nil, nil
+	})
+	if err == nil {
 		s.unqueued(name)
-		return nil
 	}
-	return fmt.Errorf("%w: kubernetes: dequeue: %q changed under %d tries in a row", backends.ErrUnavailable, name, conflictTries)
+	return err
 }

@@ -3,23 +3,14 @@ package kubernetes
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordv1 "k8s.io/api/coordination/v1"
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
 	"github.com/hustings/hustings/internal/validate"
 )
-
-// conflictTries bounds the conflicts one Fence, Release, Dequeue or
-// Close rides out on a lock Lease, pausing a little longer after each:
-// each is another write to the Lease that landed first, such as a
-// concurrent Fence, or a waiter joining the line.
-const conflictTries = 32
 
 // Fence writes data into the annotations of the lock name's Lease if,
 // and only if, that Lease still records token for a holding session
@@ -56,23 +47,14 @@ func (b *Backend) Fence(ctx context.Context, name string, token events.Token, da
 	if token == 0 {
 		return fmt.Errorf("%w: %q under token 0", backends.ErrNotHeld, name)
 	}
-	for try := range conflictTries {
-		if err := ctxErr(ctx, "fence"); err != nil {
-			return err
-		}
-		l, err := b.leases.Get(ctx, b.LockLease(name), metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return fmt.Errorf("%w: %q: its Lease is gone", backends.ErrNotHeld, name)
-		case err != nil:
-			return translate(ctx, "fence", err)
-		}
+	gone := func() error { return fmt.Errorf("%w: %q: its Lease is gone", backends.ErrNotHeld, name) }
+	return b.update(ctx, "fence", b.LockLease(name), nil, gone, func(l *coordv1.Lease) (*coordv1.Lease, error) {
 		t, err := b.term(l, name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if t.token != token || t.session == "" || t.hold > 0 {
-			return fmt.Errorf("%w: %q is no longer held under token %d", backends.ErrNotHeld, name, token)
+			return nil, fmt.Errorf("%w: %q is no longer held under token %d", backends.ErrNotHeld, name, token)
 		}
 		for k, v := range data {
 			if v == "" {
@@ -81,23 +63,6 @@ func (b *Backend) Fence(ctx context.Context, name string, token events.Token, da
 				l.Annotations[k] = v
 			}
 		}
-		_, err = b.leases.Update(ctx, l, metav1.UpdateOptions{})
-		switch {
-		case err == nil:
-			return nil
-		case apierrors.IsConflict(err):
-			pause(ctx, try)
-		case apierrors.IsNotFound(err):
-			return fmt.Errorf("%w: %q: its Lease is gone", backends.ErrNotHeld, name)
-		default:
-			return translate(ctx, "fence", err)
-		}
-	}
-	return fmt.Errorf("%w: kubernetes: fence: %q changed under %d tries in a row", backends.ErrUnavailable, name, conflictTries)
-}
-
-// pause waits a short jittered while, longer after more tries, or until
-// ctx ends.
-func pause(ctx context.Context, try int) {
-	sleep(ctx, time.Duration(1+rand.IntN(2<<min(try, 5)))*time.Millisecond)
+		return l, nil
+	})
 }

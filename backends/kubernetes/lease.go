@@ -1,16 +1,20 @@
 package kubernetes
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/events"
 )
 
@@ -155,4 +159,56 @@ func (t term) mark() string {
 		return "hold/" + strconv.FormatUint(uint64(t.token), 10)
 	}
 	return "term/" + strconv.FormatUint(uint64(t.token), 10)
+}
+
+// conflictTries bounds the conflicts one update rides out on a lock
+// Lease, pausing a little longer after each: each is another write to
+// the Lease that landed first, such as a concurrent Fence, or a waiter
+// joining the line.
+const conflictTries = 32
+
+// update changes the Lease named lease: it reads it (unless l, read
+// already, is given), asks edit for the version to write, and writes it
+// conditioned on the version read; after a conflict it reads the Lease
+// again and asks edit again, up to conflictTries times. edit returns nil
+// to write nothing, and what update returns. A Lease that is not there,
+// or is gone by the write, returns gone's error.
+func (b *Backend) update(ctx context.Context, op, lease string, l *coordv1.Lease, gone func() error, edit func(*coordv1.Lease) (*coordv1.Lease, error)) error {
+	for try := range conflictTries {
+		if try > 0 {
+			pause(ctx, try)
+		}
+		if err := ctxErr(ctx, op); err != nil {
+			return err
+		}
+		if l == nil {
+			var err error
+			if l, err = b.leases.Get(ctx, lease, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				return gone()
+			} else if err != nil {
+				return translate(ctx, op, err)
+			}
+		}
+		next, err := edit(l)
+		if next == nil || err != nil {
+			return err
+		}
+		_, err = b.leases.Update(ctx, next, metav1.UpdateOptions{})
+		switch {
+		case err == nil:
+			return nil
+		case apierrors.IsNotFound(err):
+			return gone()
+		case !apierrors.IsConflict(err):
+			return translate(ctx, op, err)
+		}
+		l = nil
+	}
+	return fmt.Errorf("%w: kubernetes: %s: Lease %s changed under %d tries in a row", backends.ErrUnavailable, op, lease, conflictTries)
+}
+
+// pause waits a short jittered while, longer after more tries, or until
+// ctx ends.
+func pause(ctx context.Context, try int) {
+	sleep(ctx, time.Duration(1+rand.IntN(2<<min(try, 5)))*time.Millisecond)
 }

@@ -267,36 +267,17 @@ func (s *session) Release(ctx context.Context, name string, token events.Token, 
 			return err
 		}
 	}
-	for try := range conflictTries {
-		if try > 0 {
-			pause(ctx, try)
-		}
-		l, err := s.b.leases.Get(ctx, s.b.LockLease(name), metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return s.notHeld(name, token)
-		case err != nil:
-			return translate(ctx, "release", err)
-		}
+	gone := func() error { return s.notHeld(name, token) }
+	return s.b.update(ctx, "release", s.b.LockLease(name), nil, gone, func(l *coordv1.Lease) (*coordv1.Lease, error) {
 		t, err := s.b.term(l, name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if token == 0 || t.token != token || t.session != s.lease || t.hold > 0 {
-			return s.notHeld(name, token)
+			return nil, s.notHeld(name, token)
 		}
-		_, err = s.b.leases.Update(ctx, s.b.released(ctx, l, hold, time.Now()), metav1.UpdateOptions{})
-		switch {
-		case apierrors.IsConflict(err):
-			continue
-		case apierrors.IsNotFound(err):
-			return s.notHeld(name, token)
-		case err != nil:
-			return translate(ctx, "release", err)
-		}
-		return nil
-	}
-	return fmt.Errorf("%w: kubernetes: release: %q changed under %d tries in a row", backends.ErrUnavailable, name, conflictTries)
+		return s.b.released(ctx, l, hold, time.Now()), nil
+	})
 }
 
 // releaseTaken writes the lock Lease name released, rebuilt from what

@@ -291,26 +291,12 @@ func (s *session) dispose(ctx context.Context, l *coordv1.Lease) error {
 		}
 		return nil
 	}
-	for try := range conflictTries {
+	return s.b.update(ctx, "close", l.Name, l, func() error { return nil }, func(l *coordv1.Lease) (*coordv1.Lease, error) {
 		if t := termOf(l); l.Labels[labelKind] != kindLock || t.session != s.lease || t.hold > 0 {
-			return nil // not the session's, or no longer
+			return nil, nil // not the session's, or no longer
 		}
-		_, err := s.b.leases.Update(ctx, s.b.handover(ctx, l, time.Now()), metav1.UpdateOptions{})
-		if !apierrors.IsConflict(err) {
-			if err != nil && !apierrors.IsNotFound(err) {
-				return translate(ctx, "close", err)
-			}
-			return nil
-		}
-		pause(ctx, try)
-		if l, err = s.b.leases.Get(ctx, l.Name, metav1.GetOptions{}); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return translate(ctx, "close", err)
-		}
-	}
-	return fmt.Errorf("%w: kubernetes: close: %s changed under %d tries in a row", backends.ErrUnavailable, l.Name, conflictTries)
+		return s.b.handover(ctx, l, time.Now()), nil
+	})
 }
 
 // Lost returns the locks KeepAlive found gone; see backends.Session.
