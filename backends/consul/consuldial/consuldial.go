@@ -33,6 +33,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/consul"
 	"github.com/hustings/hustings/backends/dial"
+	"github.com/hustings/hustings/backends/internal/record"
 )
 
 // The errors of Register are recorded by dial, which refuses the scheme
@@ -107,5 +108,5 @@ func (opener) Open(ctx context.Context, u *url.URL, c dial.Config) (backends.Bac
 		done()
 		return nil, nil, err
 	}
-	return b, done, nil
+	return b, func() { done(); record.Wait(b.Store) }, nil
 }

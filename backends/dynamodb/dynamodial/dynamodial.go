@@ -41,6 +41,7 @@ import (
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/dial"
 	"github.com/hustings/hustings/backends/dynamodb"
+	"github.com/hustings/hustings/backends/internal/record"
 )
 
 // The errors of Register are recorded by dial, which refuses the scheme
@@ -156,5 +157,5 @@ func (opener) Open(ctx context.Context, u *url.URL, c dial.Config) (backends.Bac
 	if err != nil {
 		return nil, nil, err
 	}
-	return b, func() {}, nil
+	return b, func() { record.Wait(b.Store) }, nil
 }

@@ -51,6 +51,8 @@ type Hub[S any] struct {
 	names   map[string]*entry[S] // by name; nil while run is
 	keep    map[any]struct{}     // keepers of the run (Keep)
 	sweeper *time.Timer          // drops lingering names; nil if not armed
+	active  int                  // runs whose goroutine has not returned
+	idle    chan struct{}        // closed when active falls to 0 (Wait)
 }
 
 // entry is what the Hub knows of one name.
@@ -170,14 +172,47 @@ func (h *Hub[S]) start(ctx context.Context) *Run {
 	r := &Run{ctx: rctx, cancel: cancel, ready: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	h.run, h.names, h.keep = r, map[string]*entry[S]{}, map[any]struct{}{}
 	serve := h.cfg.Open(rctx, r)
+	if h.active++; h.active == 1 {
+		h.idle = make(chan struct{})
+	}
 	go h.serve(r, serve)
 	return r
+}
+
+// Wait returns once every run the Hub started has returned, or ctx ended
+// (with its error). A run stopped by the end of its last watch winds
+// down on its own goroutine, which nobody else waits for: the owner of
+// the client the feed uses calls Wait once nothing watches any more and
+// the client is closed, so that no goroutine outlives it.
+func (h *Hub[S]) Wait(ctx context.Context) error {
+	h.mu.Lock()
+	idle := h.idle
+	if h.active == 0 {
+		idle = nil
+	}
+	h.mu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // serve runs one run's feed, and ends every watch of the run if the feed
 // broke while the run was still wanted.
 func (h *Hub[S]) serve(r *Run, feed func() error) {
-	defer close(r.done)
+	defer func() {
+		close(r.done)
+		h.mu.Lock()
+		if h.active--; h.active == 0 {
+			close(h.idle)
+		}
+		h.mu.Unlock()
+	}()
 	err := feed()
 	if r.ctx.Err() != nil {
 		return // the Hub ended the run (or Break did)

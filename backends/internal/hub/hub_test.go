@@ -637,3 +637,34 @@ func TestReachedWaitsForTheFeedsProgress(t *testing.T) {
 		w.End()
 	})
 }
+
+func TestWaitOutlastsARunStoppedByItsLastWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		h := hub.New(hub.Config[state]{Open: func(ctx context.Context, r *hub.Run) func() error {
+			return func() error {
+				r.Ready(nil)
+				<-ctx.Done()
+				<-release // a client slow to stop its feed
+				return nil
+			}
+		}})
+		if err := h.Wait(t.Context()); err != nil {
+			t.Fatalf("Wait before any run = %v, want nil at once", err)
+		}
+		watch(t, t.Context(), h, "a").End() // stops the run; its feed lingers
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if err := h.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Wait while the stopped run's feed has not returned = %v, want the deadline", err)
+		}
+		close(release)
+		if err := h.Wait(t.Context()); err != nil {
+			t.Fatalf("Wait once the feed returned = %v", err)
+		}
+		watch(t, t.Context(), h, "b").End() // a new run, which returns at once
+		if err := h.Wait(t.Context()); err != nil {
+			t.Fatalf("Wait after a second run = %v", err)
+		}
+	})
+}

@@ -80,6 +80,18 @@ type transport struct {
 	h    *hub.Hub[watched]
 }
 
+// Wait returns once every feed run of s's watches has returned, or after
+// feedStop. A run stops when its last watch ends, on a goroutine nobody
+// else waits for, and nats.go's feed can take seconds to stop while it
+// re-creates its consumer: the owner of s's client calls Wait after
+// closing the client (package dial's closers do), so that no goroutine
+// of s outlives it.
+func Wait(s *Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), feedStop)
+	defer cancel()
+	_ = s.hub.h.Wait(ctx)
+}
+
 // watched is what the hub knows of one watched lock.
 type watched struct {
 	seen    bool      // read at least once

@@ -33,6 +33,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/dial"
+	"github.com/hustings/hustings/backends/internal/record"
 	"github.com/hustings/hustings/backends/mongodb"
 )
 
@@ -119,5 +120,5 @@ func (opener) Open(ctx context.Context, u *url.URL, c dial.Config) (backends.Bac
 		disconnect()
 		return nil, nil, err
 	}
-	return b, disconnect, nil
+	return b, func() { disconnect(); record.Wait(b.Store) }, nil
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/dial"
+	"github.com/hustings/hustings/backends/internal/record"
 	"github.com/hustings/hustings/backends/mysql"
 )
 
@@ -138,7 +139,7 @@ func (opener) Open(ctx context.Context, u *url.URL, c dial.Config) (backends.Bac
 		closeDB()
 		return nil, nil, err
 	}
-	return b, closeDB, nil
+	return b, func() { closeDB(); record.Wait(b.Store) }, nil
 }
 
 // logger sends go-sql-driver/mysql's lines to a slog.Logger at debug

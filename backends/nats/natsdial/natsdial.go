@@ -32,6 +32,7 @@ import (
 
 	"github.com/hustings/hustings/backends"
 	"github.com/hustings/hustings/backends/dial"
+	"github.com/hustings/hustings/backends/internal/record"
 	"github.com/hustings/hustings/backends/nats"
 )
 
@@ -121,5 +122,5 @@ func (opener) Open(ctx context.Context, u *url.URL, c dial.Config) (backends.Bac
 		nc.Close()
 		return nil, nil, err
 	}
-	return b, nc.Close, nil
+	return b, func() { nc.Close(); record.Wait(b.Store) }, nil
 }
