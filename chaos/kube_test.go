@@ -7,11 +7,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	clientset "k8s.io/client-go/kubernetes"
@@ -120,14 +122,31 @@ func startKubernetes(t *testing.T) server {
 			}
 			return s.Restart()
 		},
-		tamper: func(ctx context.Context, name string, _ events.Token) error {
+		tamper: func(ctx context.Context, name string, token events.Token) error {
 			// The holder's session watches its locks: it learns of the
-			// delete at once.
+			// delete at once. Deleted only at a version whose token
+			// annotation is token; waiters joining the line change the
+			// version under the holder, so a conflict is read again.
+			leases := cs.CoordinationV1().Leases(kubeNamespace)
 			lease := lb.LockLease(name)
-			if err := cs.CoordinationV1().Leases(kubeNamespace).Delete(ctx, lease, metav1.DeleteOptions{}); err != nil {
-				return fmt.Errorf("delete Lease %s of %s: %w", lease, name, err)
+			for range 10 {
+				l, err := leases.Get(ctx, lease, metav1.GetOptions{})
+				if err != nil {
+					return fmt.Errorf("read Lease %s of %s: %w", lease, name, err)
+				}
+				if got := l.Annotations["hustings.io/token"]; got != strconv.FormatUint(uint64(token), 10) {
+					return fmt.Errorf("Lease %s of %s is not under token %d (token %q)", lease, name, token, got)
+				}
+				rv := l.ResourceVersion
+				err = leases.Delete(ctx, lease, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+				if !apierrors.IsConflict(err) {
+					if err != nil {
+						return fmt.Errorf("delete Lease %s of %s: %w", lease, name, err)
+					}
+					return nil
+				}
 			}
-			return nil
+			return fmt.Errorf("delete Lease %s of %s: the version kept changing", lease, name)
 		},
 	}
 }

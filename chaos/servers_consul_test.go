@@ -2,7 +2,10 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"testing"
+
+	"github.com/hashicorp/consul/api"
 
 	"github.com/hustings/hustings/backends/consul"
 	"github.com/hustings/hustings/backends/consul/consultest"
@@ -26,10 +29,16 @@ func startConsul(t *testing.T) server {
 		url:  func(a string) string { return "consul://" + a },
 		down: s.Kill,
 		up:   s.Restart,
-		tamper: func(ctx context.Context, name string, _ events.Token) error {
-			// A delete of the lock's key, as `consul kv delete` makes it:
-			// the feed pushes it to the holder and the waiters.
-			_, err := c.KV().Delete(b.LockKey(name), nil)
+		tamper: func(ctx context.Context, name string, token events.Token) error {
+			// A delete of the lock's key, as `consul kv delete -cas`
+			// makes it: the feed pushes it to the holder and the waiters.
+			// The token is the ModifyIndex of the take's write, which
+			// nothing rewrites during the term.
+			key := b.LockKey(name)
+			ok, _, err := c.KV().DeleteCAS(&api.KVPair{Key: key, ModifyIndex: uint64(token)}, (&api.WriteOptions{}).WithContext(ctx))
+			if err == nil && !ok {
+				err = fmt.Errorf("no lock %s under token %d to delete", key, token)
+			}
 			return err
 		},
 	}

@@ -2,7 +2,9 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,22 +30,20 @@ func startDynamoDB(t *testing.T) server {
 		url:  func(a string) string { return "dynamodb://" + a },
 		down: s.Kill,
 		up:   s.Restart,
-		tamper: func(ctx context.Context, name string, _ events.Token) error {
-			out, err := c.DeleteItem(ctx, &sdk.DeleteItemInput{
+		tamper: func(ctx context.Context, name string, token events.Token) error {
+			_, err := c.DeleteItem(ctx, &sdk.DeleteItemInput{
 				TableName: aws.String(dynamodb.DefaultTable),
 				Key: map[string]types.AttributeValue{
 					"pk": &types.AttributeValueMemberS{Value: "lock#" + name},
 					"sk": &types.AttributeValueMemberS{Value: "-"},
 				},
-				ReturnValues: types.ReturnValueAllOld,
+				ConditionExpression:       aws.String("tok = :tok"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":tok": &types.AttributeValueMemberN{Value: strconv.FormatUint(uint64(token), 10)}},
 			})
-			if err != nil {
-				return err
+			if _, ok := errors.AsType[*types.ConditionalCheckFailedException](err); ok {
+				return fmt.Errorf("no lock item %q under token %d to delete", name, token)
 			}
-			if len(out.Attributes) == 0 {
-				return fmt.Errorf("no lock item %q to delete", name)
-			}
-			return nil
+			return err
 		},
 	}
 }

@@ -2,9 +2,10 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
-	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,10 +38,11 @@ type server struct {
 	down func()
 	up   func() error
 	// tamper deletes the lock name on the server behind its holder's
-	// back, as an operator's delete would (the holder's node or key).
-	// Where it can, it deletes only the term of token, so that a delete
-	// that lands late (a slow server) cannot end a later holder's term,
-	// which the checker would not excuse; so far PostgreSQL does.
+	// back, as an operator's delete would (the holder's node or key), but
+	// only the term of token: a delete that landed late (a slow server)
+	// and ended a later holder's term would be an overlap the checker
+	// rightly does not excuse, since the fault named the earlier holder.
+	// It reports an error when it deleted nothing.
 	tamper func(ctx context.Context, name string, token events.Token) error
 }
 
@@ -99,12 +101,26 @@ func startRedis(t *testing.T) server {
 		url:  func(a string) string { return "redis://" + a },
 		down: s.Kill,
 		up:   s.Restart,
-		tamper: func(ctx context.Context, name string, _ events.Token) error {
+		tamper: func(ctx context.Context, name string, token events.Token) error {
 			// A raw DEL publishes nothing: waiters find out by polling.
-			return rdb.Del(ctx, redis.DefaultPrefix+":{"+name+"}:lock").Err()
+			key := redis.DefaultPrefix + ":{" + name + "}:lock"
+			n, err := delTerm.Run(ctx, rdb, []string{key}, strconv.FormatUint(uint64(token), 10)).Int()
+			if err == nil && n != 1 {
+				err = fmt.Errorf("no lock %s under token %d to delete", key, token)
+			}
+			return err
 		},
 	}
 }
+
+// delTerm deletes KEYS[1] if its value (a Redis lock's "<token> s|h
+// <session>") starts with the token ARGV[1].
+var delTerm = goredis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and string.match(v, '^%d+') == ARGV[1] then
+	return redis.call('DEL', KEYS[1])
+end
+return 0`)
 
 // startEtcd runs an embedded etcd server in the test process; nodes reach
 // it through their links like any other server.
@@ -117,19 +133,25 @@ func startEtcd(t *testing.T) server {
 		url:  func(a string) string { return "etcd://" + a },
 		down: s.Stop,
 		up:   s.Restart,
-		tamper: func(ctx context.Context, name string, _ events.Token) error {
+		tamper: func(ctx context.Context, name string, token events.Token) error {
 			// Every other time the lease of the holder's session is
 			// revoked instead of the key deleted: it goes with the lease.
+			// The token is the key's create revision.
 			key := etcd.DefaultPrefix + "lock/" + name
 			if tampers++; tampers%2 == 0 {
 				resp, err := cli.Get(ctx, key)
-				if err != nil || len(resp.Kvs) == 0 || resp.Kvs[0].Lease == 0 {
-					return fmt.Errorf("no lease to revoke for %s: %+v, %v", key, resp, err)
+				if err != nil || len(resp.Kvs) == 0 || resp.Kvs[0].Lease == 0 || resp.Kvs[0].CreateRevision != int64(token) {
+					return fmt.Errorf("no lease to revoke for %s under token %d: %+v, %v", key, token, resp, err)
 				}
+				// The lease is the target's session's: revoking it late
+				// ends no other session's term.
 				_, err = cli.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease))
 				return err
 			}
-			_, err := cli.Delete(ctx, key)
+			resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", int64(token))).Then(clientv3.OpDelete(key)).Commit()
+			if err == nil && !resp.Succeeded {
+				err = fmt.Errorf("no lock %s under token %d to delete", key, token)
+			}
 			return err
 		},
 	}
@@ -149,7 +171,7 @@ func startZooKeeper(t *testing.T) server {
 		url:  func(a string) string { return "zk://" + a + "/chaos" },
 		down: s.Stop,
 		up:   s.Restart,
-		tamper: func(ctx context.Context, name string, _ events.Token) error {
+		tamper: func(ctx context.Context, name string, token events.Token) error {
 			if conn == nil {
 				c, err := zktest.Dial(s.Addr(), 4*time.Second)
 				if err != nil {
@@ -157,7 +179,7 @@ func startZooKeeper(t *testing.T) server {
 				}
 				conn = c
 			}
-			return deleteHolderNode(conn, "/chaos/locks/"+url.PathEscape(name))
+			return deleteTermNode(conn, "/chaos/locks/"+url.PathEscape(name), token)
 		},
 	}
 }
@@ -194,13 +216,13 @@ func startMySQL(t *testing.T) server {
 		url:  func(a string) string { return "mysql://root@" + a + "/" + mysqltest.Database },
 		down: s.Kill,
 		up:   s.Restart,
-		tamper: func(ctx context.Context, name string, _ events.Token) error {
-			res, err := db.ExecContext(ctx, `DELETE FROM hustings_locks WHERE name = ?`, name)
+		tamper: func(ctx context.Context, name string, token events.Token) error {
+			res, err := db.ExecContext(ctx, `DELETE FROM hustings_locks WHERE name = ? AND token = ?`, name, int64(token))
 			if err != nil {
 				return err
 			}
 			if n, err := res.RowsAffected(); err != nil || n != 1 {
-				return fmt.Errorf("no lock row %q to delete (%v)", name, err)
+				return fmt.Errorf("no lock row %q under token %d to delete (%v)", name, token, err)
 			}
 			return nil
 		},
@@ -221,30 +243,42 @@ func startNATS(t *testing.T) server {
 		url:  natstest.URL,
 		down: s.Kill,
 		up:   s.Restart,
-		tamper: func(ctx context.Context, name string, _ events.Token) error {
+		tamper: func(ctx context.Context, name string, token events.Token) error {
 			// A delete of the lock's record, as `nats kv del` makes it:
-			// the feed pushes it to the holder and the waiters.
+			// the feed pushes it to the holder and the waiters. The
+			// token is the revision of the take's write, which nothing
+			// rewrites during the term.
 			kv, err := js.KeyValue(ctx, natsbackend.DefaultBucket)
 			if err != nil {
 				return err
 			}
-			return kv.Delete(ctx, natsbackend.LockKey(name))
+			return kv.Delete(ctx, natsbackend.LockKey(name), jetstream.LastRevision(uint64(token)))
 		},
 	}
 }
 
-// deleteHolderNode deletes the oldest node in the line under parent (the
-// holder's), leaving a hold marker (a child without a sequence) alone.
-func deleteHolderNode(conn *zk.Conn, parent string) error {
+// deleteTermNode deletes the node under parent whose czxid is token (the
+// holder's, if its term is still on), leaving a hold marker (a child
+// without a sequence) alone.
+func deleteTermNode(conn *zk.Conn, parent string, token events.Token) error {
 	kids, _, err := conn.Children(parent)
 	if err != nil {
 		return err
 	}
-	kids = slices.DeleteFunc(kids, func(k string) bool { return !strings.Contains(k, "-") })
-	if len(kids) == 0 {
-		return fmt.Errorf("no node in %s", parent)
+	for _, k := range kids {
+		if !strings.Contains(k, "-") {
+			continue
+		}
+		_, st, err := conn.Get(parent + "/" + k)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if st.Czxid == int64(token) {
+			return conn.Delete(parent+"/"+k, st.Version)
+		}
 	}
-	seq := func(k string) string { _, s, _ := strings.Cut(k, "-"); return s }
-	oldest := slices.MinFunc(kids, func(a, b string) int { return strings.Compare(seq(a), seq(b)) })
-	return conn.Delete(parent+"/"+oldest, -1)
+	return fmt.Errorf("no node in %s under token %d", parent, token)
 }
