@@ -363,7 +363,7 @@ func handoverLabel(subject string) string {
 // acquireFigure: p50 of acquire + release, of the server's plain round
 // trips and of each peer's lock + unlock, a panel per server backend.
 func acquireFigure(rep *Report) figure {
-	var f figure
+	f := figure{cols: 3}
 	for _, backend := range backendsIn(rep) {
 		var labels []string
 		var hustings, baseline, peers []float64

@@ -28,7 +28,7 @@ func isPeer(subject string) bool { return !strings.HasPrefix(subject, "hustings"
 // throughputFigure: runs per second at 1 and 8 goroutines, a panel per
 // backend with peers.
 func throughputFigure(rep *Report) figure {
-	var f figure
+	f := figure{cols: 3} // eleven backends in one row were unreadable
 	var params []string
 	for _, r := range rep.Select("throughput") {
 		if !slices.Contains(params, r.Param) {
