@@ -51,8 +51,8 @@ bench-check:
 	cd bench && $(GO) vet ./... && $(GO) test -race ./...
 
 # bench: every workload on every backend beside the peer libraries; about
-# 24 minutes (the Kubernetes rows take ten of them: client-go's defaults
-# poll every 2 s and fail over in 15); results in bench/results/.
+# 70 minutes for the eleven backends (the scale workload 20 of them);
+# results in bench/results/.
 bench: deps kube-apiserver nats-server ferretdb dynalite consul
 	cd bench && $(GO) run .
 
