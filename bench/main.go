@@ -66,6 +66,9 @@ func run(args []string, out io.Writer) error {
 	}
 	b := &bench{cfg: cfg, out: out, report: newReport(cfg, args)}
 	b.report.Revision = *rev
+	fs.Visit(func(f *flag.Flag) {
+		b.report.Partial = b.report.Partial || f.Name == "backends" || f.Name == "workloads" || f.Name == "scale"
+	})
 	if err := b.start(ctx, splitList(*only)); err != nil {
 		return err
 	}

@@ -11,6 +11,9 @@ import (
 func (rep *Report) Markdown() string {
 	var b strings.Builder
 	kind := "full run"
+	if rep.Partial {
+		kind = "partial run (some backends, workloads or scale points)"
+	}
 	if rep.Quick {
 		kind = "quick run (-quick: fewer samples, shorter windows; not for quoting)"
 	}

@@ -46,6 +46,7 @@ type Report struct {
 	Command  string            `json:"command"`
 	Revision string            `json:"revision,omitempty"` // of the library measured
 	Quick    bool              `json:"quick"`
+	Partial  bool              `json:"partial,omitempty"` // some backends, workloads or scale points only
 	Machine  Machine           `json:"machine"`
 	Settings map[string]string `json:"settings"`
 	Rows     []Row             `json:"rows"`
