@@ -279,6 +279,13 @@ func (c *Config) MarginFor(d time.Duration) time.Duration {
 	return d / 10
 }
 
+// renewalSlack is how long a renewal may take before the leaders of its
+// session revoke: the TTL less the safety margin and the keep-alive
+// interval; zero if the options leave none.
+func (c *Config) renewalSlack() time.Duration {
+	return max(c.TTL-c.MarginFor(c.TTL)-c.KeepAlive, 0)
+}
+
 // ValidateElector checks the options a long-lived campaign uses.
 func (c *Config) ValidateElector() error {
 	if len(c.Bad) > 0 {

@@ -15,8 +15,12 @@ import (
 // in order, rather than in the client, where the keep-alive would wait
 // behind it, or at the server, which answers overload with errors and
 // timeouts. Fewer would starve a backend whose acquire is several round
-// trips on one connection (ZooKeeper).
+// trips on one connection (ZooKeeper). The limiter lowers it while calls
+// are slow (see limiter).
 const callsInFlight = 64
+
+// callsInFlightLeast is the least the limiter lowers it to.
+const callsInFlightLeast = 4
 
 // Lanes of a limiter: calls that free locks go before calls that take
 // them, since they lower the load and let waiters in.
@@ -30,10 +34,23 @@ const (
 // served in order, lane by lane. A waiter is a goroutine blocked in wait,
 // or a function given to start, which costs no goroutine until its turn
 // comes: a storm of campaigns queues as closures. Safe for concurrent use.
+//
+// The bound adapts to the calls' latency. A server that applies writes
+// one at a time answers each call after the calls ahead of it, and the
+// keep-alive waits there too: a call slower than slow halves the bound
+// (once for the calls started before the cut, which all waited in the
+// same queue), and while calls wait here, each call faster than slow/2
+// raises it by 1/bound, up to its most. slow is a quarter of the time a
+// renewal may take before the session's leaders revoke.
 type limiter struct {
-	mu      sync.Mutex
-	free    int
-	waiting [lanes]list.List // of *turn
+	mu       sync.Mutex
+	limit    int // calls allowed in flight now
+	most     int // the most limit rises to
+	inFlight int
+	grown    int              // fast calls since limit last rose
+	slow     time.Duration    // a call slower than this halves limit; 0: never
+	cut      time.Time        // when limit was last halved
+	waiting  [lanes]list.List // of *turn
 }
 
 // turn is a waiter: ready is closed, or f started, to hand it a slot.
@@ -44,12 +61,16 @@ type turn struct {
 	handed bool        // given a slot or its context's error
 }
 
-func newLimiter(n int) *limiter { return &limiter{free: n} }
+// newLimiter returns a limiter of n calls in flight; if slow is positive,
+// fewer while calls take longer than slow.
+func newLimiter(n int, slow time.Duration) *limiter {
+	return &limiter{limit: n, most: n, slow: slow}
+}
 
 // take takes a free slot if nobody waits for one.
 func (l *limiter) take() bool {
-	if l.free > 0 && l.queued() == 0 {
-		l.free--
+	if l.inFlight < l.limit && l.queued() == 0 {
+		l.inFlight++
 		return true
 	}
 	return false
@@ -74,7 +95,7 @@ func (l *limiter) wait(ctx context.Context, lane int) error {
 	l.mu.Lock()
 	if t.handed { // handed a slot meanwhile: pass it on
 		l.mu.Unlock()
-		l.done()
+		l.done(time.Time{})
 		return ctx.Err()
 	}
 	t.handed = true
@@ -84,7 +105,7 @@ func (l *limiter) wait(ctx context.Context, lane int) error {
 }
 
 // start runs f in a goroutine of its own once a slot is free, with a nil
-// error (f must then call done), or with ctx's error if ctx ends first
+// error (f must then call done, with the time it started), or with ctx's error if ctx ends first
 // (f takes nothing). Until then f is only queued.
 func (l *limiter) start(ctx context.Context, lane int, f func(error)) {
 	l.mu.Lock()
@@ -108,26 +129,61 @@ func (l *limiter) start(ctx context.Context, lane int, f func(error)) {
 	})
 }
 
-// done gives a slot back: to the first waiter of the first lane that has
-// one, else to the pool.
-func (l *limiter) done() {
+// done gives back the slot of a call that started at start (zero for a
+// slot not used), adapting the bound to the call's latency, and hands the
+// free slots to the first waiters of the first lanes that have them.
+func (l *limiter) done(start time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.inFlight--
+	if !start.IsZero() && l.slow > 0 {
+		l.adapt(start, time.Since(start))
+	}
+	for l.inFlight < l.limit {
+		t := l.next()
+		if t == nil {
+			return
+		}
+		l.inFlight++
+		t.handed = true
+		if t.ready != nil {
+			close(t.ready)
+			continue
+		}
+		t.stop()
+		go t.f(nil)
+	}
+}
+
+// adapt halves the bound after a slow call started since the last cut, and
+// raises it by one for every bound's worth of fast calls while calls wait;
+// l.mu held.
+func (l *limiter) adapt(start time.Time, took time.Duration) {
+	switch {
+	case took > l.slow:
+		if !start.Before(l.cut) && l.limit > callsInFlightLeast {
+			l.limit = max(l.limit/2, callsInFlightLeast)
+			l.cut = time.Now()
+			l.grown = 0
+		}
+	case took < l.slow/2 && l.limit < l.most && l.queued() > 0:
+		if l.grown++; l.grown >= l.limit {
+			l.limit++
+			l.grown = 0
+		}
+	}
+}
+
+// next removes and returns the first waiter of the first lane that has
+// one, or nil; l.mu held.
+func (l *limiter) next() *turn {
 	for i := range l.waiting {
 		if f := l.waiting[i].Front(); f != nil {
 			l.waiting[i].Remove(f)
-			t := f.Value.(*turn)
-			t.handed = true
-			if t.ready != nil {
-				close(t.ready)
-				return
-			}
-			t.stop()
-			go t.f(nil)
-			return
+			return f.Value.(*turn)
 		}
 	}
-	l.free++
+	return nil
 }
 
 func (l *limiter) queued() int {
@@ -144,7 +200,7 @@ func (s *Session) inTurn(ctx context.Context, lane int, timeout time.Duration, f
 	if err := s.calls.wait(ctx, lane); err != nil {
 		return fmt.Errorf("%w: %w", backends.ErrUnavailable, err)
 	}
-	defer s.calls.done()
+	defer s.calls.done(time.Now())
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return f(cctx)
@@ -160,6 +216,6 @@ func (s *Session) release(ctx context.Context, lane int, timeout time.Duration, 
 	if err := s.calls.wait(cctx, lane); err != nil {
 		return fmt.Errorf("%w: %w", backends.ErrUnavailable, err)
 	}
-	defer s.calls.done()
+	defer s.calls.done(time.Now())
 	return f(cctx)
 }

@@ -73,7 +73,7 @@ func (a *actor) call(kind opKind, prep func(), f func(ctx context.Context, sent 
 			a.done(o, f(wctx, fmt.Errorf("%w: %w", errNotSent, err)))
 			return
 		}
-		defer a.on.calls.done()
+		defer a.on.calls.done(time.Now())
 		ctx, stop := context.WithTimeout(wctx, a.cfg().TTL)
 		defer stop()
 		a.done(o, f(ctx, nil))

@@ -92,7 +92,7 @@ func newSession(b backends.Backend, cfg Config) *Session {
 	cfg.Session = nil
 	return &Session{
 		backend: b, cfg: cfg,
-		calls:     newLimiter(callsInFlight),
+		calls:     newLimiter(callsInFlight, cfg.renewalSlack()/4),
 		changed:   make(chan struct{}),
 		lost:      make(chan uint64, 1),
 		claims:    map[string]bool{},
