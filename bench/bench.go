@@ -121,8 +121,18 @@ func (b *bench) start(ctx context.Context, names []string) error {
 	b.systems, err = startSystems(ctx, tmp, names, b.logf)
 	if err != nil {
 		_ = os.RemoveAll(tmp)
+		return err
 	}
-	return err
+	waited, busy, err := settle(ctx, procStat)
+	if err != nil {
+		b.logf("settle: %v (going on)", err)
+		return nil
+	}
+	note := fmt.Sprintf("after the servers started, waited %v for the machine to settle (CPUs busy %.0f%% in the last %v; the bound is %.0f%%, the wait at most %v)",
+		waited.Round(time.Second), 100*busy, settleWindow, 100*settleIdle, settleMost)
+	b.report.Settings["settling"] = note
+	b.logf("%s", note)
+	return nil
 }
 
 // stop stops every server and removes the temporary directory.
