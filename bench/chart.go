@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -166,6 +167,9 @@ func bars(title, ylabel string, categories []string, slots int, sets []barSet, l
 	// About 270 points of a cell are data; bars fill 70% of it at most.
 	width := vg.Points(min(26, 0.7*270/float64(max(len(categories)*slots, 1))))
 	labelStyle := text.Style{Font: font.From(plot.DefaultFont, 7), Handler: plot.DefaultTextHandler, XAlign: draw.XCenter}
+	if width < vg.Points(12) { // too narrow for a label across: up the bar
+		labelStyle.Rotation, labelStyle.XAlign, labelStyle.YAlign = math.Pi/2, draw.XLeft, draw.YCenter
+	}
 	lo, top := math.Inf(1), 0.0
 	var labels []plot.Plotter // drawn after every bar, so that none hides one
 	for _, s := range sets {
@@ -195,6 +199,7 @@ func bars(title, ylabel string, categories []string, slots int, sets []barSet, l
 		p.X.Tick.Label.YAlign = draw.YCenter
 	}
 	p.Y.Min, p.Y.Max = 0, top*1.15
+	p.Y.Tick.Marker = plainTicks{}
 	if logY && top > 0 {
 		// The unit goes under the title: see logPanel.
 		p.Title.Text, p.Y.Label.Text = title+"\n"+ylabel+", log scale", ""
@@ -203,6 +208,37 @@ func bars(title, ylabel string, categories []string, slots int, sets []barSet, l
 		p.Y.Max = top * 1.8
 	}
 	return p
+}
+
+// plainTicks label a linear axis at 1, 2 or 5 times a power of ten, the
+// step that gives three to six labels, written as the bars are (25,000,
+// not 25000.00), with four unlabelled ticks between.
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return nil
+	}
+	step := math.Pow10(int(math.Floor(math.Log10(hi - lo))))
+	for _, m := range []float64{0.1, 0.2, 0.5, 1} {
+		if (hi-lo)/(step*m) <= 6 {
+			step *= m
+			break
+		}
+	}
+	var ticks []plot.Tick
+	for i := math.Ceil(lo / step * 5); i/5*step <= hi; i++ {
+		v := i / 5 * step
+		t := plot.Tick{Value: v}
+		if math.Mod(i, 5) == 0 {
+			t.Label = fmtNum(math.Round(v))
+			if decimals := int(-math.Floor(math.Log10(step) + 1e-9)); decimals > 0 {
+				t.Label = strconv.FormatFloat(v, 'f', decimals, 64)
+			}
+		}
+		ticks = append(ticks, t)
+	}
+	return ticks
 }
 
 // barPlotter draws one set of bars, from the bottom of the Y axis (0, or

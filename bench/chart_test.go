@@ -37,6 +37,27 @@ func TestCountTicks(t *testing.T) {
 
 // TestChartsDrawEveryRow: charts come out for rows a log axis cannot show
 // (a negative memory figure), points not all held, and one backend alone.
+func TestPlainTicks(t *testing.T) {
+	for _, c := range []struct {
+		hi   float64
+		want string
+	}{
+		{28_000, "0 5,000 10,000 15,000 20,000 25,000"},
+		{460, "0 100 200 300 400"},
+		{1.15, "0.0 0.2 0.4 0.6 0.8 1.0"},
+	} {
+		var labels []string
+		for _, tk := range (plainTicks{}).Ticks(0, c.hi) {
+			if tk.Label != "" {
+				labels = append(labels, tk.Label)
+			}
+		}
+		if got := strings.Join(labels, " "); got != c.want {
+			t.Errorf("labels of 0 to %v: %q, want %q", c.hi, got, c.want)
+		}
+	}
+}
+
 func TestChartsDrawEveryRow(t *testing.T) {
 	scale := func(backend, subject string, locks, bytes, reqs, elected float64) Row {
 		return Row{Workload: "scale", Backend: backend, Subject: subject, Param: fmtNum(locks), Values: map[string]float64{
