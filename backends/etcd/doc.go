@@ -143,7 +143,12 @@
 // from the next one, so that etcd pushes changes at once instead of
 // catching the watcher up on its next pass; on compaction it reads again
 // and watches from there, and signals. Expiries are signalled too: the
-// server deletes the keys.
+// server deletes the keys. WatchReleases (the Backend is a
+// backends.ReleaseWatcher) is the same watch with the server filtering
+// out puts: a waiting run is woken when the lock may be free, not when
+// another candidate takes it; once woken, a run that began waiting less
+// than 50 ms before pauses a millisecond or two, so that one waiting
+// longer tries first, as on every backends.ReleaseWatcher.
 //
 // # What blocks
 //

@@ -20,6 +20,21 @@ import (
 // breaks otherwise; receivers then poll or watch again. A goroutine pumps
 // the watch until then.
 func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, error) {
+	return b.watch(ctx, name, false)
+}
+
+// WatchReleases is Watch for a candidate waiting for name: it signals
+// when the lock key or its guard key is deleted (a Release, the end of
+// the holder's session or of the lock's lease), not when the lock is
+// taken or a holder rebinds it to a hold. Call it after an Acquire found
+// the lock held, then Acquire again before waiting: a release between the
+// two Acquires is not missed.
+func (b *Backend) WatchReleases(ctx context.Context, name string) (<-chan struct{}, error) {
+	return b.watch(ctx, name, true)
+}
+
+// watch is Watch, or WatchReleases if releases.
+func (b *Backend) watch(ctx context.Context, name string, releases bool) (<-chan struct{}, error) {
 	if err := validate.Name(name); err != nil {
 		return nil, err
 	}
@@ -32,7 +47,7 @@ func (b *Backend) Watch(ctx context.Context, name string) (<-chan struct{}, erro
 		return nil, err
 	}
 	out := make(chan struct{}, 1)
-	go b.pump(ctx, key, rev, out)
+	go b.pump(ctx, key, rev, releases, out)
 	return out, nil
 }
 
@@ -45,12 +60,13 @@ func (b *Backend) revision(ctx context.Context, key string) (int64, error) {
 	return resp.Header.Revision, nil
 }
 
-// pump signals out on each change of key after revision rev until ctx
-// ends or the watch breaks, then closes out.
-func (b *Backend) pump(ctx context.Context, key string, rev int64, out chan<- struct{}) {
+// pump signals out on each change of key after revision rev (each
+// deletion, if releases) until ctx ends or the watch breaks, then closes
+// out.
+func (b *Backend) pump(ctx context.Context, key string, rev int64, releases bool, out chan<- struct{}) {
 	defer close(out)
 	for {
-		next, ok := b.follow(ctx, key, rev, out)
+		next, ok := b.follow(ctx, key, rev, releases, out)
 		if !ok {
 			return
 		}
@@ -59,13 +75,18 @@ func (b *Backend) pump(ctx context.Context, key string, rev int64, out chan<- st
 	}
 }
 
-// follow watches key from rev+1 and signals out on each change. It
-// returns the current revision and true when the watch was compacted away,
-// and false when ctx ended or the watch broke.
-func (b *Backend) follow(ctx context.Context, key string, rev int64, out chan<- struct{}) (int64, bool) {
+// follow watches key from rev+1 and signals out on each change (each
+// deletion, if releases). It returns the current revision and true when
+// the watch was compacted away, and false when ctx ended or the watch
+// broke.
+func (b *Backend) follow(ctx context.Context, key string, rev int64, releases bool, out chan<- struct{}) (int64, bool) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the etcd watch when we stop following it
-	wch := b.client.Watch(wctx, key, clientv3.WithRange(watchEnd(key)), clientv3.WithRev(rev+1))
+	opts := []clientv3.OpOption{clientv3.WithRange(watchEnd(key)), clientv3.WithRev(rev + 1)}
+	if releases {
+		opts = append(opts, clientv3.WithFilterPut()) // the server sends deletions alone
+	}
+	wch := b.client.Watch(wctx, key, opts...)
 	for {
 		select {
 		case <-ctx.Done():

@@ -41,7 +41,7 @@ func TestWatchResumesAfterCompaction(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		b.pump(ctx, key, first, out) // from a compacted revision
+		b.pump(ctx, key, first, false, out) // from a compacted revision
 	}()
 	receive(t, out, "the compaction")
 	if _, err := cli.Put(t.Context(), key, "x"); err != nil {

@@ -62,3 +62,43 @@ func wantSignal(t *testing.T, ch <-chan struct{}, after string) {
 		t.Fatalf("no watch signal within 15s after %s", after)
 	}
 }
+
+// TestWatchReleasesSignalsReleasesAlone: a waiter's WatchReleases is
+// woken by a Release and by the end of a lock's lease, and not by a take
+// of the lock, nor by a release that keeps it held for a while.
+func TestWatchReleasesSignalsReleasesAlone(t *testing.T) {
+	b := newBackend(t, etcdtest.Start(t).Client(t))
+	a, c := open(t, b, "a", time.Minute), open(t, b, "c", time.Minute)
+	tok := backendtest.Acquire(t, a, "job")
+	if _, err := c.Acquire(t.Context(), "job", 0); err == nil {
+		t.Fatal("Acquire of a held lock succeeded")
+	}
+	ch, err := b.WatchReleases(t.Context(), "job")
+	if err != nil {
+		t.Fatalf("WatchReleases: %v", err)
+	}
+	if err := a.Release(t.Context(), "job", tok, 0); err != nil {
+		t.Fatal(err)
+	}
+	wantSignal(t, ch, "a Release")
+
+	tok = backendtest.Acquire(t, c, "job")
+	if err := c.Release(t.Context(), "job", tok, time.Minute); err != nil { // held by nobody for a minute
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+		t.Fatal("WatchReleases signalled a take, or a release with a hold")
+	case <-time.After(500 * time.Millisecond): // the take's event would have come by now
+	}
+
+	if _, err := a.Acquire(t.Context(), "leased", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	leased, err := b.WatchReleases(t.Context(), "leased")
+	if err != nil {
+		t.Fatalf("WatchReleases: %v", err)
+	}
+	wantSignal(t, leased, "the end of the lock's lease of 1 s")
+	backendtest.Acquire(t, c, "leased")
+}
