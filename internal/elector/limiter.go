@@ -35,23 +35,33 @@ const (
 // or a function given to start, which costs no goroutine until its turn
 // comes: a storm of campaigns queues as closures. Safe for concurrent use.
 //
-// The bound adapts to the calls' latency. A server that applies writes
-// one at a time answers each call after the calls ahead of it, and the
-// keep-alive waits there too: a call slower than slow halves the bound
-// (once for the calls started before the cut, which all waited in the
-// same queue), and while calls wait here, each call faster than slow/2
-// raises it by 1/bound, up to its most. slow is a quarter of the time a
-// renewal may take before the session's leaders revoke.
+// The bound adapts to how long calls queue beyond the server's usual
+// answer. A server that applies writes one at a time answers each call
+// after the calls ahead of it, and the keep-alive waits there too: a call
+// that took more than slow beyond the quickest call of the last
+// baseWindow or two halves the bound (once for the calls started before
+// the cut, which all waited in the same queue), and while calls wait
+// here, each call within slow/2 of it raises the bound by 1/bound, up to
+// its most. slow is a quarter of the time a renewal may take before the
+// session's leaders revoke. A far server is slow but not queueing: its
+// round trip is in the quickest call.
 type limiter struct {
 	mu       sync.Mutex
 	limit    int // calls allowed in flight now
 	most     int // the most limit rises to
 	inFlight int
 	grown    int              // fast calls since limit last rose
-	slow     time.Duration    // a call slower than this halves limit; 0: never
+	slow     time.Duration    // queueing longer than this halves limit; 0: never
 	cut      time.Time        // when limit was last halved
+	base     [2]time.Duration // the quickest call of this window and of the one before
+	window   time.Time        // when this window began
 	waiting  [lanes]list.List // of *turn
 }
+
+// baseWindow is how long the quickest call counts as the server's usual
+// answer, at least: a server that became slower for good is then seen as
+// queueing for two windows at most.
+const baseWindow = 10 * time.Second
 
 // turn is a waiter: ready is closed, or f started, to hand it a slot.
 type turn struct {
@@ -159,7 +169,15 @@ func (l *limiter) done(start time.Time) {
 // raises it by one for every bound's worth of fast calls while calls wait;
 // l.mu held.
 func (l *limiter) adapt(start time.Time, took time.Duration) {
-	switch {
+	if now := time.Now(); now.Sub(l.window) >= baseWindow {
+		l.base, l.window = [2]time.Duration{took, l.base[0]}, now
+	}
+	l.base[0] = min(l.base[0], took)
+	base := l.base[0]
+	if l.base[1] > 0 {
+		base = min(base, l.base[1])
+	}
+	switch took -= base; {
 	case took > l.slow:
 		if !start.Before(l.cut) && l.limit > callsInFlightLeast {
 			l.limit = max(l.limit/2, callsInFlightLeast)

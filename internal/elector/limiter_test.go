@@ -70,14 +70,16 @@ func TestLimiterWaitEndsWithContext(t *testing.T) {
 	})
 }
 
-// A call slower than slow halves the bound once for the calls that waited
-// in the same queue, again for a slow call started after the cut, and
-// never below callsInFlightLeast; waiters are let in only below the bound.
+// A call that queued longer than slow (beyond the quickest call) halves
+// the bound once for the calls that waited in the same queue, again for a
+// slow call started after the cut, and never below callsInFlightLeast;
+// waiters are let in only below the bound.
 func TestLimiterHalvesWhileCallsAreSlow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const slow = 100 * time.Millisecond
 		l := newLimiter(64, slow)
 		ctx := context.Background()
+		quick(t, l, slow/10)
 		start := time.Now()
 		for range 64 {
 			if err := l.wait(ctx, laneTake); err != nil {
@@ -158,6 +160,32 @@ func TestLimiterRisesWhileCallsAreFast(t *testing.T) {
 		}
 		if l.limit != 8 {
 			t.Fatalf("bound %d rose above its most, 8", l.limit)
+		}
+	})
+}
+
+// quick makes a call that takes d: the server's usual answer.
+func quick(t *testing.T, l *limiter, d time.Duration) {
+	t.Helper()
+	if err := l.wait(context.Background(), laneTake); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	time.Sleep(d)
+	l.done(start)
+}
+
+// A far server answers slowly without queueing: calls that all take
+// longer than slow, as long as the quickest, never lower the bound.
+func TestLimiterKeepsItsBoundOnAFarServer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const slow = 100 * time.Millisecond
+		l := newLimiter(64, slow)
+		for range 2 * baseWindow / (3 * slow) {
+			quick(t, l, 3*slow)
+		}
+		if l.limit != 64 {
+			t.Fatalf("bound %d after calls of 3×slow each, want 64", l.limit)
 		}
 	})
 }
