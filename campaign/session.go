@@ -23,8 +23,10 @@ import (
 //
 // The session is where congestion is handled: it has at most 64 backend
 // calls of its campaigns in flight (releases first, the rest in order;
-// its keep-alive never waits behind them), and campaigns whose calls fail
-// back off exponentially, so thousands started at once are all elected.
+// its keep-alive never waits behind them), fewer while calls queue at the
+// server (a quarter of the renewal's slack beyond the quickest answer
+// halves the bound), and campaigns whose calls fail back off
+// exponentially, so thousands started at once are all elected.
 //
 // Close the campaigns before the session: closing the session ends every
 // term on it. Its methods are safe for concurrent use.
