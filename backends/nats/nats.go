@@ -114,7 +114,7 @@ type Backend struct {
 // stops when the last watch ends, on a goroutine of its own, which
 // nats.go can hold for a request's timeout and a reset backoff (10 s
 // each at most) while it re-creates the feed's consumer after an outage,
-// connection closed or not; package dial's closer waits for it. It does not create the bucket:
+// connection closed or not: Backend.Wait waits for it. It does not create the bucket:
 // run CreateBucket. A nil or typed-nil js, one whose connection is
 // closed, and bad options return an error matching backends.ErrInvalid.
 func New(js jetstream.JetStream, opts ...Option) (*Backend, error) {

@@ -108,5 +108,5 @@ func (opener) Open(ctx context.Context, u *url.URL, c dial.Config) (backends.Bac
 		done()
 		return nil, nil, err
 	}
-	return b, func() { done(); record.Wait(b.Store) }, nil
+	return b, func() { done(); record.WaitBounded(b.Store) }, nil
 }

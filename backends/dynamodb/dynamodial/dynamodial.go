@@ -157,5 +157,5 @@ func (opener) Open(ctx context.Context, u *url.URL, c dial.Config) (backends.Bac
 	if err != nil {
 		return nil, nil, err
 	}
-	return b, func() { record.Wait(b.Store) }, nil
+	return b, func() { record.WaitBounded(b.Store) }, nil
 }

@@ -80,16 +80,22 @@ type transport struct {
 	h    *hub.Hub[watched]
 }
 
-// Wait returns once every feed run of s's watches has returned, or after
-// feedStop. A run stops when its last watch ends, on a goroutine nobody
-// else waits for, and nats.go's feed can take seconds to stop while it
-// re-creates its consumer: the owner of s's client calls Wait after
-// closing the client (package dial's closers do), so that no goroutine
-// of s outlives it.
-func Wait(s *Store) {
+// Wait returns once every goroutine the backend started for its watches
+// has returned, or with ctx's error when ctx ends first. They stop when
+// the last watch ends, and a store's client can hold one for seconds
+// while it reconnects (nats.go re-creating a consumer): call Wait after
+// the last watch ended, or after closing the client, so that none
+// outlives the program's use of the backend. Package dial's closers call
+// it, bounded at 25 s.
+func (s *Store) Wait(ctx context.Context) error {
+	return s.hub.h.Wait(ctx)
+}
+
+// WaitBounded is Wait bounded at 25 s, for package dial's closers.
+func WaitBounded(s *Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), feedStop)
 	defer cancel()
-	_ = s.hub.h.Wait(ctx)
+	_ = s.Wait(ctx)
 }
 
 // watched is what the hub knows of one watched lock.

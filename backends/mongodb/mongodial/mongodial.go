@@ -120,5 +120,5 @@ func (opener) Open(ctx context.Context, u *url.URL, c dial.Config) (backends.Bac
 		disconnect()
 		return nil, nil, err
 	}
-	return b, func() { disconnect(); record.Wait(b.Store) }, nil
+	return b, func() { disconnect(); record.WaitBounded(b.Store) }, nil
 }

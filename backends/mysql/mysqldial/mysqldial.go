@@ -139,7 +139,7 @@ func (opener) Open(ctx context.Context, u *url.URL, c dial.Config) (backends.Bac
 		closeDB()
 		return nil, nil, err
 	}
-	return b, func() { closeDB(); record.Wait(b.Store) }, nil
+	return b, func() { closeDB(); record.WaitBounded(b.Store) }, nil
 }
 
 // logger sends go-sql-driver/mysql's lines to a slog.Logger at debug

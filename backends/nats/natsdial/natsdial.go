@@ -122,5 +122,5 @@ func (opener) Open(ctx context.Context, u *url.URL, c dial.Config) (backends.Bac
 		nc.Close()
 		return nil, nil, err
 	}
-	return b, func() { nc.Close(); record.Wait(b.Store) }, nil
+	return b, func() { nc.Close(); record.WaitBounded(b.Store) }, nil
 }
