@@ -47,7 +47,8 @@ type Backend struct {
 }
 
 // New returns a Backend on c. It does no I/O, starts no goroutine, and
-// never closes anything of c's. A nil or typed-nil c, or a bad option,
+// never closes anything of c's; after the last call and the last watch,
+// Wait waits for the goroutines the watches started. A nil or typed-nil c, or a bad option,
 // returns an error matching backends.ErrInvalid.
 func New(c *api.Client, opts ...Option) (*Backend, error) {
 	if c == nil {
