@@ -115,8 +115,8 @@ func (l *limiter) wait(ctx context.Context, lane int) error {
 }
 
 // start runs f in a goroutine of its own once a slot is free, with a nil
-// error (f must then call done, with the time it started), or with ctx's error if ctx ends first
-// (f takes nothing). Until then f is only queued.
+// error (f must then call done, with the time it started), or with ctx's
+// error if ctx ends first (f takes nothing). Until then f is only queued.
 func (l *limiter) start(ctx context.Context, lane int, f func(error)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -165,9 +165,9 @@ func (l *limiter) done(start time.Time) {
 	}
 }
 
-// adapt halves the bound after a slow call started since the last cut, and
-// raises it by one for every bound's worth of fast calls while calls wait;
-// l.mu held.
+// adapt halves the bound after a call that queued too long and started
+// since the last cut, and raises it by one for every bound's worth of
+// quick calls while calls wait; l.mu held.
 func (l *limiter) adapt(start time.Time, took time.Duration) {
 	if now := time.Now(); now.Sub(l.window) >= baseWindow {
 		l.base, l.window = [2]time.Duration{took, l.base[0]}, now
