@@ -31,6 +31,21 @@ func newBackend(t testing.TB, url string, opts ...nats.Option) *nats.Backend {
 	return b
 }
 
+// connect returns a connection to url that the test closes itself, and
+// its JetStream.
+func connect(t testing.TB, url string) (*natsgo.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := natstest.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
+
 func newJS(t testing.TB, url string) jetstream.JetStream {
 	t.Helper()
 	js, err := jetstream.New(natstest.Conn(t, url))
@@ -97,14 +112,7 @@ func TestStorm(t *testing.T) {
 // TestClosedClient: see backendtest.ClosedClient.
 func TestClosedClient(t *testing.T) {
 	srv := natstest.Start(t)
-	nc, err := natstest.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := connect(t, srv.URL())
 	if err := nats.CreateBucket(t.Context(), js); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
 	"github.com/hustings/hustings/backends/nats"
@@ -19,14 +18,7 @@ func TestWaitOutlastsTheLastWatch(t *testing.T) {
 	srv := natstest.Start(t)
 	newBackend(t, srv.URL()) // makes the bucket
 	before := goleak.IgnoreCurrent()
-	nc, err := natstest.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := connect(t, srv.URL())
 	b, err := nats.New(js)
 	if err != nil {
 		t.Fatalf("New: %v", err)
