@@ -93,6 +93,12 @@
 // writes one at a time behind a busy wait, and loses its throughput to many
 // writers); the renewals are not held back by them.
 //
+// The renewal's find by name is answered from the name index on MongoDB
+// (EnsureIndexes); FerretDB over SQLite reads the whole collection for
+// it, a cost that grows with the locks held (on loopback about 0.2 ms a
+// lock: 0.6 s for 3,000), so a session holding thousands of locks there
+// needs a TTL whose renewal slack covers it.
+//
 // # Fencing
 //
 // A token is the version of the take's state: strictly increasing per
