@@ -161,6 +161,15 @@ func TestLimiterRisesWhileCallsAreFast(t *testing.T) {
 		if l.limit != 8 {
 			t.Fatalf("bound %d rose above its most, 8", l.limit)
 		}
+
+		idle := newLimiter(8, slow)
+		idle.limit = callsInFlightLeast
+		for range 20 {
+			quick(t, idle, 0)
+		}
+		if idle.limit != callsInFlightLeast {
+			t.Fatalf("bound %d after 20 fast calls with nobody waiting, want %d (unchanged)", idle.limit, callsInFlightLeast)
+		}
 	})
 }
 
