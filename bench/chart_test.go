@@ -35,8 +35,8 @@ func TestCountTicks(t *testing.T) {
 	}
 }
 
-// TestChartsDrawEveryRow: charts come out for rows a log axis cannot show
-// (a negative memory figure), points not all held, and one backend alone.
+// TestPlainTicks: a linear axis is labelled at round steps, written as
+// the bars are.
 func TestPlainTicks(t *testing.T) {
 	for _, c := range []struct {
 		hi   float64
@@ -58,6 +58,8 @@ func TestPlainTicks(t *testing.T) {
 	}
 }
 
+// TestChartsDrawEveryRow: charts come out for rows a log axis cannot show
+// (a negative memory figure), points not all held, and one backend alone.
 func TestChartsDrawEveryRow(t *testing.T) {
 	scale := func(backend, subject string, locks, bytes, reqs, elected float64) Row {
 		return Row{Workload: "scale", Backend: backend, Subject: subject, Param: fmtNum(locks), Values: map[string]float64{
