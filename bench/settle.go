@@ -68,8 +68,9 @@ func procStat() (cpuTimes, error) {
 }
 
 // parseProcStat reads the first line of /proc/stat: "cpu" then user,
-// nice, system, idle, iowait, irq, softirq, steal...; idle and iowait are
-// the time not busy.
+// nice, system, idle, iowait, irq, softirq, steal, guest, guest_nice;
+// idle and iowait are the time not busy, and guest and guest_nice are
+// counted in user and nice already.
 func parseProcStat(s string) (cpuTimes, error) {
 	line, _, _ := strings.Cut(s, "\n")
 	f := strings.Fields(line)
@@ -82,15 +83,12 @@ func parseProcStat(s string) (cpuTimes, error) {
 		if err != nil {
 			return cpuTimes{}, fmt.Errorf("/proc/stat: %q: %w", line, err)
 		}
-		t.total += n
-		if i != 3 && i != 4 && i < 8 { // not idle, iowait, guest (counted in user)
+		switch {
+		case i == 3 || i == 4: // idle, iowait
+			t.total += n
+		case i < 8:
 			t.busy += n
-		}
-	}
-	if len(f) > 9 { // guest and guest_nice are already in user and nice
-		for _, v := range f[9:] {
-			n, _ := strconv.ParseUint(v, 10, 64)
-			t.total -= n
+			t.total += n
 		}
 	}
 	return t, nil
