@@ -48,8 +48,8 @@ type Backend struct {
 
 // New returns a Backend on c. It does no I/O, starts no goroutine, and
 // never closes anything of c's; after the last call and the last watch,
-// Wait waits for the goroutines the watches started. A nil or typed-nil c, or a bad option,
-// returns an error matching backends.ErrInvalid.
+// Wait waits for the goroutines the watches started. A nil or typed-nil
+// c, or a bad option, returns an error matching backends.ErrInvalid.
 func New(c *api.Client, opts ...Option) (*Backend, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: consul: nil client", backends.ErrInvalid)

@@ -85,10 +85,9 @@ type Backend struct {
 // New returns a Backend that sends its requests through client. It does
 // no I/O, starts no goroutine, and never closes anything of client's;
 // after the last call and the last watch, Wait waits for the goroutines
-// the watches started. It
-// does not create the table: run Migrate once, or make it by hand as
-// Migrate's doc says. A nil client or bad options return an error
-// matching backends.ErrInvalid.
+// the watches started. It does not create the table: run Migrate once,
+// or make it by hand as Migrate's doc says. A nil client or bad options
+// return an error matching backends.ErrInvalid.
 //
 // The client's own retries (its RetryMaxAttempts) are fine: a retried
 // write that finds its first attempt applied is recognised as applied.

@@ -108,8 +108,9 @@ type Backend struct {
 
 // New returns a Backend on database db of client. It does no I/O, starts
 // no goroutine, and never connects or disconnects client: the caller
-// does, after the last call and the last watch ended, then calls Wait. It creates nothing:
-// run EnsureIndexes once (the backend works without its indexes, slowly).
+// does, after the last call and the last watch ended, then calls Wait.
+// It creates nothing: run EnsureIndexes once (the backend works without
+// its indexes, slowly).
 // A nil client, a bad database name or bad options return an error
 // matching backends.ErrInvalid.
 func New(client *mongo.Client, db string, opts ...Option) (*Backend, error) {

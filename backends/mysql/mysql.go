@@ -93,8 +93,8 @@ type Backend struct {
 
 // New returns a Backend that runs its statements on db. It does no I/O,
 // starts no goroutine, and never closes db: the caller does, after the
-// last call and the last watch ended, then calls Wait. It does not create the tables: run
-// Migrate once, or apply SQL by hand. A nil db or bad options return an
+// last call and the last watch ended, then calls Wait. It does not create
+// the tables: run Migrate once, or apply SQL by hand. A nil db or bad options return an
 // error matching backends.ErrInvalid.
 func New(db *sql.DB, opts ...Option) (*Backend, error) {
 	if db == nil {

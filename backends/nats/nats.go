@@ -114,8 +114,8 @@ type Backend struct {
 // stops when the last watch ends, on a goroutine of its own, which
 // nats.go can hold for a request's timeout and a reset backoff (10 s
 // each at most) while it re-creates the feed's consumer after an outage,
-// connection closed or not: Backend.Wait waits for it. It does not create the bucket:
-// run CreateBucket. A nil or typed-nil js, one whose connection is
+// connection closed or not: Backend.Wait waits for it. It does not
+// create the bucket: run CreateBucket. A nil or typed-nil js, one whose connection is
 // closed, and bad options return an error matching backends.ErrInvalid.
 func New(js jetstream.JetStream, opts ...Option) (*Backend, error) {
 	c, err := configure(js, opts)
